@@ -1,0 +1,56 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// The library depends on system OpenSSL 3 and zlib plus two small Apple packages.
+// SwiftNIO and swift-nio-ssl are test-only: they power an independent in-process server.
+// Heavy comparison clients (async-http-client) live in Benchmarks/' own package.
+let package = Package(
+    name: "AsyncHTTP",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "AsyncHTTP", targets: ["AsyncHTTP"]),
+        .executable(name: "ahttp", targets: ["ahttp"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+        .target(
+            name: "AsyncHTTP",
+            dependencies: [
+                "COpenSSL",
+                "CZlib",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "ahttp",
+            dependencies: ["AsyncHTTP"]
+        ),
+        .testTarget(
+            name: "AsyncHTTPTests",
+            dependencies: [
+                "AsyncHTTP",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,120 @@
+/// The one error type AsyncHTTP throws.
+///
+/// Switch on ``code`` to decide what to do; ``description`` fits in one log line and says what
+/// went wrong in words a person can act on:
+///
+/// ```swift
+/// do {
+///     let response = try await client.send(request)
+/// } catch let error as HTTPClientError where error.code == .timeout {
+///     print("gave up:", error)   // "timeout (connect): no connection to example.com:443 within 10 s"
+/// }
+/// ```
+public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What kind of failure this is. One case per thing that can go wrong.
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        /// The URL could not be parsed or has an unsupported scheme.
+        case invalidURL
+        /// The request itself is unacceptable: a CR, LF or NUL in a header, an invalid method, a bad body.
+        case invalidRequest
+        /// Name resolution failed (`getaddrinfo`).
+        case dnsFailure
+        /// No TCP connection could be made; ``HTTPClientError/errno`` holds the reason.
+        case connectFailed
+        /// The TLS handshake failed for a reason other than the peer's certificate.
+        case tlsHandshakeFailed
+        /// The peer's certificate was not trusted or did not match the host name.
+        case certificateInvalid
+        /// A timeout fired; ``HTTPClientError/timeoutPhase`` says which.
+        case timeout
+        /// The connection closed before the response was complete.
+        case connectionClosed
+        /// A read or write on the socket failed; ``HTTPClientError/errno`` holds the reason.
+        case ioFailure
+        /// The server sent bytes that are not a valid HTTP/1.x response.
+        case malformedResponse
+        /// The response head exceeded the configured size or field-count limit.
+        case headerLimitExceeded
+        /// The response body exceeded the limit given to `collect(upTo:)` or a decompression limit.
+        case bodyLimitExceeded
+        /// The task was cancelled.
+        case cancelled
+        /// The client has been shut down.
+        case shutdown
+        /// Too many redirects were followed.
+        case tooManyRedirects
+        /// A redirect led back to a URL already visited.
+        case redirectLoop
+        /// A redirect was refused for safety (an https → http downgrade, or an unsupported scheme).
+        case redirectRefused
+        /// The request would have to be sent again (redirect, authentication, retry) but its body is a
+        /// one-shot stream.
+        case bodyNotReplayable
+        /// Compressed content was corrupt or truncated.
+        case decompressionFailed
+        /// Authentication could not be completed (credentials refused, callback cancelled, bad challenge).
+        case authenticationFailed
+        /// A proxy refused or failed the request.
+        case proxyFailed
+    }
+
+    /// The phase a ``Code/timeout`` happened in.
+    public enum TimeoutPhase: String, Sendable, Hashable {
+        case connect
+        case tlsHandshake = "tls handshake"
+        case poolWait = "waiting for a connection"
+        case write
+        case head = "waiting for the response head"
+        case body = "reading the body"
+        case total = "total deadline"
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// A human-readable detail: what was wrong, and where.
+    public var message: String
+    /// The `errno` behind a socket failure, when there was one.
+    public var errno: Int32?
+    /// The phase a timeout happened in.
+    public var timeoutPhase: TimeoutPhase?
+    /// For ``Code/connectionClosed``: how many bytes of the response had arrived.
+    public var bytesReceived: Int?
+    /// For TLS failures: OpenSSL's reason string, and for certificates the verification result.
+    public var tlsReason: String?
+
+    public init(
+        _ code: Code, _ message: String, errno: Int32? = nil, timeoutPhase: TimeoutPhase? = nil,
+        bytesReceived: Int? = nil, tlsReason: String? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.errno = errno
+        self.timeoutPhase = timeoutPhase
+        self.bytesReceived = bytesReceived
+        self.tlsReason = tlsReason
+    }
+
+    public var description: String {
+        var text = code.rawValue
+        if let timeoutPhase { text += " (\(timeoutPhase.rawValue))" }
+        text += ": " + message
+        if let errno { text += " [errno \(errno)]" }
+        if let tlsReason { text += " [\(tlsReason)]" }
+        return text
+    }
+}
+
+extension HTTPClientError {
+    static func invalidURL(_ message: String) -> Self { .init(.invalidURL, message) }
+    static func invalidRequest(_ message: String) -> Self { .init(.invalidRequest, message) }
+    static func malformedResponse(_ message: String) -> Self { .init(.malformedResponse, message) }
+    static func headerLimitExceeded(_ message: String) -> Self { .init(.headerLimitExceeded, message) }
+    static func timeout(_ phase: TimeoutPhase, _ message: String) -> Self {
+        .init(.timeout, message, timeoutPhase: phase)
+    }
+    static func connectionClosed(_ message: String, bytesReceived: Int) -> Self {
+        .init(.connectionClosed, message, bytesReceived: bytesReceived)
+    }
+    static let cancelled = HTTPClientError(.cancelled, "the task was cancelled")
+    static let shutdown = HTTPClientError(.shutdown, "the client has been shut down")
+}

@@ -1,0 +1,113 @@
+// Thin shims over OpenSSL 3 for what Swift cannot call directly: function-like macros,
+// and a socket BIO whose writes never raise SIGPIPE (send with MSG_NOSIGNAL).
+#ifndef ASYNCHTTP_COPENSSL_SHIM_H
+#define ASYNCHTTP_COPENSSL_SHIM_H
+
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/hmac.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <errno.h>
+#include <stdint.h>
+
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0 /* macOS: the socket carries SO_NOSIGPIPE instead */
+#endif
+
+static inline long ahttp_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return SSL_set_tlsext_host_name(ssl, name);
+}
+static inline long ahttp_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
+    return SSL_CTX_set_min_proto_version(ctx, version);
+}
+static inline long ahttp_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_mode(ctx, mode);
+}
+static inline long ahttp_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_session_cache_mode(ctx, mode);
+}
+static inline long ahttp_SSL_CTX_set_options(SSL_CTX *ctx, uint64_t options) {
+    return (long)SSL_CTX_set_options(ctx, options);
+}
+static inline int ahttp_SSL_session_reused(const SSL *ssl) {
+    return (int)SSL_session_reused(ssl);
+}
+static inline int ahttp_TLS1_2_VERSION(void) { return TLS1_2_VERSION; }
+static inline int ahttp_TLS1_3_VERSION(void) { return TLS1_3_VERSION; }
+static inline int ahttp_TLS1_VERSION(void) { return TLS1_VERSION; }
+static inline int ahttp_TLS1_1_VERSION(void) { return TLS1_1_VERSION; }
+static inline long ahttp_SSL_MODE_defaults(void) {
+    return SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS;
+}
+static inline long ahttp_SSL_SESS_CACHE_client_external(void) {
+    return SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE;
+}
+static inline uint64_t ahttp_SSL_OP_defaults(void) {
+    return SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION;
+}
+static inline int ahttp_SSL_get_ex_new_index(void) {
+    return SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+// ---- A socket BIO that uses send/recv with MSG_NOSIGNAL -----------------------------------
+// OpenSSL's own socket BIO calls write(2), which raises SIGPIPE on a peer that has gone.
+// The descriptor lives in the BIO's data pointer; the BIO never closes it (the socket owns it).
+
+static inline int ahttp_bio_write(BIO *bio, const char *data, int length) {
+    int fd = (int)(intptr_t)BIO_get_data(bio);
+    BIO_clear_retry_flags(bio);
+    ssize_t n = send(fd, data, (size_t)length, MSG_NOSIGNAL);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        BIO_set_retry_write(bio);
+    }
+    return (int)n;
+}
+
+static inline int ahttp_bio_read(BIO *bio, char *data, int length) {
+    int fd = (int)(intptr_t)BIO_get_data(bio);
+    BIO_clear_retry_flags(bio);
+    ssize_t n = recv(fd, data, (size_t)length, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        BIO_set_retry_read(bio);
+    }
+    return (int)n;
+}
+
+static inline long ahttp_bio_ctrl(BIO *bio, int cmd, long num, void *ptr) {
+    (void)bio; (void)num; (void)ptr;
+    switch (cmd) {
+    case BIO_CTRL_FLUSH:
+    case BIO_CTRL_DUP:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static inline int ahttp_bio_create(BIO *bio) {
+    BIO_set_init(bio, 1);
+    return 1;
+}
+
+static inline BIO_METHOD *ahttp_bio_method_new(void) {
+    BIO_METHOD *method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+                                      "asynchttp socket");
+    if (method == NULL) { return NULL; }
+    BIO_meth_set_write(method, ahttp_bio_write);
+    BIO_meth_set_read(method, ahttp_bio_read);
+    BIO_meth_set_ctrl(method, ahttp_bio_ctrl);
+    BIO_meth_set_create(method, ahttp_bio_create);
+    return method;
+}
+
+static inline BIO *ahttp_bio_new_socket(BIO_METHOD *method, int fd) {
+    BIO *bio = BIO_new(method);
+    if (bio != NULL) { BIO_set_data(bio, (void *)(intptr_t)fd); }
+    return bio;
+}
+
+#endif
