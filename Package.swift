@@ -28,10 +28,13 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // Linux readiness APIs (epoll, eventfd) that Glibc's Swift module does not export.
+        .systemLibrary(name: "CEpoll"),
         .target(
             name: "AsyncHTTP",
             dependencies: [
                 "COpenSSL",
+                "CEpoll",
                 "CZlib",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,0 +1,51 @@
+import Logging
+
+extension HTTPClient {
+    /// Everything a client is set up with. Each default names where it comes from.
+    public struct Configuration: Sendable {
+        /// TLS settings for `https` URLs.
+        public var tls = TLSConfiguration()
+        /// The longest time to resolve, connect and (separately) complete a TLS handshake.
+        /// 10 s: as async-http-client; curl allows 300 s.
+        public var connectTimeout: Duration = .seconds(10)
+        /// The longest wait for the next byte while sending or receiving (ASIHTTPRequest's `timeOutSeconds`).
+        /// 60 s: URLSession's `timeoutIntervalForRequest`. `nil` waits forever.
+        public var inactivityTimeout: Duration? = .seconds(60)
+        /// A deadline for each whole request, from `send` until its last body byte. None by default,
+        /// since downloads can legitimately take hours; set it per request with ``HTTPClientRequest/timeout``.
+        public var totalTimeout: Duration?
+        /// How often an idempotent request with a replayable body is retried after a timeout
+        /// (ASIHTTPRequest's `numberOfTimesToRetryOnTimeout`, default 0 there too).
+        public var retriesOnTimeout = 0
+        /// Connections per host (scheme, host, port). 8: async-http-client's default; browsers use 6.
+        public var maxConnectionsPerHost = 8
+        /// How long an unused keep-alive connection is kept. 60 s: ASIHTTPRequest's default; Go uses 90 s.
+        /// A server's `Keep-Alive: timeout=N` shortens it.
+        public var idleTimeout: Duration = .seconds(60)
+        /// The largest response head accepted. 64 KiB: nginx's `large_client_header_buffers` is 4 × 8 KiB and
+        /// Go's default 1 MiB is generous; 64 KiB fits every real response head.
+        public var maxResponseHeadBytes = 64 * 1024
+        /// The most header fields in a response head. 100: as Go's `net/textproto` and h2's default.
+        public var maxResponseHeaderCount = 100
+        /// Sent when a request has no `User-Agent`; nil sends none.
+        public var userAgent: String? = "AsyncHTTP/\(AsyncHTTPVersion.string)"
+        /// Request lifecycle and connection reuse at `debug` and `trace` (ASIHTTPRequest's
+        /// `DEBUG_REQUEST_STATUS` and `DEBUG_PERSISTENT_CONNECTIONS`).
+        public var logger = Logger(label: "AsyncHTTP")
+
+        public init() {}
+
+        public init(tls: TLSConfiguration) {
+            self.tls = tls
+        }
+
+        var parserLimits: HTTP1ResponseParser.Limits {
+            HTTP1ResponseParser.Limits(maxHeadBytes: maxResponseHeadBytes, maxHeaderCount: maxResponseHeaderCount)
+        }
+    }
+}
+
+/// The library's version, sent in the default `User-Agent`.
+public enum AsyncHTTPVersion {
+    public static let string = "0.1.0"
+}

@@ -1,0 +1,227 @@
+import HTTPTypes
+import Logging
+import Synchronization
+
+/// An HTTP/1.x client: connection pooling, TLS, timeouts and streaming bodies over
+/// non-blocking sockets.
+///
+/// ```swift
+/// let client = HTTPClient()
+/// let response = try await client.send(HTTPClientRequest(url: "https://example.com/"))
+/// let page = try await response.body.collect(upTo: 1 << 20)
+/// try await client.shutdown()
+/// ```
+///
+/// Batches run concurrently through a task group; the pool shares connections between them
+/// (up to ``Configuration/maxConnectionsPerHost`` per host):
+///
+/// ```swift
+/// try await withThrowingTaskGroup(of: Int.self) { group in
+///     for url in urls { group.addTask { try await client.send(.init(url: url)).status.code } }
+///     for try await code in group { print(code) }
+/// }
+/// ```
+public final class HTTPClient: Sendable {
+    /// A client for general use that lives as long as the process; ``shutdown()`` does nothing on it.
+    public static let shared = HTTPClient(isShared: true)
+
+    public let configuration: Configuration
+    let pool: ConnectionPool
+    private let tlsContext: Result<TLSContext, HTTPClientError>
+    private let isShared: Bool
+    private let connectionIDs = Atomic<Int>(0)
+    private let isShutDown = Atomic<Bool>(false)
+
+    public convenience init(configuration: Configuration = .init()) {
+        self.init(configuration: configuration, isShared: false)
+    }
+
+    private init(configuration: Configuration = .init(), isShared: Bool) {
+        self.configuration = configuration
+        self.isShared = isShared
+        self.pool = ConnectionPool(limit: max(1, configuration.maxConnectionsPerHost),
+                                   idleTimeout: configuration.idleTimeout, logger: configuration.logger)
+        // A bad CA file or client key is reported by the first https request, as a typed error.
+        self.tlsContext = Result { () throws(HTTPClientError) in try TLSContext(configuration: configuration.tls) }
+    }
+
+    /// Sends `request` and returns once the response head has arrived; the body streams on.
+    ///
+    /// Throws ``HTTPClientError`` for every failure: an invalid URL or header, DNS, connect, TLS, timeouts,
+    /// a malformed or truncated response, cancellation. A response with any status (404, 500) is a
+    /// successful round trip, not an error.
+    public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+        try await execute(request)
+    }
+
+    /// Closes idle connections and refuses new requests. Responses still streaming finish, then close.
+    public func shutdown() async throws {
+        guard !isShared else {
+            configuration.logger.warning("HTTPClient.shared cannot be shut down; ignored")
+            return
+        }
+        isShutDown.store(true, ordering: .relaxed)
+        await pool.shutdown()
+    }
+
+    /// How many connections this client has opened so far (curl's `%{num_connects}`, summed).
+    public var connectionsOpened: Int { connectionIDs.load(ordering: .relaxed) }
+
+    // MARK: Sending
+
+    func execute(_ request: HTTPClientRequest) async throws(HTTPClientError) -> HTTPClientResponse {
+        guard !isShutDown.load(ordering: .relaxed) else { throw .shutdown }
+        if let problem = request.headerProblems.first { throw problem }
+        let url = try HTTPURL(request.url)
+        let deadlines = Deadlines(
+            inactivity: request.inactivityTimeout ?? configuration.inactivityTimeout,
+            total: (request.timeout ?? configuration.totalTimeout).map { .now + $0 }
+        )
+        let key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.port)
+        let prepared = try PreparedRequest(request, url: url, userAgent: configuration.userAgent)
+        var timeoutRetries = request.retriesOnTimeout ?? configuration.retriesOnTimeout
+        var fresh = !request.persistentConnection
+        while true {
+            do {
+                return try await attempt(prepared, key: key, fresh: fresh, deadlines: deadlines)
+            } catch {
+                switch error {
+                case .stale(let error, let connectionID):
+                    configuration.logger.debug("connection \(connectionID) was stale, retrying on a new connection",
+                                               metadata: ["url": "\(url)", "error": "\(error)"])
+                    fresh = true
+                    // `stale` is produced only once: the next attempt runs on a fresh connection.
+                case .final(let error):
+                    if error.code == .timeout, timeoutRetries > 0, error.timeoutPhase != .total,
+                       request.method.isIdempotent, prepared.isReplayable {
+                        timeoutRetries -= 1
+                        configuration.logger.debug("timed out, retrying", metadata: ["url": "\(url)", "left": "\(timeoutRetries)"])
+                        continue
+                    }
+                    throw error
+                }
+            }
+        }
+    }
+
+    private enum AttemptFailure: Error {
+        /// Failed on a reused connection in a way that is safe to send again.
+        case stale(HTTPClientError, connectionID: Int)
+        case final(HTTPClientError)
+    }
+
+    /// One try: lease or open a connection, write the request, read the head.
+    private func attempt(
+        _ request: PreparedRequest, key: ConnectionKey, fresh: Bool, deadlines: Deadlines
+    ) async throws(AttemptFailure) -> HTTPClientResponse {
+        let connection: HTTP1Connection
+        do {
+            connection = try await connectionFor(key, fresh: fresh, deadlines: deadlines)
+        } catch {
+            throw .final(error)
+        }
+        do {
+            connection.startRequest(method: request.method)
+            try await request.write(to: connection, deadlines: deadlines)
+            let head = try await connection.readHead(deadlines: deadlines)
+            return try await response(for: request, head: head, connection: connection, deadlines: deadlines)
+        } catch {
+            connection.close()
+            await pool.discard(key)
+            let attempt = StaleConnectionRetry.Attempt(
+                connectionWasReused: connection.wasReused,
+                requestBytesWritten: connection.requestBytesWritten,
+                responseBytesReceived: connection.responseBytesReceived,
+                isIdempotent: request.method.isIdempotent,
+                bodyIsReplayable: request.isReplayable
+            )
+            if !fresh, StaleConnectionRetry.mayRetry(attempt, after: error) {
+                throw .stale(error, connectionID: connection.id)
+            }
+            throw .final(error)
+        }
+    }
+
+    private func response(
+        for request: PreparedRequest, head: HTTP1ResponseHead, connection: HTTP1Connection, deadlines: Deadlines
+    ) async throws(HTTPClientError) -> HTTPClientResponse {
+        let keepAlive = request.persistentConnection
+        let body: HTTPClientResponse.Body
+        if let chunks = try connection.takeBufferedBodyIfComplete() {
+            // The whole body came with the head: hand the connection back before the caller even reads.
+            await pool.release(connection, reusable: keepAlive && connection.isReusable)
+            body = .init(storage: .buffered(chunks))
+        } else {
+            body = .init(storage: .connection(ResponseBodyStream(
+                connection: connection, pool: pool, deadlines: deadlines, keepAlive: keepAlive, logger: configuration.logger)))
+        }
+        return HTTPClientResponse(status: head.status, headers: head.headers, version: head.version, body: body, url: request.url)
+    }
+
+    /// An idle connection that still looks alive, or a new one.
+    private func connectionFor(_ key: ConnectionKey, fresh: Bool, deadlines: Deadlines) async throws(HTTPClientError) -> HTTP1Connection {
+        let logger = configuration.logger
+        // Bounded: each round either returns or closes one idle connection that looked dead.
+        for _ in 0...configuration.maxConnectionsPerHost {
+            let poolDeadline = deadlines.total
+            switch try await pool.lease(key, fresh: fresh, deadline: poolDeadline) {
+            case .reuse(let connection):
+                if connection.looksReusable() {
+                    logger.debug("connection \(connection.id) reused", metadata: ["key": "\(key)"])
+                    return connection
+                }
+                logger.debug("connection \(connection.id) was closed by the server while idle", metadata: ["key": "\(key)"])
+                connection.close()
+                await pool.discard(key)
+            case .connect:
+                do {
+                    let connection = try await openConnection(key, deadlines: deadlines)
+                    logger.debug("connection \(connection.id) opened", metadata: ["key": "\(key)", "remote": "\(connection.socket.remote)"])
+                    return connection
+                } catch {
+                    await pool.discard(key)
+                    throw error
+                }
+            }
+        }
+        // Every idle connection was dead; a fresh lease cannot get one.
+        return try await connectionFor(key, fresh: true, deadlines: deadlines)
+    }
+
+    private func openConnection(_ key: ConnectionKey, deadlines: Deadlines) async throws(HTTPClientError) -> HTTP1Connection {
+        let connectDeadline = earliest(.now + configuration.connectTimeout, deadlines.total)
+        let addresses = try await Resolver.resolve(host: key.host, port: key.port, deadline: connectDeadline)
+        var failures: [HTTPClientError] = []
+        var socket: Socket?
+        for address in addresses {
+            do {
+                socket = try await Socket.connect(to: address, deadline: connectDeadline, notifier: EpollEventLoop.shared)
+                break
+            } catch where error.code == .connectFailed {
+                failures.append(error) // try the next address (IPv6 and IPv4 in the resolver's order)
+            }
+        }
+        guard let socket else {
+            var error = failures.last ?? HTTPClientError(.connectFailed, "no address to connect to")
+            if failures.count > 1 {
+                error.message = "could not connect to \(key): " + failures.map(\.message).joined(separator: "; ")
+            }
+            throw error
+        }
+        var tls: TLSStream?
+        if key.isTLS {
+            let context = try tlsContext.get()
+            let stream = try TLSStream(socket: socket, context: context, host: key.host, port: key.port,
+                                       hostIsIPAddress: SocketAddress(numericHost: key.host, port: key.port) != nil)
+            try await stream.handshake(deadline: earliest(.now + configuration.connectTimeout, deadlines.total))
+            tls = stream
+        }
+        let id = connectionIDs.add(1, ordering: .relaxed).newValue
+        return HTTP1Connection(id: id, key: key, socket: socket, tls: tls, limits: configuration.parserLimits)
+    }
+}
+
+func earliest(_ a: ContinuousClock.Instant, _ b: ContinuousClock.Instant?) -> ContinuousClock.Instant {
+    guard let b else { return a }
+    return min(a, b)
+}

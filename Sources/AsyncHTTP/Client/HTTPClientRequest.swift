@@ -1,0 +1,157 @@
+import HTTPTypes
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#elseif canImport(Foundation)
+import Foundation
+#endif
+
+/// A request to send with ``HTTPClient/send(_:)``.
+///
+/// ```swift
+/// var request = HTTPClientRequest(url: "https://example.com/api/items")
+/// request.method = .post
+/// request.headers[.contentType] = "application/json"
+/// request.body = .bytes(Array(#"{"name":"pen"}"#.utf8))
+/// let response = try await client.send(request)
+/// ```
+///
+/// The URL is validated when the request is sent; an invalid one throws ``HTTPClientError/Code/invalidURL``.
+public struct HTTPClientRequest: Sendable {
+    /// The absolute `http` or `https` URL.
+    public var url: String
+    public var method: HTTPRequest.Method = .get
+    /// Header fields. `HTTPFields` itself replaces CR, LF and NUL in values with spaces; use
+    /// ``setHeader(_:_:)`` to have such values refused with an error instead.
+    public var headers: HTTPFields = [:]
+    public var body: Body?
+    /// `.http1_0` forces HTTP/1.0 (ASIHTTPRequest's `useHTTPVersionOne`): no chunked uploads, no keep-alive
+    /// unless the server offers it.
+    public var version: HTTPVersion = .http1_1
+    /// A total deadline for this request, from `send` until the last body byte. Overrides the client's.
+    public var timeout: Duration?
+    /// The longest wait for the next byte, overriding the client's (ASIHTTPRequest's `timeOutSeconds`).
+    public var inactivityTimeout: Duration?
+    /// How often to retry an idempotent request after a timeout, overriding the client's
+    /// (ASIHTTPRequest's `numberOfTimesToRetryOnTimeout`).
+    public var retriesOnTimeout: Int?
+    /// Keep the connection open for later requests (ASIHTTPRequest's `shouldAttemptPersistentConnection`).
+    /// When false the request goes out with `Connection: close` on a connection of its own.
+    public var persistentConnection = true
+
+    /// Problems found by ``setHeader(_:_:)``, reported when the request is sent.
+    var headerProblems: [HTTPClientError] = []
+
+    public init(url: String) {
+        self.url = url
+    }
+
+    public init(url: URL) {
+        self.url = url.absoluteString
+    }
+
+    /// Sets a header from plain strings, refusing what could inject or corrupt a header: a name that is
+    /// not an RFC 9110 token, or a value containing CR, LF or NUL. A refused header makes ``HTTPClient/send(_:)``
+    /// throw ``HTTPClientError/Code/invalidRequest`` before anything is sent.
+    public mutating func setHeader(_ name: String, _ value: String) {
+        do throws(HTTPClientError) {
+            try HTTP1RequestEncoder.validateHeader(name: name, value: value)
+            guard let fieldName = HTTPField.Name(name) else {
+                throw HTTPClientError.invalidRequest("header name '\(name)' is not a valid token")
+            }
+            headers[fieldName] = value
+        } catch {
+            headerProblems.append(error)
+        }
+    }
+
+    /// Adds a header line from plain strings, keeping earlier values of the same name; validated like ``setHeader(_:_:)``.
+    public mutating func addHeader(_ name: String, _ value: String) {
+        do throws(HTTPClientError) {
+            try HTTP1RequestEncoder.validateHeader(name: name, value: value)
+            guard let fieldName = HTTPField.Name(name) else {
+                throw HTTPClientError.invalidRequest("header name '\(name)' is not a valid token")
+            }
+            headers.append(HTTPField(name: fieldName, value: value))
+        } catch {
+            headerProblems.append(error)
+        }
+    }
+}
+
+extension HTTPClientRequest {
+    /// A request body: bytes in memory (can be sent again) or a one-shot stream.
+    public struct Body: Sendable {
+        /// Whether a stream's length is known up front. Known lengths go out with `Content-Length`,
+        /// unknown ones with `Transfer-Encoding: chunked`.
+        public enum Length: Sendable, Hashable {
+            case known(Int)
+            case unknown
+        }
+
+        enum Storage: Sendable {
+            case bytes([UInt8])
+            case stream(length: Int?, makeSource: @Sendable () -> BodyChunkSource)
+        }
+
+        let storage: Storage
+
+        /// Bytes held in memory; replayable, sent with `Content-Length`.
+        public static func bytes(_ bytes: [UInt8]) -> Body {
+            Body(storage: .bytes(bytes))
+        }
+
+        /// Any collection of bytes (for example `string.utf8`), copied into memory.
+        public static func bytes(_ bytes: some Collection<UInt8>) -> Body {
+            Body(storage: .bytes(Array(bytes)))
+        }
+
+        /// A stream of byte chunks, read as the socket can take them. One-shot: a request with a stream
+        /// body is never sent twice, so a redirect, auth retry or stale-connection retry fails with
+        /// ``HTTPClientError/Code/bodyNotReplayable`` instead.
+        public static func stream<Chunks: AsyncSequence & Sendable>(_ chunks: Chunks, length: Length = .unknown) -> Body
+        where Chunks.Element: Collection<UInt8> {
+            let knownLength: Int? = if case .known(let n) = length { n } else { nil }
+            return Body(storage: .stream(length: knownLength, makeSource: {
+                var iterator = chunks.makeAsyncIterator()
+                return BodyChunkSource {
+                    guard let element = try await iterator.next() else { return nil }
+                    if let array = element as? [UInt8] { return array[...] }
+                    if let slice = element as? ArraySlice<UInt8> { return slice }
+                    return Array(element)[...]
+                }
+            }))
+        }
+
+        /// The number of bytes, when known before sending.
+        public var length: Int? {
+            switch storage {
+            case .bytes(let bytes): bytes.count
+            case .stream(let length, _): length
+            }
+        }
+
+        /// Whether the body can be sent more than once (bytes: yes; a stream: no).
+        public var isReplayable: Bool {
+            if case .bytes = storage { return true }
+            return false
+        }
+    }
+}
+
+/// Pulls the chunks of a streaming request body. Used by the one task that writes the request.
+final class BodyChunkSource {
+    private let pull: () async throws -> ArraySlice<UInt8>?
+    init(_ pull: @escaping () async throws -> ArraySlice<UInt8>?) { self.pull = pull }
+    func next() async throws -> ArraySlice<UInt8>? { try await pull() }
+}
+
+extension HTTPRequest.Method {
+    /// RFC 9110 §9.2.2: methods whose repetition has the same effect as one request.
+    var isIdempotent: Bool {
+        switch self {
+        case .get, .head, .options, .trace, .put, .delete: true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import HTTPTypes
+
+/// A response whose head has arrived. The body streams on: read it with `for try await` or
+/// ``Body/collect(upTo:)``.
+///
+/// ```swift
+/// let response = try await client.send(request)
+/// guard response.status == .ok else { … }
+/// for try await chunk in response.body {      // ArraySlice<UInt8>: index from chunk.startIndex
+///     try file.write(contentsOf: chunk)
+/// }
+/// ```
+public struct HTTPClientResponse: Sendable {
+    public var status: HTTPResponse.Status
+    public var headers: HTTPFields
+    public var version: HTTPVersion
+    public var body: Body
+    /// The URL this response came from (after redirects, the last one).
+    public var url: HTTPURL
+
+    public init(status: HTTPResponse.Status, headers: HTTPFields = [:], version: HTTPVersion = .http1_1,
+                body: Body = Body(), url: HTTPURL) {
+        self.status = status
+        self.headers = headers
+        self.version = version
+        self.body = body
+        self.url = url
+    }
+}
+
+extension HTTPClientResponse {
+    /// The response body as an `AsyncSequence` of byte chunks.
+    ///
+    /// Backpressure: bytes are read from the socket only as the consumer asks for the next chunk.
+    /// A body from the network is read once; iterating it a second time yields what is left (nothing, after
+    /// a full pass). Dropping a body unread is fine: the connection drains a small remainder for reuse, or
+    /// is closed.
+    ///
+    /// Chunks are `ArraySlice<UInt8>` so they can share the read buffer without a copy: index them from
+    /// `chunk.startIndex`, or call `Array(chunk)`.
+    public struct Body: AsyncSequence, Sendable {
+        public typealias Element = ArraySlice<UInt8>
+        public typealias Failure = any Error
+
+        enum Storage: Sendable {
+            case buffered([ArraySlice<UInt8>])
+            case connection(ResponseBodyStream)
+            case sequence(@Sendable () -> ChunkIterator)
+        }
+
+        let storage: Storage
+
+        /// An empty body.
+        public init() {
+            storage = .buffered([])
+        }
+
+        /// A body held in memory.
+        public init(bytes: [UInt8]) {
+            storage = .buffered(bytes.isEmpty ? [] : [bytes[...]])
+        }
+
+        /// A body produced by any sequence of chunks: middleware uses this to wrap a body
+        /// (decompression, throttling, progress).
+        public init<Chunks: AsyncSequence & Sendable>(_ chunks: Chunks) where Chunks.Element == ArraySlice<UInt8> {
+            storage = .sequence({
+                var iterator = chunks.makeAsyncIterator()
+                return ChunkIterator { try await iterator.next() }
+            })
+        }
+
+        init(storage: Storage) {
+            self.storage = storage
+        }
+
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            var buffered: [ArraySlice<UInt8>]
+            var index = 0
+            let stream: ResponseBodyStream?
+            let iterator: ChunkIterator?
+
+            public mutating func next() async throws -> ArraySlice<UInt8>? {
+                if index < buffered.count {
+                    defer { index += 1 }
+                    return buffered[index]
+                }
+                if let stream { return try await stream.next() }
+                if let iterator { return try await iterator.next() }
+                return nil
+            }
+        }
+
+        public func makeAsyncIterator() -> AsyncIterator {
+            switch storage {
+            case .buffered(let chunks): AsyncIterator(buffered: chunks, stream: nil, iterator: nil)
+            case .connection(let stream): AsyncIterator(buffered: [], stream: stream, iterator: nil)
+            case .sequence(let make): AsyncIterator(buffered: [], stream: nil, iterator: make())
+            }
+        }
+
+        /// Reads the whole body into memory, failing with ``HTTPClientError/Code/bodyLimitExceeded`` as
+        /// soon as it would exceed `maxBytes` (the connection is then closed, not drained).
+        public func collect(upTo maxBytes: Int) async throws -> [UInt8] {
+            var bytes: [UInt8] = []
+            if case .buffered(let chunks) = storage, chunks.count == 1, chunks[0].count <= maxBytes {
+                return Array(chunks[0])
+            }
+            for try await chunk in self {
+                guard bytes.count + chunk.count <= maxBytes else {
+                    if case .connection(let stream) = storage { await stream.abandon() }
+                    throw HTTPClientError(.bodyLimitExceeded, "the body is larger than the limit of \(maxBytes) bytes")
+                }
+                if bytes.isEmpty { bytes.reserveCapacity(Swift.min(maxBytes, Swift.max(chunk.count, 16 * 1024))) }
+                bytes.append(contentsOf: chunk)
+            }
+            return bytes
+        }
+    }
+}
+
+/// Pulls chunks from a wrapped sequence; used by one consumer at a time.
+final class ChunkIterator {
+    private let pull: () async throws -> ArraySlice<UInt8>?
+    init(_ pull: @escaping () async throws -> ArraySlice<UInt8>?) { self.pull = pull }
+    func next() async throws -> ArraySlice<UInt8>? { try await pull() }
+}

@@ -1,0 +1,111 @@
+import HTTPTypes
+
+/// A request checked and encoded once, ready to be written (again, on a retry) to a connection.
+struct PreparedRequest: Sendable {
+    let url: HTTPURL
+    let method: HTTPRequest.Method
+    let head: [UInt8]
+    let body: HTTPClientRequest.Body?
+    let persistentConnection: Bool
+
+    init(_ request: HTTPClientRequest, url: HTTPURL, userAgent: String?) throws(HTTPClientError) {
+        self.url = url
+        self.method = request.method
+        self.body = request.body
+        self.persistentConnection = request.persistentConnection
+        let framing: HTTP1BodyFraming
+        switch request.body?.storage {
+        case .bytes(let bytes)?:
+            framing = .contentLength(bytes.count)
+        case .stream(let length?, _)?:
+            framing = .contentLength(length)
+        case .stream(nil, _)?:
+            guard request.version >= .http1_1 else {
+                throw .invalidRequest("a body of unknown length needs chunked encoding, which HTTP/1.0 does not have")
+            }
+            framing = .chunked
+        case nil:
+            // RFC 9110 §8.6: send Content-Length: 0 for methods that define a body, as curl does.
+            switch request.method {
+            case .post, .put, .patch: framing = .contentLength(0)
+            default: framing = .none
+            }
+        }
+        var headers = request.headers
+        if !request.persistentConnection {
+            headers[.connection] = "close"
+        } else if request.version == .http1_0, headers[.connection] == nil {
+            // HTTP/1.0 closes after each response unless both sides opt in (RFC 9112 §9.3).
+            headers[.connection] = "keep-alive"
+        }
+        var head: [UInt8] = []
+        head.reserveCapacity(256)
+        try HTTP1RequestEncoder.encodeHead(
+            method: request.method, target: url.requestTarget, host: url.hostHeader, headers: headers,
+            framing: framing, version: request.version, userAgent: userAgent, into: &head)
+        self.head = head
+    }
+
+    var isReplayable: Bool { body?.isReplayable ?? true }
+
+    /// Writes the head and body. Small bodies go out in the same syscall as the head.
+    func write(to connection: HTTP1Connection, deadlines: Deadlines) async throws(HTTPClientError) {
+        switch body?.storage {
+        case nil:
+            try await connection.write(head, deadlines: deadlines)
+        case .bytes(let bytes)?:
+            try await connection.write(head, bytes[...], deadlines: deadlines)
+        case .stream(let length, let makeSource)?:
+            try await connection.write(head, deadlines: deadlines)
+            let source = makeSource()
+            if let length {
+                try await writeExactly(length, from: source, to: connection, deadlines: deadlines)
+            } else {
+                try await writeChunked(from: source, to: connection, deadlines: deadlines)
+            }
+        }
+    }
+
+    private func writeExactly(
+        _ length: Int, from source: BodyChunkSource, to connection: HTTP1Connection, deadlines: Deadlines
+    ) async throws(HTTPClientError) {
+        var sent = 0
+        while let chunk = try await nextChunk(source) {
+            guard sent + chunk.count <= length else {
+                throw .invalidRequest("the body stream produced more than its declared length of \(length) bytes")
+            }
+            try await connection.write([], chunk, deadlines: deadlines)
+            sent += chunk.count
+        }
+        guard sent == length else {
+            throw .invalidRequest("the body stream ended after \(sent) of its declared \(length) bytes")
+        }
+    }
+
+    /// RFC 9112 §7.1: each chunk is its size in hex, CRLF, the data, CRLF; a zero chunk ends the body.
+    /// A chunk's closing CRLF rides in front of the next chunk's size line to save a syscall.
+    private func writeChunked(
+        from source: BodyChunkSource, to connection: HTTP1Connection, deadlines: Deadlines
+    ) async throws(HTTPClientError) {
+        var prefix: [UInt8] = []
+        while let chunk = try await nextChunk(source) {
+            guard !chunk.isEmpty else { continue } // an empty chunk would end the body early
+            HTTP1RequestEncoder.chunkHeader(size: chunk.count, into: &prefix)
+            try await connection.write(prefix, chunk, deadlines: deadlines)
+            prefix = HTTP1RequestEncoder.chunkTrailer
+        }
+        try await connection.write(prefix + HTTP1RequestEncoder.lastChunk, deadlines: deadlines)
+    }
+
+    private func nextChunk(_ source: BodyChunkSource) async throws(HTTPClientError) -> ArraySlice<UInt8>? {
+        do {
+            return try await source.next()
+        } catch let error as HTTPClientError {
+            throw error
+        } catch is CancellationError {
+            throw .cancelled
+        } catch {
+            throw .invalidRequest("the request body stream failed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,182 @@
+import Logging
+
+/// What ``ConnectionPool/lease(_:fresh:deadline:)`` grants.
+enum Lease {
+    /// An idle keep-alive connection, already checked for a peer close.
+    case reuse(HTTP1Connection)
+    /// A reserved slot: the caller opens the connection and later releases or discards it.
+    case connect
+}
+
+/// The actor that carries out ``PoolStateMachine`` actions: it parks and hands over connections, queues
+/// waiters, and closes what expires. It never opens sockets itself (the leasing task connects, so the
+/// work and its cancellation stay with the request) and never interprets a response.
+///
+/// Two hops per request: one to lease, one to release.
+actor ConnectionPool {
+    private enum WaiterResult {
+        case reuse(HTTP1Connection)
+        case connect
+        case failed(HTTPClientError)
+    }
+
+    private let limit: Int
+    private let idleTimeout: Duration
+    private let logger: Logger
+    private var machines: [ConnectionKey: PoolStateMachine<HTTP1Connection>] = [:]
+    private var waiters: [UInt64: UnsafeContinuation<WaiterResult, Never>] = [:]
+    private var nextWaiterID: UInt64 = 1
+    private var sweeper: Task<Void, Never>?
+    private var isShutDown = false
+
+    init(limit: Int, idleTimeout: Duration, logger: Logger) {
+        self.limit = limit
+        self.idleTimeout = idleTimeout
+        self.logger = logger
+    }
+
+    /// A connection for `key`. With `fresh`, never an idle one (the stale-connection retry).
+    func lease(_ key: ConnectionKey, fresh: Bool, deadline: ContinuousClock.Instant?) async throws(HTTPClientError) -> Lease {
+        guard !isShutDown else { throw .shutdown }
+        let id = nextWaiterID
+        nextWaiterID += 1
+        var machine = machines[key] ?? PoolStateMachine(limit: limit)
+        let (action, expired) = machine.leaseRequested(.init(id: id, fresh: fresh), now: .now)
+        machines[key] = machine
+        closeAll(expired, reason: "expired at checkout")
+        switch action {
+        case .reuse(let connection):
+            return .reuse(connection)
+        case .connect:
+            return .connect
+        case .wait:
+            logger.trace("waiting for a connection", metadata: ["key": "\(key)", "waiter": "\(id)"])
+            let timer = deadline.map { deadline in
+                Task { [weak self] in
+                    try? await Task.sleep(until: deadline, clock: .continuous)
+                    await self?.waiterGaveUp(key, id, .timeout(.poolWait, "no connection to \(key) became free in time"))
+                }
+            }
+            defer { timer?.cancel() }
+            let result = await withTaskCancellationHandler {
+                await withUnsafeContinuation { continuation in waiters[id] = continuation }
+            } onCancel: {
+                Task { await self.waiterGaveUp(key, id, .cancelled) }
+            }
+            switch result {
+            case .reuse(let connection): return .reuse(connection)
+            case .connect: return .connect
+            case .failed(let error): throw error
+            }
+        }
+    }
+
+    /// Returns a connection after its response ended. Kept for reuse when `reusable`, else closed.
+    func release(_ connection: HTTP1Connection, reusable: Bool) {
+        let key = connection.key
+        guard var machine = machines[key] else { return connection.close() }
+        let now = ContinuousClock.now
+        var lifetime = idleTimeout
+        // The server's `Keep-Alive: timeout=N`: stop reusing one second early, so a request does not
+        // race the server's own close (curl and browsers leave a similar margin).
+        if let serverTimeout = connection.keepAliveTimeout { lifetime = min(lifetime, serverTimeout - .seconds(1)) }
+        let keep = reusable && !isShutDown
+        let (handOff, close) = machine.released(connection, reusable: keep, expires: now + lifetime, now: now)
+        machines[key] = machine
+        if let close {
+            logger.debug("connection \(close.id) closed", metadata: ["key": "\(key)", "reason": "\(keep ? "expired" : "not reusable")"])
+            close.close()
+        } else if case .none = handOff {
+            logger.trace("connection \(connection.id) parked", metadata: ["key": "\(key)"])
+            scheduleSweep()
+        }
+        carryOut(handOff)
+        forgetIfUnused(key)
+    }
+
+    /// A leased slot is lost: the connect failed or the connection was closed after an error.
+    func discard(_ key: ConnectionKey) {
+        guard var machine = machines[key] else { return }
+        let handOff = machine.closed()
+        machines[key] = machine
+        carryOut(handOff)
+        forgetIfUnused(key)
+    }
+
+    /// Closes idle connections, fails waiters, refuses new leases. Leased connections close when released.
+    func shutdown() {
+        isShutDown = true
+        sweeper?.cancel()
+        for (key, var machine) in machines {
+            let (connections, ids) = machine.drain()
+            machines[key] = machine
+            closeAll(connections, reason: "client shut down")
+            for id in ids { waiters.removeValue(forKey: id)?.resume(returning: .failed(.shutdown)) }
+        }
+    }
+
+    /// Idle connections across all keys (for tests and diagnostics).
+    var idleCount: Int { machines.values.reduce(0) { $0 + $1.idle.count } }
+
+    private func waiterGaveUp(_ key: ConnectionKey, _ id: UInt64, _ error: HTTPClientError) {
+        guard var machine = machines[key], machine.waiterLeft(id) else { return }
+        machines[key] = machine
+        waiters.removeValue(forKey: id)?.resume(returning: .failed(error))
+        forgetIfUnused(key)
+    }
+
+    private func carryOut(_ handOff: PoolStateMachine<HTTP1Connection>.HandOff) {
+        switch handOff {
+        case .none:
+            break
+        case .reuse(let connection, let waiter):
+            waiters.removeValue(forKey: waiter)?.resume(returning: .reuse(connection))
+        case .connect(let waiter):
+            waiters.removeValue(forKey: waiter)?.resume(returning: .connect)
+        }
+    }
+
+    private func closeAll(_ connections: [HTTP1Connection], reason: String) {
+        for connection in connections {
+            logger.debug("connection \(connection.id) closed", metadata: ["key": "\(connection.key)", "reason": "\(reason)"])
+            connection.close()
+        }
+    }
+
+    private func forgetIfUnused(_ key: ConnectionKey) {
+        if machines[key]?.isUnused == true { machines.removeValue(forKey: key) }
+    }
+
+    /// Expires idle connections by a sweep too, not only at checkout, so an unused pool lets go of its sockets.
+    private func scheduleSweep() {
+        guard sweeper == nil else { return }
+        sweeper = Task { [weak self] in
+            while let next = await self?.nextExpiry() {
+                try? await Task.sleep(until: next, clock: .continuous)
+                if Task.isCancelled { return }
+                await self?.sweep()
+            }
+            await self?.sweeperFinished()
+        }
+    }
+
+    private func nextExpiry() -> ContinuousClock.Instant? {
+        machines.values.compactMap(\.nextExpiry).min()
+    }
+
+    private func sweep() {
+        let now = ContinuousClock.now
+        for key in Array(machines.keys) {
+            guard var machine = machines[key] else { continue }
+            let expired = machine.sweep(now: now)
+            machines[key] = machine
+            closeAll(expired, reason: "idle timeout")
+            forgetIfUnused(key)
+        }
+    }
+
+    private func sweeperFinished() {
+        sweeper = nil
+        if nextExpiry() != nil { scheduleSweep() }
+    }
+}

@@ -1,0 +1,943 @@
+import HTTPTypes
+
+// An incremental, sans-IO HTTP/1.0 and HTTP/1.1 response parser: bytes in, events out (h11's
+// `receive_data` / `next_event` / `NEED_DATA`). The caller owns the socket; the parser never copies a body
+// byte, it hands back ranges of the caller's buffer.
+//
+// Leniency (decided, and tested):
+// - Bare LF line endings are accepted wherever CRLF is expected (RFC 9112 §2.2 allows it: "a recipient MAY
+//   recognize a single LF as a line terminator"); curl, Go and browsers do the same.
+// - A missing reason phrase is accepted, with or without the space before it (`HTTP/1.1 200\r\n`,
+//   `HTTP/1.1 200 \r\n`); RFC 9112 §4 makes the reason phrase optional, and old servers drop the space.
+// - obs-fold (a field line continued on the next line by leading whitespace) is replaced by a single SP, as
+//   RFC 9112 §5.2 permits a user agent to do.
+// - Empty list elements in Connection / Transfer-Encoding are ignored (RFC 9110 §5.6.1).
+// Everything else that RFC 9112 lets a recipient reject is rejected, because a lenient framing decision is
+// how responses get desynchronised on a keep-alive connection: header names that are not tokens,
+// whitespace between a field name and its colon (§5.1), control characters other than HTAB in values,
+// conflicting Content-Length values (RFC 9110 §8.6), Transfer-Encoding in an HTTP/1.0 response (§6.1),
+// chunk data not followed by CRLF (§7.1).
+
+/// The head of one final (non-1xx) HTTP/1.x response.
+struct HTTP1ResponseHead: Sendable, Equatable {
+    var version: HTTPVersion
+    /// The status code and the reason phrase as received (`""` if the server sent none).
+    var status: HTTPResponse.Status
+    var headers: HTTPFields
+    /// May the connection be reused after this response? `false` for HTTP/1.0 without
+    /// `Connection: keep-alive`, for `Connection: close`, for a body read until the server closes, for a
+    /// response that carried both Transfer-Encoding and Content-Length (RFC 9112 §6.3: "the connection MUST
+    /// be closed after the response"), and after a successful CONNECT (the connection is now a tunnel).
+    var keepAlive: Bool
+    /// `timeout=N` from a `Keep-Alive` header: how many seconds the server keeps an idle connection.
+    var keepAliveTimeout: Int?
+    /// `max=M` from a `Keep-Alive` header: how many more requests the server will accept on the connection.
+    var keepAliveMax: Int?
+
+    // `HTTPResponse.Status ==` compares only the code; a parser test also wants to see the reason phrase.
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.version == rhs.version && lhs.status.code == rhs.status.code
+            && lhs.status.reasonPhrase == rhs.status.reasonPhrase && lhs.headers == rhs.headers
+            && lhs.keepAlive == rhs.keepAlive && lhs.keepAliveTimeout == rhs.keepAliveTimeout
+            && lhs.keepAliveMax == rhs.keepAliveMax
+    }
+}
+
+/// Parses HTTP/1.x responses from a byte stream, one event per call.
+///
+/// ```swift
+/// var parser = HTTP1ResponseParser()
+/// parser.expectResponse(to: .get)
+/// var offset = 0
+/// loop: while true {
+///     let (event, consumed) = try buffer.withUnsafeBytes { try parser.parse(UnsafeRawBufferPointer(rebasing: $0[offset...])) }
+///     switch event {
+///     case .needMoreData: break loop                  // read more from the socket
+///     case .head(let head): deliver(head)
+///     case .body(let range): deliver(buffer[offset + range.lowerBound ..< offset + range.upperBound])
+///     case .end(let trailers): finish(trailers); break loop   // bytes after `offset + consumed` belong to the next response
+///     }
+///     offset += consumed
+/// }
+/// ```
+struct HTTP1ResponseParser {
+    struct Limits: Sendable {
+        /// The largest response head (status line, fields and the empty line), and separately the largest
+        /// trailer section. 64 KiB: Python's http.client caps a line at 65536 bytes, C http-parser caps a head
+        /// at 80 KiB; real heads are well under 8 KiB (nginx's default buffer for an upstream head is 4–8 KiB).
+        var maxHeadBytes: Int = 64 * 1024
+        /// The most fields in a head (or a trailer section). 100: hyper's `DEFAULT_MAX_HEADERS`, Python's
+        /// http.client `_MAXHEADERS`, Apache's `LimitRequestFields`.
+        var maxHeaderCount: Int = 100
+    }
+
+    enum Event: Equatable {
+        /// Every given byte was consumed; call again with more.
+        case needMoreData
+        /// The head of the final response (interim 1xx responses are skipped).
+        case head(HTTP1ResponseHead)
+        /// Body bytes: offsets within the buffer given to this `parse` call.
+        case body(Range<Int>)
+        /// The response is complete. Trailers are non-nil only for a chunked body that had some.
+        case end(trailers: HTTPFields?)
+    }
+
+    /// Where the parser is within one response. Each case has one function that handles it.
+    private enum State {
+        /// Waiting for the status line and fields. Partial heads are kept in `carry`.
+        /// Valid transitions to: .head (after an interim 1xx), .noBody, .contentLength, .chunkSize, .untilClose, .failed
+        case head
+        /// The response has no body (HEAD, 204, 304, CONNECT 2xx). Valid transitions to: .complete
+        case noBody
+        /// A Content-Length body with `remaining` bytes to go; at 0 the next call ends the response.
+        /// Valid transitions to: .complete
+        case contentLength(remaining: Int)
+        /// Waiting for a chunk-size line (partial lines are kept in `carry`).
+        /// Valid transitions to: .chunkData, .trailers, .failed
+        case chunkSize
+        /// Inside a chunk with `remaining` data bytes to go. Valid transitions to: .chunkDataEnd
+        case chunkData(remaining: Int)
+        /// After a chunk's data: expecting CRLF (or a bare LF); `sawCR` once the CR has arrived.
+        /// Valid transitions to: .chunkSize, .failed
+        case chunkDataEnd(sawCR: Bool)
+        /// After the last chunk: waiting for the trailer section and its empty line.
+        /// Valid transitions to: .complete, .failed
+        case trailers
+        /// The body runs until the server closes the connection (RFC 9112 §6.3 rule 8).
+        /// Valid transitions to: .complete (by `endOfInput`)
+        case untilClose
+        /// `.end` was returned. Valid transitions to: .head (by `expectResponse`)
+        case complete
+        /// A parse error was thrown; it is thrown again until `expectResponse` resets the parser.
+        case failed(HTTPClientError)
+    }
+
+    /// Go's net/http allows at most 5 interim responses before the final one (`max1xxResponses`); a server
+    /// that sends more is broken or hostile.
+    private static let maxInterimResponses = 5
+    /// The longest chunk-size line, extensions included: Go's `maxLineLength` in net/http/internal/chunked.go.
+    /// Extensions are ignored, but must not make the parser buffer without bound.
+    static let maxChunkLineBytes = 4096
+
+    let limits: Limits
+    private var state: State = .head
+    private var method: HTTPRequest.Method = .get
+    /// Bytes of an incomplete head, trailer section or chunk-size line, carried to the next call. Never body bytes.
+    private var carry: [UInt8] = []
+    /// For the field-section scanner: the length of the section's current, unterminated line (bytes in `carry`).
+    private var carriedLineLength = 0
+    private var interimResponses = 0
+    private var bodyBytes = 0
+    private var declaredContentLength = 0
+
+    /// Total bytes of the current response (interim responses included) consumed so far.
+    private(set) var bytesReceived = 0
+
+    /// A parser ready for the response to a GET; call ``expectResponse(to:)`` before each response to say
+    /// which method it answers.
+    init(limits: Limits = .init()) {
+        self.limits = limits
+    }
+
+    /// Call before each response: the parser is reused across responses on one keep-alive connection.
+    /// The method decides whether a body can follow: none for HEAD, none for a 2xx to CONNECT.
+    /// Resets everything, including a failed state.
+    mutating func expectResponse(to method: HTTPRequest.Method) {
+        self.method = method
+        state = .head
+        carry.removeAll(keepingCapacity: true)
+        carriedLineLength = 0
+        interimResponses = 0
+        bodyBytes = 0
+        declaredContentLength = 0
+        bytesReceived = 0
+    }
+
+    /// Nothing of the current response has been received yet (not even an interim 1xx): a failure now means
+    /// the server never answered, which is what the stale-connection retry rule asks.
+    var isAwaitingHead: Bool {
+        if case .head = state { return bytesReceived == 0 }
+        return false
+    }
+
+    /// Bytes left of a Content-Length body, `nil` for any other state or framing.
+    var remainingContentLength: Int? {
+        if case .contentLength(let remaining) = state { return remaining }
+        return nil
+    }
+
+    /// `.end` was returned for the current response.
+    var isComplete: Bool {
+        if case .complete = state { return true }
+        return false
+    }
+
+    /// What one state function did with the input.
+    private enum Step {
+        /// Consumed framing up to `offset` and changed state; no event yet, keep going.
+        case advanced(to: Int)
+        /// An event to return, and the offset in the input just after the bytes it consumed.
+        case event(Event, consumedTo: Int)
+    }
+
+    /// Parses from `bytes` and returns one event and how many bytes of `bytes` it consumed.
+    ///
+    /// - `.needMoreData`: every given byte was consumed (a partial head or chunk-size line is copied into a
+    ///   small internal buffer; body bytes never are).
+    /// - `.body(range)`: `range` holds offsets within `bytes`, and `consumed == range.upperBound` (any chunk
+    ///   framing before the data is consumed with it).
+    /// - `.head` for a response without a body is followed by `.end(trailers: nil)` on the next call,
+    ///   consuming 0 bytes; so is the last `.body` of a Content-Length body.
+    /// - After `.end`, nothing is consumed until ``expectResponse(to:)`` is called: in that idle state this
+    ///   returns `(.needMoreData, 0)`, and the unconsumed bytes belong to the next response (or, after a
+    ///   CONNECT, to the tunnel).
+    mutating func parse(_ bytes: UnsafeRawBufferPointer) throws(HTTPClientError) -> (event: Event, consumed: Int) {
+        var offset = 0
+        do throws(HTTPClientError) {
+            while true {
+                let step: Step
+                switch state {
+                case .head: step = try parseHead(bytes, from: offset)
+                case .noBody: step = endResponse(trailers: nil, at: offset)
+                case .contentLength(let remaining): step = parseContentLengthBody(bytes, from: offset, remaining: remaining)
+                case .chunkSize: step = try parseChunkSize(bytes, from: offset)
+                case .chunkData(let remaining): step = parseChunkData(bytes, from: offset, remaining: remaining)
+                case .chunkDataEnd(let sawCR): step = try parseChunkDataEnd(bytes, from: offset, sawCR: sawCR)
+                case .trailers: step = try parseTrailers(bytes, from: offset)
+                case .untilClose: step = parseUntilCloseBody(bytes, from: offset)
+                case .complete: return (.needMoreData, 0)
+                case .failed(let error): throw error
+                }
+                switch step {
+                case .advanced(let newOffset):
+                    offset = newOffset
+                case .event(let event, let consumedTo):
+                    bytesReceived += consumedTo
+                    return (event, consumedTo)
+                }
+            }
+        } catch {
+            state = .failed(error)
+            throw error
+        }
+    }
+
+    /// The peer closed the stream. A body read until close ends here (`.end(trailers: nil)`), as does a
+    /// response whose bytes had all arrived; otherwise this throws `.connectionClosed` saying what was
+    /// incomplete, with ``bytesReceived``. After `.end` it returns `.needMoreData`: nothing was pending.
+    mutating func endOfInput() throws(HTTPClientError) -> Event {
+        let message: String
+        switch state {
+        case .complete:
+            return .needMoreData
+        case .noBody, .untilClose, .contentLength(remaining: 0):
+            state = .complete
+            return .end(trailers: nil)
+        case .failed(let error):
+            throw error
+        case .head:
+            if bytesReceived == 0 {
+                message = "connection closed before the response head"
+            } else if carry.isEmpty {
+                message = "connection closed after an interim 1xx response, before the final response head"
+            } else {
+                message = "connection closed after \(carry.count) bytes of an incomplete response head"
+            }
+        case .contentLength(let remaining):
+            message = "connection closed after \(declaredContentLength - remaining) of \(declaredContentLength) body bytes"
+        case .chunkSize, .chunkData, .chunkDataEnd:
+            message = "connection closed inside a chunked body after \(bodyBytes) body bytes (before the last chunk)"
+        case .trailers:
+            message = "connection closed inside the trailer section of a chunked body"
+        }
+        let error = HTTPClientError.connectionClosed(message, bytesReceived: bytesReceived)
+        state = .failed(error)
+        throw error
+    }
+
+    // MARK: - One function per state
+
+    private mutating func endResponse(trailers: HTTPFields?, at offset: Int) -> Step {
+        state = .complete
+        return .event(.end(trailers: trailers), consumedTo: offset)
+    }
+
+    private mutating func parseHead(_ bytes: UnsafeRawBufferPointer, from offset: Int) throws(HTTPClientError) -> Step {
+        guard let sectionEnd = try scanFieldSection(bytes, from: offset, what: "response head") else {
+            return .event(.needMoreData, consumedTo: bytes.count)
+        }
+        let parsed: ParsedHead
+        if carry.isEmpty {
+            // The common case: the whole head is in the caller's buffer, parse it in place.
+            parsed = try Self.parseHeadSection(UnsafeRawBufferPointer(rebasing: bytes[offset..<sectionEnd]), limits: limits)
+        } else {
+            carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<sectionEnd]))
+            parsed = try carry.withBytes { buffer throws(HTTPClientError) in
+                try Self.parseHeadSection(buffer, limits: limits)
+            }
+            carry.removeAll(keepingCapacity: true)
+        }
+        let code = parsed.head.status.code
+        if code < 200 {
+            if code == 101 {
+                throw .malformedResponse("unexpected 101 Switching Protocols: no upgrade was requested")
+            }
+            // RFC 9110 §15.2: a client must parse 1xx responses it did not expect and may ignore them
+            // (100 Continue, 102 Processing, 103 Early Hints). They never have a body.
+            interimResponses += 1
+            if interimResponses > Self.maxInterimResponses {
+                throw .malformedResponse("more than \(Self.maxInterimResponses) interim 1xx responses")
+            }
+            return .advanced(to: sectionEnd)
+        }
+        var head = parsed.head
+        let framing = parsed.framing
+        // RFC 9112 §6.3: HEAD, 204 and 304 responses (and 2xx to CONNECT) end at the head, whatever their
+        // framing fields say.
+        if method == .head || code == 204 || code == 304 {
+            state = .noBody
+        } else if method == .connect && code < 300 {
+            state = .noBody
+            head.keepAlive = false  // the connection is a tunnel now, not an HTTP connection to reuse
+        } else if framing.transferEncoding != .absent {
+            if framing.transferEncoding == .chunked {
+                state = .chunkSize
+            } else {
+                // §6.3 rule 4: a final coding other than chunked means the body runs until close.
+                state = .untilClose
+                head.keepAlive = false
+            }
+        } else if let length = framing.contentLength {
+            declaredContentLength = length
+            state = .contentLength(remaining: length)
+        } else {
+            state = .untilClose
+            head.keepAlive = false
+        }
+        return .event(.head(head), consumedTo: sectionEnd)
+    }
+
+    private mutating func parseContentLengthBody(_ bytes: UnsafeRawBufferPointer, from offset: Int, remaining: Int) -> Step {
+        if remaining == 0 {
+            return endResponse(trailers: nil, at: offset)
+        }
+        let available = bytes.count - offset
+        if available == 0 {
+            return .event(.needMoreData, consumedTo: offset)
+        }
+        let take = min(available, remaining)
+        state = .contentLength(remaining: remaining - take)
+        bodyBytes += take
+        return .event(.body(offset..<offset + take), consumedTo: offset + take)
+    }
+
+    private mutating func parseUntilCloseBody(_ bytes: UnsafeRawBufferPointer, from offset: Int) -> Step {
+        if offset == bytes.count {
+            return .event(.needMoreData, consumedTo: offset)
+        }
+        bodyBytes += bytes.count - offset
+        return .event(.body(offset..<bytes.count), consumedTo: bytes.count)
+    }
+
+    private mutating func parseChunkSize(_ bytes: UnsafeRawBufferPointer, from offset: Int) throws(HTTPClientError) -> Step {
+        guard let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: bytes, from: offset) else {
+            guard carry.count + (bytes.count - offset) <= Self.maxChunkLineBytes else {
+                throw .malformedResponse("chunk size line longer than \(Self.maxChunkLineBytes) bytes")
+            }
+            carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            return .event(.needMoreData, consumedTo: bytes.count)
+        }
+        guard carry.count + (lineFeed - offset) <= Self.maxChunkLineBytes else {
+            throw .malformedResponse("chunk size line longer than \(Self.maxChunkLineBytes) bytes")
+        }
+        let size: Int
+        if carry.isEmpty {
+            size = try Self.parseChunkSizeLine(UnsafeRawBufferPointer(rebasing: bytes[offset..<lineFeed]))
+        } else {
+            carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<lineFeed]))
+            size = try carry.withBytes { line throws(HTTPClientError) in try Self.parseChunkSizeLine(line) }
+            carry.removeAll(keepingCapacity: true)
+        }
+        state = size == 0 ? .trailers : .chunkData(remaining: size)
+        return .advanced(to: lineFeed + 1)
+    }
+
+    private mutating func parseChunkData(_ bytes: UnsafeRawBufferPointer, from offset: Int, remaining: Int) -> Step {
+        let available = bytes.count - offset
+        if available == 0 {
+            return .event(.needMoreData, consumedTo: offset)
+        }
+        let take = min(available, remaining)
+        state = take == remaining ? .chunkDataEnd(sawCR: false) : .chunkData(remaining: remaining - take)
+        bodyBytes += take
+        return .event(.body(offset..<offset + take), consumedTo: offset + take)
+    }
+
+    private mutating func parseChunkDataEnd(_ bytes: UnsafeRawBufferPointer, from offset: Int, sawCR: Bool) throws(HTTPClientError) -> Step {
+        var position = offset
+        var sawCR = sawCR
+        while position < bytes.count {
+            let byte = bytes[position]
+            position += 1
+            if byte == ByteScanner.cr && !sawCR {
+                sawCR = true
+            } else if byte == ByteScanner.lf {
+                state = .chunkSize
+                return .advanced(to: position)
+            } else {
+                throw .malformedResponse("missing CRLF after chunk data (found \(ByteScanner.describe(byte)))")
+            }
+        }
+        state = .chunkDataEnd(sawCR: sawCR)
+        return .event(.needMoreData, consumedTo: position)
+    }
+
+    private mutating func parseTrailers(_ bytes: UnsafeRawBufferPointer, from offset: Int) throws(HTTPClientError) -> Step {
+        guard let sectionEnd = try scanFieldSection(bytes, from: offset, what: "trailer section") else {
+            return .event(.needMoreData, consumedTo: bytes.count)
+        }
+        var trailers = HTTPFields()
+        var ignoredFraming = FramingFields()
+        if carry.isEmpty {
+            try Self.parseFieldLines(
+                UnsafeRawBufferPointer(rebasing: bytes[offset..<sectionEnd]), from: 0, kind: "trailer",
+                limits: limits, into: &trailers, framing: &ignoredFraming)
+        } else {
+            carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<sectionEnd]))
+            try carry.withBytes { section throws(HTTPClientError) in
+                try Self.parseFieldLines(section, from: 0, kind: "trailer", limits: limits, into: &trailers, framing: &ignoredFraming)
+            }
+            carry.removeAll(keepingCapacity: true)
+        }
+        return endResponse(trailers: trailers.isEmpty ? nil : trailers, at: sectionEnd)
+    }
+
+    // MARK: - Field sections
+
+    /// Looks for the empty line that ends a field section (a head or trailers), continuing a section begun in
+    /// `carry`. Returns the offset just past that line, or `nil` after copying the rest of `bytes` into `carry`.
+    /// Enforces `maxHeadBytes` without scanning further than the limit.
+    private mutating func scanFieldSection(_ bytes: UnsafeRawBufferPointer, from offset: Int, what: String) throws(HTTPClientError) -> Int? {
+        let budget = limits.maxHeadBytes - carry.count
+        let scanEnd = offset + min(bytes.count - offset, max(budget, 0))
+        let window = UnsafeRawBufferPointer(rebasing: bytes[..<scanEnd])
+        var lineStart = offset
+        var carriedLength = carriedLineLength
+        while let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: window, from: lineStart) {
+            let lineLength = carriedLength + (lineFeed - lineStart)
+            if lineLength == 0 {
+                carriedLineLength = 0
+                return lineFeed + 1
+            }
+            if lineLength == 1 {
+                let previous = lineFeed > offset ? bytes[lineFeed - 1] : carry[carry.count - 1]
+                if previous == ByteScanner.cr {
+                    carriedLineLength = 0
+                    return lineFeed + 1
+                }
+            }
+            carriedLength = 0
+            lineStart = lineFeed + 1
+        }
+        if scanEnd < bytes.count {
+            throw .headerLimitExceeded("\(what) exceeds the limit of \(limits.maxHeadBytes) bytes")
+        }
+        carriedLineLength = carriedLength + (scanEnd - lineStart)
+        carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+        return nil
+    }
+
+    private struct ParsedHead {
+        var head: HTTP1ResponseHead
+        var framing: FramingFields
+    }
+
+    /// What the framing-related fields of a head said; collected while the fields are parsed, from their bytes.
+    struct FramingFields {
+        enum TransferEncoding: Equatable { case absent, chunked, other }
+        var contentLength: Int?
+        var transferEncoding = TransferEncoding.absent
+        var chunkedCount = 0
+        var connectionClose = false
+        var connectionKeepAlive = false
+        var keepAliveTimeout: Int?
+        var keepAliveMax: Int?
+    }
+
+    /// Parses a complete head: `section` runs from the status line to just past the empty line.
+    private static func parseHeadSection(_ section: UnsafeRawBufferPointer, limits: Limits) throws(HTTPClientError) -> ParsedHead {
+        // The scanner found an LF in the section, so there is one here.
+        let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: 0) ?? section.count
+        let (version, status) = try parseStatusLine(ByteScanner.trimmingCR(section, 0, lineFeed))
+        var headers = HTTPFields()
+        var framing = FramingFields()
+        try parseFieldLines(section, from: lineFeed + 1, kind: "header", limits: limits, into: &headers, framing: &framing)
+
+        if framing.transferEncoding != .absent && version == .http1_0 {
+            throw .malformedResponse("Transfer-Encoding in an HTTP/1.0 response (RFC 9112 §6.1: its framing is faulty)")
+        }
+        if framing.chunkedCount > 1 {
+            throw .malformedResponse("Transfer-Encoding applies chunked more than once")
+        }
+        var keepAlive: Bool
+        if version == .http1_0 {
+            keepAlive = framing.connectionKeepAlive && !framing.connectionClose
+        } else {
+            keepAlive = !framing.connectionClose
+        }
+        if framing.transferEncoding != .absent && framing.contentLength != nil {
+            // RFC 9112 §6.3 rule 3: Transfer-Encoding overrides Content-Length; such a message may be an attempt
+            // at request smuggling, so the connection must not be reused.
+            framing.contentLength = nil
+            keepAlive = false
+        }
+        let head = HTTP1ResponseHead(
+            version: version, status: status, headers: headers, keepAlive: keepAlive,
+            keepAliveTimeout: framing.keepAliveTimeout, keepAliveMax: framing.keepAliveMax)
+        return ParsedHead(head: head, framing: framing)
+    }
+
+    /// `HTTP/1.1 200 OK`: "HTTP/" DIGIT "." DIGIT SP 3DIGIT [SP reason-phrase] (RFC 9112 §4).
+    private static func parseStatusLine(_ line: UnsafeRawBufferPointer) throws(HTTPClientError) -> (HTTPVersion, HTTPResponse.Status) {
+        let prefix: StaticString = "HTTP/"
+        guard line.count >= 8, ByteScanner.hasPrefix(line, prefix), ByteScanner.isDigit(line[5]), line[6] == UInt8(ascii: "."), ByteScanner.isDigit(line[7]) else {
+            if line.isEmpty {
+                throw .malformedResponse("empty status line")
+            }
+            throw .malformedResponse("invalid status line \(ByteScanner.quote(line))")
+        }
+        let version = HTTPVersion(major: Int(line[5] &- 0x30), minor: Int(line[7] &- 0x30))
+        guard version == .http1_1 || version == .http1_0 else {
+            throw .malformedResponse("unsupported HTTP version \(version) in status line \(ByteScanner.quote(line))")
+        }
+        guard line.count >= 12, line[8] == ByteScanner.sp, ByteScanner.isDigit(line[9]), ByteScanner.isDigit(line[10]),
+            ByteScanner.isDigit(line[11]), line.count == 12 || line[12] == ByteScanner.sp
+        else {
+            throw .malformedResponse("invalid status code in status line \(ByteScanner.quote(line)) (three digits required)")
+        }
+        let code = Int(line[9] &- 0x30) * 100 + Int(line[10] &- 0x30) * 10 + Int(line[11] &- 0x30)
+        guard code >= 100 else {
+            throw .malformedResponse("invalid status code \(code) (must be 100...999)")
+        }
+        var reasonPhrase = ""
+        if line.count > 13 {
+            let reason = UnsafeRawBufferPointer(rebasing: line[13...])
+            if let bad = ByteScanner.firstControlCharacter(in: reason) {
+                throw .malformedResponse("control character \(ByteScanner.describe(reason[bad])) in reason phrase")
+            }
+            reasonPhrase = ByteScanner.latin1String(reason)
+        }
+        return (version, HTTPResponse.Status(code: code, reasonPhrase: reasonPhrase))
+    }
+
+    /// Parses field lines from `offset` up to and including the empty line that ends `section`, appending
+    /// them to `fields` and noting what the framing-related ones say in `framing`. `kind` ("header" or
+    /// "trailer") names them in errors.
+    static func parseFieldLines(
+        _ section: UnsafeRawBufferPointer, from offset: Int, kind: String, limits: Limits,
+        into fields: inout HTTPFields, framing: inout FramingFields
+    ) throws(HTTPClientError) {
+        var lineStart = offset
+        var pending: PendingField?
+        var count = 0
+        while let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: lineStart) {
+            let line = ByteScanner.trimmingCR(section, lineStart, lineFeed)
+            lineStart = lineFeed + 1
+            if line.isEmpty { break }
+            if line[0] == ByteScanner.sp || line[0] == ByteScanner.htab {
+                // obs-fold (RFC 9112 §5.2): a continuation of the previous field's value.
+                guard pending != nil else {
+                    // §2.2: whitespace before the first field line must be rejected (or the line ignored).
+                    throw .malformedResponse("\(kind) section starts with a whitespace-prefixed line \(ByteScanner.quote(line))")
+                }
+                let continuation = ByteScanner.trimmingWhitespace(line)
+                try checkValue(continuation, name: pending!.name, kind: kind)
+                pending!.fold(continuation, in: section)
+                continue
+            }
+            if let field = pending {
+                try field.finish(in: section, into: &fields, framing: &framing)
+            }
+            count += 1
+            if count > limits.maxHeaderCount {
+                throw .headerLimitExceeded("more than \(limits.maxHeaderCount) \(kind) fields")
+            }
+            pending = try PendingField(line: line, section: section, kind: kind)
+        }
+        if let field = pending {
+            try field.finish(in: section, into: &fields, framing: &framing)
+        }
+    }
+
+    /// Field values may hold HTAB, SP, VCHAR and obs-text (RFC 9110 §5.5); any other control byte is an error.
+    private static func checkValue(_ value: UnsafeRawBufferPointer, name: HTTPField.Name, kind: String) throws(HTTPClientError) {
+        if let bad = ByteScanner.firstControlCharacter(in: value) {
+            throw .malformedResponse("\(kind) '\(name.rawName)' value contains control character \(ByteScanner.describe(value[bad]))")
+        }
+    }
+
+    /// One field line whose value may still be continued by obs-fold lines. Offsets are within the section.
+    private struct PendingField {
+        var name: HTTPField.Name
+        var valueStart: Int
+        var valueEnd: Int
+        /// Only after an obs-fold: the value so far, folds replaced by one SP each.
+        var foldedValue: [UInt8]?
+
+        init(line: UnsafeRawBufferPointer, section: UnsafeRawBufferPointer, kind: String) throws(HTTPClientError) {
+            // `line` is a slice of `section`; recover its offset to keep offsets, not pointers.
+            let lineOffset = line.baseAddress! - section.baseAddress!
+            var colon = 0
+            while colon < line.count && ByteScanner.isTokenCharacter(line[colon]) {
+                colon += 1
+            }
+            guard colon < line.count, line[colon] == UInt8(ascii: ":") else {
+                if colon < line.count && (line[colon] == ByteScanner.sp || line[colon] == ByteScanner.htab) {
+                    throw .malformedResponse("whitespace between \(kind) name \(ByteScanner.quote(UnsafeRawBufferPointer(rebasing: line[..<colon]))) and its colon")
+                }
+                if colon == line.count {
+                    throw .malformedResponse("\(kind) line without a colon: \(ByteScanner.quote(line))")
+                }
+                throw .malformedResponse("invalid character \(ByteScanner.describe(line[colon])) in \(kind) name \(ByteScanner.quote(UnsafeRawBufferPointer(rebasing: line[...colon])))")
+            }
+            guard colon > 0 else {
+                throw .malformedResponse("empty \(kind) name in line \(ByteScanner.quote(line))")
+            }
+            // Already checked to be a token, so this cannot fail.
+            guard let name = HTTPField.Name(String(decoding: UnsafeRawBufferPointer(rebasing: line[..<colon]), as: UTF8.self)) else {
+                throw .malformedResponse("invalid \(kind) name \(ByteScanner.quote(UnsafeRawBufferPointer(rebasing: line[..<colon])))")
+            }
+            let value = ByteScanner.trimmingWhitespace(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
+            try HTTP1ResponseParser.checkValue(value, name: name, kind: kind)
+            self.name = name
+            self.valueStart = value.isEmpty ? lineOffset : value.baseAddress! - section.baseAddress!
+            self.valueEnd = self.valueStart + value.count
+        }
+
+        mutating func fold(_ continuation: UnsafeRawBufferPointer, in section: UnsafeRawBufferPointer) {
+            if foldedValue == nil {
+                foldedValue = Array(UnsafeRawBufferPointer(rebasing: section[valueStart..<valueEnd]))
+            }
+            if continuation.isEmpty { return }
+            if !foldedValue!.isEmpty {
+                foldedValue!.append(ByteScanner.sp)
+            }
+            foldedValue!.append(contentsOf: continuation)
+        }
+
+        func finish(in section: UnsafeRawBufferPointer, into fields: inout HTTPFields, framing: inout FramingFields) throws(HTTPClientError) {
+            if let foldedValue {
+                try foldedValue.withBytes { value throws(HTTPClientError) in
+                    try add(value, into: &fields, framing: &framing)
+                }
+            } else {
+                try add(UnsafeRawBufferPointer(rebasing: section[valueStart..<valueEnd]), into: &fields, framing: &framing)
+            }
+        }
+
+        private func add(_ value: UnsafeRawBufferPointer, into fields: inout HTTPFields, framing: inout FramingFields) throws(HTTPClientError) {
+            fields.append(HTTPField(name: name, value: value))
+            // Compare canonical (lowercased) names, cheapest first by length.
+            let canonical = name.canonicalName
+            switch canonical.utf8.count {
+            case 10 where canonical == "connection":
+                FieldValueParser.forEachListElement(value) { token in
+                    if ByteScanner.equalsIgnoringCase(token, "close") { framing.connectionClose = true }
+                    if ByteScanner.equalsIgnoringCase(token, "keep-alive") { framing.connectionKeepAlive = true }
+                }
+            case 10 where canonical == "keep-alive":
+                FieldValueParser.parseKeepAlive(value, into: &framing)
+            case 14 where canonical == "content-length":
+                let length = try FieldValueParser.parseContentLength(value)
+                if let previous = framing.contentLength, previous != length {
+                    throw .malformedResponse("conflicting Content-Length values \(previous) and \(length)")
+                }
+                framing.contentLength = length
+            case 17 where canonical == "transfer-encoding":
+                try FieldValueParser.parseTransferEncoding(value, into: &framing)
+            default:
+                break
+            }
+        }
+    }
+
+    // MARK: - Chunk size
+
+    /// `chunk-size [ chunk-ext ]` (RFC 9112 §7.1), the line without its LF. Extensions are ignored; a bare CR
+    /// at the end is the CRLF's.
+    static func parseChunkSizeLine(_ rawLine: UnsafeRawBufferPointer) throws(HTTPClientError) -> Int {
+        let line = ByteScanner.trimmingCR(rawLine, 0, rawLine.count)
+        var size = 0
+        var position = 0
+        while position < line.count, let digit = ByteScanner.hexValue(line[position]) {
+            guard size <= Int.max >> 4 else {
+                throw .malformedResponse("chunk size \(ByteScanner.quote(sizeToken(line))) is too large")
+            }
+            size = size << 4 | digit
+            position += 1
+        }
+        let digits = position
+        // BWS before the extension (RFC 9112 §7.1.1).
+        while position < line.count && (line[position] == ByteScanner.sp || line[position] == ByteScanner.htab) {
+            position += 1
+        }
+        guard digits > 0, position == line.count || line[position] == UInt8(ascii: ";") else {
+            throw .malformedResponse("invalid chunk size \(ByteScanner.quote(sizeToken(line)))")
+        }
+        if position < line.count, let bad = ByteScanner.firstControlCharacter(in: UnsafeRawBufferPointer(rebasing: line[position...])) {
+            throw .malformedResponse("control character \(ByteScanner.describe(line[position + bad])) in chunk extension")
+        }
+        return size
+    }
+
+    /// The part of a chunk-size line before any extension, for error messages.
+    private static func sizeToken(_ line: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        let end = ByteScanner.firstIndex(of: UInt8(ascii: ";"), in: line, from: 0) ?? line.count
+        return ByteScanner.trimmingWhitespace(UnsafeRawBufferPointer(rebasing: line[..<end]))
+    }
+}
+
+// MARK: - Field values
+
+/// Parsers for the values of the fields that decide framing and connection reuse, straight from bytes.
+enum FieldValueParser {
+    /// Calls `body` with each non-empty element of a comma-separated list, OWS trimmed (RFC 9110 §5.6.1).
+    static func forEachListElement<Failure: Error>(
+        _ value: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(Failure) -> Void
+    ) throws(Failure) {
+        var start = 0
+        while start <= value.count {
+            let end = ByteScanner.firstIndex(of: UInt8(ascii: ","), in: value, from: start) ?? value.count
+            let element = ByteScanner.trimmingWhitespace(UnsafeRawBufferPointer(rebasing: value[start..<end]))
+            if !element.isEmpty {
+                try body(element)
+            }
+            start = end + 1
+        }
+    }
+
+    /// `Content-Length: 1*DIGIT`, also accepting a list of identical values ("5, 5"), which RFC 9110 §8.6
+    /// lets a recipient treat as one value.
+    static func parseContentLength(_ value: UnsafeRawBufferPointer) throws(HTTPClientError) -> Int {
+        var result: Int?
+        var start = 0
+        while start <= value.count {
+            let end = ByteScanner.firstIndex(of: UInt8(ascii: ","), in: value, from: start) ?? value.count
+            let element = ByteScanner.trimmingWhitespace(UnsafeRawBufferPointer(rebasing: value[start..<end]))
+            guard !element.isEmpty, element.allSatisfy(ByteScanner.isDigit) else {
+                throw .malformedResponse("invalid Content-Length \(ByteScanner.quote(value))")
+            }
+            var length = 0
+            for digit in element {
+                let (times10, overflow1) = length.multipliedReportingOverflow(by: 10)
+                let (sum, overflow2) = times10.addingReportingOverflow(Int(digit &- 0x30))
+                guard !overflow1 && !overflow2 else {
+                    throw .malformedResponse("Content-Length \(ByteScanner.quote(element)) is too large")
+                }
+                length = sum
+            }
+            if let previous = result, previous != length {
+                throw .malformedResponse("conflicting Content-Length values \(previous) and \(length)")
+            }
+            result = length
+            start = end + 1
+        }
+        return result!  // the loop runs at least once and either sets it or throws
+    }
+
+    /// Notes the codings of a Transfer-Encoding field; the last coding of the last field is the final one.
+    static func parseTransferEncoding(_ value: UnsafeRawBufferPointer, into framing: inout HTTP1ResponseParser.FramingFields) throws(HTTPClientError) {
+        var sawCoding = false
+        try forEachListElement(value) { coding throws(HTTPClientError) in
+            // A coding may carry parameters ("gzip;q=1" is not valid here, but be exact about the name).
+            let nameEnd = ByteScanner.firstIndex(of: UInt8(ascii: ";"), in: coding, from: 0) ?? coding.count
+            let name = ByteScanner.trimmingWhitespace(UnsafeRawBufferPointer(rebasing: coding[..<nameEnd]))
+            guard !name.isEmpty, name.allSatisfy(ByteScanner.isTokenCharacter) else {
+                throw .malformedResponse("invalid Transfer-Encoding \(ByteScanner.quote(value))")
+            }
+            sawCoding = true
+            if ByteScanner.equalsIgnoringCase(name, "chunked") {
+                framing.chunkedCount += 1
+                framing.transferEncoding = .chunked
+            } else {
+                framing.transferEncoding = .other
+            }
+        }
+        guard sawCoding else {
+            throw .malformedResponse("empty Transfer-Encoding")
+        }
+    }
+
+    /// `Keep-Alive: timeout=5, max=100` (RFC 2068 §19.7.1.1, never standardised further). Unknown or
+    /// malformed parameters are ignored: the header is advisory.
+    static func parseKeepAlive(_ value: UnsafeRawBufferPointer, into framing: inout HTTP1ResponseParser.FramingFields) {
+        forEachListElement(value) { parameter in
+            guard let equals = ByteScanner.firstIndex(of: UInt8(ascii: "="), in: parameter, from: 0) else { return }
+            let name = ByteScanner.trimmingWhitespace(UnsafeRawBufferPointer(rebasing: parameter[..<equals]))
+            var number = ByteScanner.trimmingWhitespace(UnsafeRawBufferPointer(rebasing: parameter[(equals + 1)...]))
+            if number.count >= 2 && number.first == UInt8(ascii: "\"") && number.last == UInt8(ascii: "\"") {
+                number = UnsafeRawBufferPointer(rebasing: number[1..<number.count - 1])
+            }
+            // Nine digits at most: no overflow, and nobody means a timeout of more than 31 years.
+            guard !number.isEmpty, number.count <= 9, number.allSatisfy(ByteScanner.isDigit) else { return }
+            let parsed = number.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
+            if ByteScanner.equalsIgnoringCase(name, "timeout") {
+                framing.keepAliveTimeout = parsed
+            } else if ByteScanner.equalsIgnoringCase(name, "max") {
+                framing.keepAliveMax = parsed
+            }
+        }
+    }
+}
+
+// MARK: - Bytes
+
+extension Array where Element == UInt8 {
+    /// `withUnsafeBytes` keeping the typed error (the standard library's version is `rethrows`).
+    func withBytes<Result>(_ body: (UnsafeRawBufferPointer) throws(HTTPClientError) -> Result) throws(HTTPClientError) -> Result {
+        let result = withUnsafeBytes { buffer in
+            Swift.Result { () throws(HTTPClientError) in try body(buffer) }
+        }
+        return try result.get()
+    }
+}
+
+/// Small helpers over contiguous bytes, shared by the parser and the request encoder.
+enum ByteScanner {
+    static let cr: UInt8 = 0x0D
+    static let lf: UInt8 = 0x0A
+    static let sp: UInt8 = 0x20
+    static let htab: UInt8 = 0x09
+
+    /// The first index of `byte` in `bytes[start...]`. Scans eight bytes at a time (the SWAR "has zero byte"
+    /// test that memchr implementations use), since the library does not import Glibc in Protocol/.
+    @inline(__always)
+    static func firstIndex(of byte: UInt8, in bytes: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        guard start < bytes.count, let base = bytes.baseAddress else { return nil }
+        var position = start
+        let end = bytes.count
+        let pattern = UInt64(byte) &* 0x0101_0101_0101_0101
+        while position + 8 <= end {
+            let word = base.loadUnaligned(fromByteOffset: position, as: UInt64.self) ^ pattern
+            let found = (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080
+            if found != 0 {
+                // Little- and big-endian both: the lowest set bit marks the first match in memory order on
+                // little-endian; fall back to a byte loop within the word to stay endian-neutral.
+                #if _endian(little)
+                return position + found.trailingZeroBitCount / 8
+                #else
+                break
+                #endif
+            }
+            position += 8
+        }
+        while position < end {
+            if base.load(fromByteOffset: position, as: UInt8.self) == byte { return position }
+            position += 1
+        }
+        return nil
+    }
+
+    /// `bytes[start..<end]` without one CR at the end (a line whose LF is at `end`).
+    @inline(__always)
+    static func trimmingCR(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> UnsafeRawBufferPointer {
+        let trimmedEnd = end > start && bytes[end - 1] == cr ? end - 1 : end
+        return UnsafeRawBufferPointer(rebasing: bytes[start..<trimmedEnd])
+    }
+
+    /// Without leading and trailing SP and HTAB (OWS).
+    static func trimmingWhitespace(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        var start = 0
+        var end = bytes.count
+        while start < end && (bytes[start] == sp || bytes[start] == htab) { start += 1 }
+        while end > start && (bytes[end - 1] == sp || bytes[end - 1] == htab) { end -= 1 }
+        return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+    }
+
+    /// The index of the first byte that is a control character other than HTAB (0x00–0x08, 0x0A–0x1F, 0x7F).
+    static func firstControlCharacter(in bytes: UnsafeRawBufferPointer) -> Int? {
+        for index in 0..<bytes.count {
+            let byte = bytes[index]
+            if (byte < 0x20 && byte != htab) || byte == 0x7F { return index }
+        }
+        return nil
+    }
+
+    @inline(__always)
+    static func isDigit(_ byte: UInt8) -> Bool { byte &- 0x30 < 10 }
+
+    @inline(__always)
+    static func hexValue(_ byte: UInt8) -> Int? {
+        switch byte {
+        case 0x30...0x39: return Int(byte - 0x30)
+        case 0x41...0x46: return Int(byte - 0x41 + 10)
+        case 0x61...0x66: return Int(byte - 0x61 + 10)
+        default: return nil
+        }
+    }
+
+    /// RFC 9110 §5.6.2 tchar: "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" /
+    /// "|" / "~" / DIGIT / ALPHA, as two 64-bit masks (bytes 0–63 and 64–127); see the test that rebuilds them.
+    static let tokenMaskLow: UInt64 = 0x03ff_6cfa_0000_0000
+    static let tokenMaskHigh: UInt64 = 0x57ff_ffff_c7ff_fffe
+
+    @inline(__always)
+    static func isTokenCharacter(_ byte: UInt8) -> Bool {
+        if byte < 64 { return tokenMaskLow >> UInt64(byte) & 1 == 1 }
+        if byte < 128 { return tokenMaskHigh >> UInt64(byte - 64) & 1 == 1 }
+        return false
+    }
+
+    static func hasPrefix(_ bytes: UnsafeRawBufferPointer, _ prefix: StaticString) -> Bool {
+        guard bytes.count >= prefix.utf8CodeUnitCount else { return false }
+        for index in 0..<prefix.utf8CodeUnitCount where bytes[index] != prefix.utf8Start[index] {
+            return false
+        }
+        return true
+    }
+
+    /// ASCII case-insensitive comparison with a lowercase literal.
+    static func equalsIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ lowercase: StaticString) -> Bool {
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        for index in 0..<bytes.count {
+            var byte = bytes[index]
+            if byte >= 0x41 && byte <= 0x5A { byte |= 0x20 }
+            if byte != lowercase.utf8Start[index] { return false }
+        }
+        return true
+    }
+
+    /// Bytes as ISO Latin 1 (each byte one Unicode scalar), which is how HTTP/1 reason phrases are defined.
+    static func latin1String(_ bytes: UnsafeRawBufferPointer) -> String {
+        if bytes.allSatisfy({ $0 < 0x80 }) {
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        var string = ""
+        string.unicodeScalars.append(contentsOf: bytes.map { Unicode.Scalar($0) })
+        return string
+    }
+
+    /// A byte for an error message: `'x'` when printable ASCII, `0x0A` otherwise.
+    static func describe(_ byte: UInt8) -> String {
+        if byte >= 0x21 && byte < 0x7F {
+            return "'\(Character(Unicode.Scalar(byte)))'"
+        }
+        let hex = String(byte, radix: 16, uppercase: true)
+        return "0x" + (hex.count == 1 ? "0" + hex : hex)
+    }
+
+    /// Bytes for an error message, quoted: printable ASCII as is, anything else as `\xNN`, cut at 64 bytes.
+    static func quote(_ bytes: UnsafeRawBufferPointer) -> String {
+        var text = "'"
+        for byte in bytes.prefix(64) {
+            if byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "\\") {
+                text.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                let hex = String(byte, radix: 16, uppercase: true)
+                text += "\\x" + (hex.count == 1 ? "0" + hex : hex)
+            }
+        }
+        if bytes.count > 64 { text += "…" }
+        return text + "'"
+    }
+}

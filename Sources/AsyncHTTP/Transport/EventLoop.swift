@@ -1,0 +1,348 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Synchronization
+#if os(Linux)
+import CEpoll
+#endif
+
+/// What a task waits for on a descriptor.
+enum IOInterest: Sendable {
+    case readable
+    case writable
+}
+
+/// How a wait ended. The caller maps `.timedOut` to an error naming its phase.
+enum IOWaitResult: Sendable {
+    case ready
+    case timedOut
+    case cancelled
+}
+
+/// The readiness notifier: the one piece a kqueue backend would replace on macOS.
+///
+/// Sockets try their syscall first and call ``wait(fd:for:deadline:)`` only after `EAGAIN`. One
+/// dedicated thread runs `epoll_wait` and resumes the suspended tasks; no blocking call ever runs on
+/// Swift's cooperative pool. Deadlines live in the loop's own timer heap, so a wait with a timeout
+/// costs no extra task or timer object.
+protocol IOEventNotifier: Sendable {
+    func wait(fd: Int32, for interest: IOInterest, deadline: ContinuousClock.Instant?) async -> IOWaitResult
+    /// Forget everything about `fd`; call before closing it.
+    func deregister(fd: Int32)
+}
+
+#if os(Linux)
+/// An epoll-backed ``IOEventNotifier`` with one thread.
+///
+/// Registrations use `EPOLLONESHOT`, so one readiness event resumes exactly one waiter and the kernel
+/// needs re-arming only while somebody is still waiting. A descriptor may have one reader and one
+/// writer waiting at once (an upload that also watches for an early response).
+final class EpollEventLoop: IOEventNotifier {
+    /// The process-wide loop. One thread is enough: it only waits and resumes; the reading, writing,
+    /// parsing and TLS work runs on the resumed tasks.
+    static let shared = EpollEventLoop()
+
+    private struct Waiter {
+        var id: UInt64
+        var continuation: UnsafeContinuation<IOWaitResult, Never>
+        var deadline: ContinuousClock.Instant?
+    }
+
+    private struct Registration {
+        var reader: Waiter?
+        var writer: Waiter?
+        var inKernel = false
+
+        var events: UInt32 {
+            var events: UInt32 = 0
+            if reader != nil { events |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
+            if writer != nil { events |= EPOLLOUT.rawValue }
+            return events
+        }
+    }
+
+    private struct Timer: Comparable {
+        var deadline: ContinuousClock.Instant
+        var fd: Int32
+        var interest: IOInterest
+        var id: UInt64
+        static func < (a: Timer, b: Timer) -> Bool { a.deadline < b.deadline }
+        static func == (a: Timer, b: Timer) -> Bool { a.id == b.id }
+    }
+
+    private struct State {
+        var registrations: [Int32: Registration] = [:]
+        var timers = MinHeap<Timer>()
+        var nextID: UInt64 = 1
+        /// When the loop thread will wake up by itself; a new earlier deadline must wake it sooner.
+        var plannedWake: ContinuousClock.Instant?
+        var sleeping = false
+        /// Waiters with a deadline still parked. Timers of waiters that finished early stay in the heap
+        /// (lazy deletion); when dead entries outnumber live ones the heap is rebuilt, so memory stays
+        /// proportional to what is actually waiting.
+        var liveDeadlines = 0
+
+        mutating func left(_ waiter: Waiter?) {
+            if waiter?.deadline != nil { liveDeadlines -= 1 }
+        }
+
+        mutating func compactTimersIfNeeded() {
+            guard timers.count > 64, timers.count > 4 * liveDeadlines else { return }
+            let registrations = self.registrations
+            timers.removeAll { timer in
+                guard let registration = registrations[timer.fd] else { return true }
+                switch timer.interest {
+                case .readable: return registration.reader?.id != timer.id
+                case .writable: return registration.writer?.id != timer.id
+                }
+            }
+        }
+    }
+
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    private let state = Mutex(State())
+
+    private init() {
+        epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
+        wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        precondition(epollFD >= 0 && wakeFD >= 0, "epoll_create1/eventfd failed: errno \(errno)")
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue
+        event.data.fd = wakeFD
+        _ = epoll_ctl(epollFD, EPOLL_CTL_ADD, wakeFD, &event)
+        let loop = Unmanaged.passRetained(self)
+        var thread = pthread_t()
+        let created = pthread_create(&thread, nil, { argument in
+            let loop = Unmanaged<EpollEventLoop>.fromOpaque(argument!).takeUnretainedValue()
+            loop.run()
+            return nil
+        }, loop.toOpaque())
+        precondition(created == 0, "could not start the event loop thread: \(created)")
+        pthread_detach(thread)
+    }
+
+    func wait(fd: Int32, for interest: IOInterest, deadline: ContinuousClock.Instant?) async -> IOWaitResult {
+        if let deadline, deadline <= .now { return .timedOut }
+        let id = state.withLock { state -> UInt64 in
+            defer { state.nextID &+= 1 }
+            return state.nextID
+        }
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { continuation in
+                register(Waiter(id: id, continuation: continuation, deadline: deadline), fd: fd, interest: interest)
+                // Cancellation that came before the registration found nothing to cancel; look again.
+                if Task.isCancelled { finish(fd: fd, interest: interest, id: id, with: .cancelled) }
+            }
+        } onCancel: {
+            finish(fd: fd, interest: interest, id: id, with: .cancelled)
+        }
+    }
+
+    func deregister(fd: Int32) {
+        let orphans = state.withLock { state -> [Waiter] in
+            guard let registration = state.registrations.removeValue(forKey: fd) else { return [] }
+            if registration.inKernel { _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, nil) }
+            state.left(registration.reader)
+            state.left(registration.writer)
+            return [registration.reader, registration.writer].compactMap { $0 }
+        }
+        // A waiter still parked on a descriptor being closed sees it as ready; its syscall then fails
+        // with EBADF and reports an I/O error instead of hanging.
+        for waiter in orphans { waiter.continuation.resume(returning: .ready) }
+    }
+
+    private func register(_ waiter: Waiter, fd: Int32, interest: IOInterest) {
+        let wake = state.withLock { state -> Bool in
+            var registration = state.registrations[fd] ?? Registration()
+            switch interest {
+            case .readable: registration.reader = waiter
+            case .writable: registration.writer = waiter
+            }
+            var event = epoll_event()
+            event.events = registration.events | EPOLLONESHOT.rawValue
+            event.data.fd = fd
+            if registration.inKernel {
+                _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event)
+            } else {
+                if epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) != 0, errno == EEXIST {
+                    _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event)
+                }
+                registration.inKernel = true
+            }
+            state.registrations[fd] = registration
+            guard let deadline = waiter.deadline else { return false }
+            state.liveDeadlines += 1
+            state.compactTimersIfNeeded()
+            state.timers.push(Timer(deadline: deadline, fd: fd, interest: interest, id: waiter.id))
+            if let planned = state.plannedWake, planned <= deadline { return false }
+            return state.sleeping
+        }
+        if wake { signalWake() }
+    }
+
+    /// Resumes the waiter `id` with `result` if it is still waiting (a cancellation or a timeout).
+    private func finish(fd: Int32, interest: IOInterest, id: UInt64, with result: IOWaitResult) {
+        let waiter = state.withLock { state -> Waiter? in
+            guard var registration = state.registrations[fd] else { return nil }
+            let found: Waiter?
+            switch interest {
+            case .readable:
+                found = registration.reader?.id == id ? registration.reader : nil
+                if found != nil { registration.reader = nil }
+            case .writable:
+                found = registration.writer?.id == id ? registration.writer : nil
+                if found != nil { registration.writer = nil }
+            }
+            guard found != nil else { return nil }
+            state.left(found)
+            rearm(fd: fd, &registration)
+            state.registrations[fd] = registration
+            return found
+        }
+        waiter?.continuation.resume(returning: result)
+    }
+
+    /// Tells the kernel what is still wanted on `fd` after a waiter left (EPOLLONESHOT disarmed it).
+    private func rearm(fd: Int32, _ registration: inout Registration) {
+        guard registration.inKernel else { return }
+        var event = epoll_event()
+        let wanted = registration.events
+        event.events = wanted == 0 ? 0 : wanted | EPOLLONESHOT.rawValue
+        event.data.fd = fd
+        _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event)
+    }
+
+    private func signalWake() {
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeFD, &one, 8)
+    }
+
+    private func run() {
+        let capacity = 128
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
+        var ready: [(UnsafeContinuation<IOWaitResult, Never>, IOWaitResult)] = []
+        ready.reserveCapacity(capacity)
+        while true {
+            let timeoutMs = state.withLock { state -> Int32 in
+                state.sleeping = true
+                guard let next = state.timers.peek?.deadline else {
+                    state.plannedWake = nil
+                    return -1
+                }
+                state.plannedWake = next
+                let remaining = ContinuousClock.now.duration(to: next)
+                if remaining <= .zero { return 0 }
+                let (seconds, attoseconds) = remaining.components
+                // Round up so a deadline is never reported before it has passed.
+                return Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+            }
+            let count = epoll_wait(epollFD, events, Int32(capacity), timeoutMs)
+            let now = ContinuousClock.now
+            state.withLock { state in
+                state.sleeping = false
+                if count > 0 {
+                    for index in 0..<Int(count) {
+                        let event = events[index]
+                        let fd = event.data.fd
+                        if fd == wakeFD { continue }
+                        guard var registration = state.registrations[fd] else { continue }
+                        let flags = event.events
+                        let failed = flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
+                        if flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue) != 0 || failed, let reader = registration.reader {
+                            ready.append((reader.continuation, .ready))
+                            registration.reader = nil
+                            state.left(reader)
+                        }
+                        if flags & EPOLLOUT.rawValue != 0 || failed, let writer = registration.writer {
+                            ready.append((writer.continuation, .ready))
+                            registration.writer = nil
+                            state.left(writer)
+                        }
+                        rearm(fd: fd, &registration)
+                        state.registrations[fd] = registration
+                    }
+                }
+                while let timer = state.timers.peek, timer.deadline <= now {
+                    state.timers.pop()
+                    guard var registration = state.registrations[timer.fd] else { continue }
+                    switch timer.interest {
+                    case .readable:
+                        guard let reader = registration.reader, reader.id == timer.id else { continue }
+                        ready.append((reader.continuation, .timedOut))
+                        registration.reader = nil
+                        state.left(reader)
+                    case .writable:
+                        guard let writer = registration.writer, writer.id == timer.id else { continue }
+                        ready.append((writer.continuation, .timedOut))
+                        registration.writer = nil
+                        state.left(writer)
+                    }
+                    rearm(fd: timer.fd, &registration)
+                    state.registrations[timer.fd] = registration
+                }
+            }
+            if count > 0 {
+                for index in 0..<Int(count) where events[index].data.fd == wakeFD {
+                    var value: UInt64 = 0
+                    _ = Glibc.read(wakeFD, &value, 8)
+                }
+            }
+            for (continuation, result) in ready { continuation.resume(returning: result) }
+            ready.removeAll(keepingCapacity: true)
+        }
+    }
+}
+#endif
+
+/// A binary min-heap; the event loop's timers.
+struct MinHeap<Element: Comparable> {
+    private var storage: [Element] = []
+
+    var isEmpty: Bool { storage.isEmpty }
+    var count: Int { storage.count }
+    var peek: Element? { storage.first }
+
+    mutating func push(_ element: Element) {
+        storage.append(element)
+        var child = storage.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard storage[child] < storage[parent] else { break }
+            storage.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    /// Drops every element matching `shouldRemove` and restores the heap order in O(n).
+    mutating func removeAll(where shouldRemove: (Element) -> Bool) {
+        storage.removeAll(where: shouldRemove)
+        guard storage.count > 1 else { return }
+        for index in stride(from: storage.count / 2 - 1, through: 0, by: -1) { siftDown(from: index) }
+    }
+
+    @discardableResult
+    mutating func pop() -> Element? {
+        guard !storage.isEmpty else { return nil }
+        storage.swapAt(0, storage.count - 1)
+        let top = storage.removeLast()
+        siftDown(from: 0)
+        return top
+    }
+
+    private mutating func siftDown(from index: Int) {
+        var parent = index
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var smallest = parent
+            if left < storage.count, storage[left] < storage[smallest] { smallest = left }
+            if right < storage.count, storage[right] < storage[smallest] { smallest = right }
+            if smallest == parent { break }
+            storage.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+}

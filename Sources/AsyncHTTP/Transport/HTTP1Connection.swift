@@ -1,0 +1,359 @@
+import HTTPTypes
+
+/// What a pooled connection is keyed by: connections are shared only between requests that agree on all of it.
+struct ConnectionKey: Hashable, Sendable, CustomStringConvertible {
+    var scheme: String
+    var host: String
+    var port: Int
+
+    var isTLS: Bool { scheme == "https" }
+    var description: String { "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+}
+
+/// The deadlines one request runs under: an inactivity timeout between bytes (ASIHTTPRequest's
+/// `timeOutSeconds`) and an optional total deadline.
+struct Deadlines: Sendable {
+    var inactivity: Duration?
+    var total: ContinuousClock.Instant?
+
+    /// The deadline for the next wait, and which phase a timeout should name.
+    func next(_ phase: HTTPClientError.TimeoutPhase) -> (ContinuousClock.Instant?, HTTPClientError.TimeoutPhase) {
+        guard let inactivity else { return (total, .total) }
+        let idle = ContinuousClock.now + inactivity
+        if let total, total <= idle { return (total, .total) }
+        return (idle, phase)
+    }
+}
+
+/// One HTTP/1.x connection: a socket (with TLS when the key says so) driving the sans-IO parser.
+///
+/// Ownership: the pool leases a connection to one task at a time; everything mutable here is used only by
+/// that task (the request's executor, then the response body it hands the connection to).
+final class HTTP1Connection: @unchecked Sendable {
+    // @unchecked: mutable state is touched only by the single task holding the pool lease (see above).
+    let id: Int
+    let key: ConnectionKey
+    let socket: Socket
+    let tls: TLSStream?
+
+    private var parser: HTTP1ResponseParser
+    /// The bytes of the last read. Body chunks are slices of it, handed to the user without copying;
+    /// the next read allocates a new array instead of overwriting this one.
+    private var buffer: [UInt8] = []
+    private var bufferOffset = 0
+    /// Read size adapts: small for small responses, growing to 256 KiB while reads keep filling it
+    /// (a large download then costs one syscall per 256 KiB).
+    private var readSize = 16 * 1024
+    private static let maxReadSize = 256 * 1024
+
+    /// Completed responses on this connection; above zero means a reuse.
+    private(set) var responsesCompleted = 0
+    /// Request bytes written for the current request (the stale-retry rule asks whether any went out).
+    private(set) var requestBytesWritten = 0
+    /// The server's `Keep-Alive: max=` budget, if it gave one.
+    private(set) var remainingRequests: Int?
+    private(set) var keepAliveTimeout: Duration?
+    private var lastHeadKeepAlive = false
+
+    init(id: Int, key: ConnectionKey, socket: Socket, tls: TLSStream?, limits: HTTP1ResponseParser.Limits) {
+        self.id = id
+        self.key = key
+        self.socket = socket
+        self.tls = tls
+        self.parser = HTTP1ResponseParser(limits: limits)
+    }
+
+    var wasReused: Bool { responsesCompleted > 0 }
+    var responseBytesReceived: Int { parser.bytesReceived }
+    var isAwaitingHead: Bool { parser.isAwaitingHead }
+    var remainingContentLength: Int? { parser.remainingContentLength }
+
+    /// Whether the connection can carry another request after the current response ended.
+    var isReusable: Bool {
+        lastHeadKeepAlive && parser.isComplete && (remainingRequests.map { $0 > 0 } ?? true)
+    }
+
+    // MARK: Writing
+
+    /// Writes all of `bytes`, suspending while the socket is full.
+    func write(_ bytes: [UInt8], deadlines: Deadlines) async throws(HTTPClientError) {
+        try await write(bytes[...], deadlines: deadlines)
+    }
+
+    func write(_ bytes: ArraySlice<UInt8>, deadlines: Deadlines) async throws(HTTPClientError) {
+        var offset = 0
+        while offset < bytes.count {
+            let outcome = bytes.withUnsafeBytes { raw in attemptWrite(UnsafeRawBufferPointer(rebasing: raw[offset...])) }
+            offset += try await settle(outcome, deadlines: deadlines)
+        }
+    }
+
+    /// Writes `first` then `second` with as few syscalls as possible: one `sendmsg` for plain TCP,
+    /// one copy into a single buffer when `second` is small.
+    func write(_ first: [UInt8], _ second: ArraySlice<UInt8>, deadlines: Deadlines) async throws(HTTPClientError) {
+        if second.count <= 4096 {
+            try await write(first + second, deadlines: deadlines)
+            return
+        }
+        if tls != nil || first.isEmpty {
+            // TLS encrypts record by record anyway; two writes cost no extra round trip.
+            try await write(first, deadlines: deadlines)
+            try await write(second, deadlines: deadlines)
+            return
+        }
+        var offset = 0
+        let total = first.count + second.count
+        while offset < total {
+            let outcome: WriteOutcome
+            if offset < first.count {
+                outcome = first.withUnsafeBytes { head in
+                    second.withUnsafeBytes { body in
+                        WriteOutcome(socket.tryWrite(UnsafeRawBufferPointer(rebasing: head[offset...]), body))
+                    }
+                }
+            } else {
+                let bodyOffset = offset - first.count
+                outcome = second.withUnsafeBytes { body in
+                    WriteOutcome(socket.tryWrite(UnsafeRawBufferPointer(rebasing: body[bodyOffset...])))
+                }
+            }
+            offset += try await settle(outcome, deadlines: deadlines)
+        }
+    }
+
+    private func attemptWrite(_ bytes: UnsafeRawBufferPointer) -> WriteOutcome {
+        if let tls { return WriteOutcome(tls.tryWrite(bytes)) }
+        return WriteOutcome(socket.tryWrite(bytes))
+    }
+
+    /// Turns a write attempt into bytes written, waiting for readiness when it could not proceed.
+    private func settle(_ outcome: WriteOutcome, deadlines: Deadlines) async throws(HTTPClientError) -> Int {
+        switch outcome {
+        case .wrote(let n):
+            requestBytesWritten += n
+            return n
+        case .wait(let interest):
+            let (deadline, phase) = deadlines.next(.write)
+            try await socket.waitUntil(interest, deadline: deadline, phase: phase)
+            return 0
+        case .failed(let error):
+            throw error
+        }
+    }
+
+    // MARK: Reading
+
+    /// Prepares for the response to a request with `method`, resetting per-request counters.
+    func startRequest(method: HTTPRequest.Method) {
+        parser.expectResponse(to: method)
+        requestBytesWritten = 0
+    }
+
+    /// Reads until the response head is complete. Interim 1xx responses are skipped by the parser.
+    func readHead(deadlines: Deadlines) async throws(HTTPClientError) -> HTTP1ResponseHead {
+        while true {
+            if bufferOffset < buffer.count {
+                let (event, consumed) = try parseAtOffset()
+                bufferOffset += consumed
+                switch event {
+                case .head(let head):
+                    lastHeadKeepAlive = head.keepAlive
+                    if let timeout = head.keepAliveTimeout { keepAliveTimeout = .seconds(timeout) }
+                    if let max = head.keepAliveMax { remainingRequests = max - 1 } else if let remaining = remainingRequests {
+                        remainingRequests = remaining - 1
+                    }
+                    return head
+                case .needMoreData:
+                    continue
+                case .body, .end:
+                    throw .malformedResponse("the parser produced body bytes before the response head")
+                }
+            }
+            guard try await fill(deadlines: deadlines, phase: .head) else {
+                let event = try parser.endOfInput()
+                if case .head(let head) = event { return head }
+                throw .connectionClosed("the connection closed before the response head", bytesReceived: parser.bytesReceived)
+            }
+        }
+    }
+
+    /// The next body chunk, or nil when the body is complete. Reads from the socket only when the
+    /// buffered bytes are used up, so a consumer that stops asking stops the reading (backpressure).
+    func nextBodyChunk(deadlines: Deadlines) async throws(HTTPClientError) -> ArraySlice<UInt8>? {
+        while true {
+            if let step = try parseBuffered() {
+                switch step {
+                case .chunk(let chunk): return chunk
+                case .end:
+                    responseEnded()
+                    return nil
+                }
+            }
+            guard try await fill(deadlines: deadlines, phase: .body) else {
+                switch try parser.endOfInput() {
+                case .end:
+                    responseEnded()
+                    return nil
+                default:
+                    throw .connectionClosed("the connection closed before the body was complete", bytesReceived: parser.bytesReceived)
+                }
+            }
+        }
+    }
+
+    /// The whole body if it is already buffered (a small response that arrived with its head), with no I/O.
+    /// Returns nil (and changes nothing the caller can see) when more bytes are needed.
+    func takeBufferedBodyIfComplete() throws(HTTPClientError) -> [ArraySlice<UInt8>]? {
+        var chunks: [ArraySlice<UInt8>] = []
+        while true {
+            guard let step = try parseBuffered() else {
+                // Incomplete: the chunks already taken are kept by the caller's streaming body instead.
+                pendingChunks = chunks
+                return nil
+            }
+            switch step {
+            case .chunk(let chunk): chunks.append(chunk)
+            case .end:
+                responseEnded()
+                return chunks
+            }
+        }
+    }
+
+    /// An idle connection keeps no read buffer: chunks the user still holds keep their own storage alive.
+    private func responseEnded() {
+        responsesCompleted += 1
+        if bufferOffset >= buffer.count {
+            buffer = []
+            bufferOffset = 0
+        }
+        readSize = 16 * 1024
+    }
+
+    /// Chunks parsed by an unsuccessful ``takeBufferedBodyIfComplete()``, handed out first by the stream.
+    var pendingChunks: [ArraySlice<UInt8>] = []
+
+    private enum Step {
+        case chunk(ArraySlice<UInt8>)
+        case end
+    }
+
+    /// Feeds the unparsed rest of the buffer to the parser.
+    @inline(__always)
+    private func parseAtOffset() throws(HTTPClientError) -> (event: HTTP1ResponseParser.Event, consumed: Int) {
+        let offset = bufferOffset
+        let result = buffer.withUnsafeBytes { raw in
+            Result { () throws(HTTPClientError) in try parser.parse(UnsafeRawBufferPointer(rebasing: raw[offset...])) }
+        }
+        return try result.get()
+    }
+
+    /// Parses buffered bytes; nil when they are used up and more must be read.
+    private func parseBuffered() throws(HTTPClientError) -> Step? {
+        while true {
+            let (event, consumed) = try parseAtOffset()
+            let base = bufferOffset
+            bufferOffset += consumed
+            switch event {
+            case .body(let range):
+                if range.isEmpty { continue }
+                return .chunk(buffer[(base + range.lowerBound)..<(base + range.upperBound)])
+            case .end:
+                return .end
+            case .needMoreData:
+                return nil
+            case .head:
+                throw .malformedResponse("a second response head arrived inside a body")
+            }
+        }
+    }
+
+    /// One read into a fresh buffer. Returns false at end of stream.
+    private func fill(deadlines: Deadlines, phase: HTTPClientError.TimeoutPhase) async throws(HTTPClientError) -> Bool {
+        while true {
+            var outcome = ReadOutcome.wait(.readable)
+            let size = readSize
+            let fresh = [UInt8](unsafeUninitializedCapacity: size) { storage, count in
+                let raw = UnsafeMutableRawBufferPointer(storage)
+                if let tls {
+                    outcome = ReadOutcome(tls.tryRead(into: raw))
+                } else {
+                    outcome = ReadOutcome(socket.tryRead(into: raw))
+                }
+                if case .read(let n) = outcome { count = n } else { count = 0 }
+            }
+            switch outcome {
+            case .read(let n):
+                buffer = fresh
+                bufferOffset = 0
+                if n == size, readSize < Self.maxReadSize { readSize *= 2 }
+                return n > 0
+            case .wait(let interest):
+                let (deadline, timeoutPhase) = deadlines.next(phase)
+                try await socket.waitUntil(interest, deadline: deadline, phase: timeoutPhase)
+            case .failed(let error):
+                throw error
+            }
+        }
+    }
+
+    // MARK: Lifecycle
+
+    /// Whether an idle connection is still worth reusing: nothing buffered, and the peer has not closed.
+    func looksReusable() -> Bool {
+        bufferOffset >= buffer.count && socket.looksReusable()
+    }
+
+    func close() {
+        tls?.shutdown()
+        socket.close()
+    }
+}
+
+private enum WriteOutcome {
+    case wrote(Int)
+    case wait(IOInterest)
+    case failed(HTTPClientError)
+
+    init(_ outcome: SyscallOutcome) {
+        switch outcome {
+        case .done(let n): self = .wrote(n)
+        case .wouldBlock: self = .wait(.writable)
+        case .failed(let code):
+            self = .failed(HTTPClientError(.ioFailure, "writing the request failed: \(errnoText(code))", errno: code))
+        }
+    }
+
+    init(_ outcome: TLSOutcome) {
+        switch outcome {
+        case .done(let n): self = .wrote(n)
+        case .wantRead: self = .wait(.readable)
+        case .wantWrite: self = .wait(.writable)
+        case .failed(let error): self = .failed(error)
+        }
+    }
+}
+
+private enum ReadOutcome {
+    case read(Int)
+    case wait(IOInterest)
+    case failed(HTTPClientError)
+
+    init(_ outcome: SyscallOutcome) {
+        switch outcome {
+        case .done(let n): self = .read(n)
+        case .wouldBlock: self = .wait(.readable)
+        case .failed(let code):
+            self = .failed(HTTPClientError(.ioFailure, "reading the response failed: \(errnoText(code))", errno: code))
+        }
+    }
+
+    init(_ outcome: TLSOutcome) {
+        switch outcome {
+        case .done(let n): self = .read(n)
+        case .wantRead: self = .wait(.readable)
+        case .wantWrite: self = .wait(.writable)
+        case .failed(let error): self = .failed(error)
+        }
+    }
+}

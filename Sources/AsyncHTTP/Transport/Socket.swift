@@ -1,0 +1,249 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+#if canImport(Glibc)
+private let libcConnect = Glibc.connect
+private let libcClose = Glibc.close
+#elseif canImport(Darwin)
+private let libcConnect = Darwin.connect
+private let libcClose = Darwin.close
+#endif
+
+/// A resolved socket address (IPv4 or IPv6), stored inline.
+struct SocketAddress: Sendable, CustomStringConvertible {
+    var storage: sockaddr_storage
+    var length: socklen_t
+
+    var family: Int32 { Int32(storage.ss_family) }
+
+    /// Parses a numeric IPv4 or IPv6 literal; nil for a name that needs resolving.
+    init?(numericHost host: String, port: Int) {
+        var storage = sockaddr_storage()
+        var parsed = false
+        var length = socklen_t(0)
+        withUnsafeMutableBytes(of: &storage) { raw in
+            if host.contains(":") {
+                var address = sockaddr_in6()
+                guard inet_pton(AF_INET6, host, &address.sin6_addr) == 1 else { return }
+                address.sin6_family = sa_family_t(AF_INET6)
+                address.sin6_port = in_port_t(UInt16(port).bigEndian)
+                raw.storeBytes(of: address, as: sockaddr_in6.self)
+                length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+            } else {
+                var address = sockaddr_in()
+                guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { return }
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = in_port_t(UInt16(port).bigEndian)
+                raw.storeBytes(of: address, as: sockaddr_in.self)
+                length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            }
+            parsed = true
+        }
+        guard parsed else { return nil }
+        self.storage = storage
+        self.length = length
+    }
+
+    init(_ pointer: UnsafePointer<sockaddr>, length: socklen_t) {
+        var storage = sockaddr_storage()
+        withUnsafeMutableBytes(of: &storage) { raw in
+            raw.copyMemory(from: UnsafeRawBufferPointer(start: pointer, count: Int(length)))
+        }
+        self.storage = storage
+        self.length = length
+    }
+
+    var description: String {
+        var storage = self.storage
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        return withUnsafePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                if family == AF_INET6 {
+                    return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
+                        var addr = v6.pointee.sin6_addr
+                        inet_ntop(AF_INET6, &addr, &buffer, socklen_t(buffer.count))
+                        return "[\(cString(buffer))]:\(UInt16(bigEndian: v6.pointee.sin6_port))"
+                    }
+                }
+                return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { v4 in
+                    var addr = v4.pointee.sin_addr
+                    inet_ntop(AF_INET, &addr, &buffer, socklen_t(buffer.count))
+                    return "\(cString(buffer)):\(UInt16(bigEndian: v4.pointee.sin_port))"
+                }
+            }
+        }
+    }
+}
+
+/// What one non-blocking syscall did.
+enum SyscallOutcome {
+    case done(Int)
+    case wouldBlock
+    case failed(Int32)
+}
+
+/// A non-blocking TCP socket. The only type that holds a file descriptor.
+///
+/// Ownership: a socket belongs to one connection, and a connection is used by one task at a time (the
+/// task holding its pool lease), so the descriptor is never read or written concurrently. `close()` is
+/// idempotent and guarded by a lock because a cancelled or dropped body may close from a cleanup task.
+final class Socket: @unchecked Sendable {
+    // @unchecked: `fd` is immutable; `closed` is protected by `closeLock`; reads and writes happen only
+    // from the single task that leases the owning connection (see the type's comment).
+    let fd: Int32
+    let notifier: any IOEventNotifier
+    let remote: SocketAddress
+    private let closeLock = Mutex(false)
+
+    private init(fd: Int32, remote: SocketAddress, notifier: any IOEventNotifier) {
+        self.fd = fd
+        self.remote = remote
+        self.notifier = notifier
+    }
+
+    deinit { close() }
+
+    /// Connects to `address` without blocking, within `deadline`.
+    static func connect(
+        to address: SocketAddress, deadline: ContinuousClock.Instant?, notifier: any IOEventNotifier
+    ) async throws(HTTPClientError) -> Socket {
+        #if os(Linux)
+        let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        #else
+        let fd = socket(address.family, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else {
+            throw HTTPClientError(.connectFailed, "socket() failed for \(address)", errno: errno)
+        }
+        let socket = Socket(fd: fd, remote: address, notifier: notifier)
+        var one: Int32 = 1
+        // Requests are written whole; Nagle's delay would only hold back the last segment.
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        #if canImport(Darwin)
+        _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+        var storage = address.storage
+        let result = withUnsafePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { libcConnect(fd, $0, address.length) }
+        }
+        if result == 0 { return socket }
+        let connectErrno = errno
+        guard connectErrno == EINPROGRESS || connectErrno == EINTR else {
+            throw HTTPClientError(.connectFailed, "connect to \(address) failed: \(errnoText(connectErrno))", errno: connectErrno)
+        }
+        switch await notifier.wait(fd: fd, for: .writable, deadline: deadline) {
+        case .ready: break
+        case .timedOut: throw .timeout(.connect, "no connection to \(address) in time")
+        case .cancelled: throw .cancelled
+        }
+        var socketError: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &socketError, &length)
+        guard socketError == 0 else {
+            throw HTTPClientError(.connectFailed, "connect to \(address) failed: \(errnoText(socketError))", errno: socketError)
+        }
+        return socket
+    }
+
+    /// One `recv` into `buffer`; `.done(0)` is the peer's end of stream.
+    @inline(__always)
+    func tryRead(into buffer: UnsafeMutableRawBufferPointer) -> SyscallOutcome {
+        while true {
+            let n = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if n >= 0 { return .done(n) }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            case let code: return .failed(code)
+            }
+        }
+    }
+
+    /// One `send` of `buffer`; may write less than all of it.
+    @inline(__always)
+    func tryWrite(_ buffer: UnsafeRawBufferPointer) -> SyscallOutcome {
+        while true {
+            #if os(Linux)
+            let n = send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
+            #else
+            let n = send(fd, buffer.baseAddress, buffer.count, 0)
+            #endif
+            if n >= 0 { return .done(n) }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            case let code: return .failed(code)
+            }
+        }
+    }
+
+    /// One `sendmsg` of two buffers (a head and a body, or a chunk header and its data).
+    func tryWrite(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> SyscallOutcome {
+        var vectors = (
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count)
+        )
+        return withUnsafeMutableBytes(of: &vectors) { raw in
+            var message = msghdr()
+            message.msg_iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
+            message.msg_iovlen = 2
+            while true {
+                #if os(Linux)
+                let n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+                #else
+                let n = sendmsg(fd, &message, 0)
+                #endif
+                if n >= 0 { return .done(n) }
+                switch errno {
+                case EINTR: continue
+                case EAGAIN, EWOULDBLOCK: return .wouldBlock
+                case let code: return .failed(code)
+                }
+            }
+        }
+    }
+
+    /// Suspends until the socket is ready, mapping a timeout to `phase`.
+    func waitUntil(
+        _ interest: IOInterest, deadline: ContinuousClock.Instant?, phase: HTTPClientError.TimeoutPhase
+    ) async throws(HTTPClientError) {
+        switch await notifier.wait(fd: fd, for: interest, deadline: deadline) {
+        case .ready: return
+        case .timedOut: throw .timeout(phase, "no progress from \(remote) before the deadline")
+        case .cancelled: throw .cancelled
+        }
+    }
+
+    /// Whether an idle keep-alive socket still looks usable: no end of stream, no unsolicited bytes, no error.
+    /// One `recv(MSG_PEEK)`; the stale-connection retry covers a close that races with reuse.
+    func looksReusable() -> Bool {
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
+        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+    }
+
+    /// Closes the descriptor once; later calls do nothing.
+    func close() {
+        let first = closeLock.withLock { closed -> Bool in
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
+        notifier.deregister(fd: fd)
+        _ = libcClose(fd)
+    }
+}
+
+/// The text of a NUL-terminated C buffer.
+func cString(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+func errnoText(_ code: Int32) -> String {
+    String(cString: strerror(code))
+}

@@ -1,0 +1,276 @@
+import COpenSSL
+import Synchronization
+
+/// One OpenSSL `SSL_CTX` per ``TLSConfiguration``, with a per-host session cache.
+///
+/// `SSL_CTX` is safe to share once configured (OpenSSL takes its own locks for `SSL_new` and the
+/// reference counts); the only mutable Swift state, the session cache, sits behind `sessions`' lock.
+final class TLSContext: @unchecked Sendable {
+    // @unchecked: `context` is configured in init and only read after; `sessions` is a Mutex.
+    let context: OpaquePointer
+    let configuration: TLSConfiguration
+    /// The most recent resumable session per "host:port". Owned references (freed on replacement).
+    private let sessions = Mutex<[String: SessionReference]>([:])
+
+    /// An owned `SSL_SESSION` reference.
+    private struct SessionReference: @unchecked Sendable {
+        // @unchecked: SSL_SESSION objects are reference counted by OpenSSL with atomic counts; this one is
+        // only read or freed while `sessions`' lock is held.
+        let pointer: OpaquePointer
+    }
+
+    init(configuration: TLSConfiguration) throws(HTTPClientError) {
+        guard let context = SSL_CTX_new(TLS_client_method()) else {
+            throw HTTPClientError(.tlsHandshakeFailed, "SSL_CTX_new failed", tlsReason: takeOpenSSLErrors())
+        }
+        self.context = context
+        self.configuration = configuration
+        _ = ahttp_SSL_CTX_set_mode(context, ahttp_SSL_MODE_defaults())
+        _ = ahttp_SSL_CTX_set_options(context, ahttp_SSL_OP_defaults())
+        let minimum: Int32
+        switch configuration.minimumVersion {
+        case .tls1_0: minimum = ahttp_TLS1_VERSION()
+        case .tls1_1: minimum = ahttp_TLS1_1_VERSION()
+        case .tls1_2: minimum = ahttp_TLS1_2_VERSION()
+        case .tls1_3: minimum = ahttp_TLS1_3_VERSION()
+        }
+        _ = ahttp_SSL_CTX_set_min_proto_version(context, minimum)
+
+        if configuration.certificateVerification {
+            SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+            switch configuration.trustRoots {
+            case .system:
+                SSL_CTX_set_default_verify_paths(context)
+            case .file(let path):
+                try Self.loadTrust(context, path)
+            case .systemAndFile(let path):
+                SSL_CTX_set_default_verify_paths(context)
+                try Self.loadTrust(context, path)
+            }
+        } else {
+            SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
+        }
+        if let client = configuration.clientCertificate {
+            guard SSL_CTX_use_certificate_chain_file(context, client.certificateFile) == 1 else {
+                throw HTTPClientError(.tlsHandshakeFailed, "cannot load client certificate '\(client.certificateFile)'",
+                                      tlsReason: takeOpenSSLErrors())
+            }
+            guard SSL_CTX_use_PrivateKey_file(context, client.privateKeyFile, SSL_FILETYPE_PEM) == 1,
+                  SSL_CTX_check_private_key(context) == 1 else {
+                throw HTTPClientError(.tlsHandshakeFailed, "cannot load private key '\(client.privateKeyFile)' for the client certificate",
+                                      tlsReason: takeOpenSSLErrors())
+            }
+        }
+        if configuration.sessionResumption {
+            _ = ahttp_SSL_CTX_set_session_cache_mode(context, ahttp_SSL_SESS_CACHE_client_external())
+            SSL_CTX_sess_set_new_cb(context) { ssl, session in
+                // TLS 1.3 delivers tickets after the handshake; this callback sees every one.
+                guard let ssl, let session, let stream = TLSStream.owner(of: ssl) else { return 0 }
+                stream.context.store(session, for: stream.sessionKey)
+                return 1 // we keep the reference
+            }
+        }
+    }
+
+    deinit {
+        sessions.withLock { sessions in
+            for session in sessions.values { SSL_SESSION_free(session.pointer) }
+        }
+        SSL_CTX_free(context)
+    }
+
+    private static func loadTrust(_ context: OpaquePointer, _ path: String) throws(HTTPClientError) {
+        guard SSL_CTX_load_verify_locations(context, path, nil) == 1 else {
+            throw HTTPClientError(.tlsHandshakeFailed, "cannot load CA file '\(path)'", tlsReason: takeOpenSSLErrors())
+        }
+    }
+
+    fileprivate func store(_ session: OpaquePointer, for key: String) {
+        let reference = SessionReference(pointer: session)
+        sessions.withLock { sessions in
+            if let old = sessions.updateValue(reference, forKey: key) { SSL_SESSION_free(old.pointer) }
+        }
+    }
+
+    /// A new reference to the cached session for `key`, or nil.
+    fileprivate func cachedSession(for key: String) -> OpaquePointer? {
+        let reference = sessions.withLock { sessions -> SessionReference? in
+            guard let session = sessions[key] else { return nil }
+            SSL_SESSION_up_ref(session.pointer)
+            return session
+        }
+        return reference?.pointer
+    }
+}
+
+/// TLS over a non-blocking ``Socket``: OpenSSL reads and writes the descriptor itself (through a BIO that
+/// sends with `MSG_NOSIGNAL`), and `WANT_READ` / `WANT_WRITE` suspend on the event loop.
+///
+/// Ownership: like its socket, a TLS stream belongs to one connection used by one task at a time.
+final class TLSStream: @unchecked Sendable {
+    // @unchecked: `ssl` is used only by the task that leases the owning connection; `freed` is guarded by `lock`.
+    let socket: Socket
+    let context: TLSContext
+    let sessionKey: String
+    private let ssl: OpaquePointer
+    private let lock = Mutex(false)
+
+    private static let exDataIndex: Int32 = ahttp_SSL_get_ex_new_index()
+    private static let bioMethod = BIOMethod()
+
+    /// The stream whose `SSL` this is, for OpenSSL callbacks.
+    static func owner(of ssl: OpaquePointer) -> TLSStream? {
+        guard let pointer = SSL_get_ex_data(ssl, exDataIndex) else { return nil }
+        return Unmanaged<TLSStream>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    init(socket: Socket, context: TLSContext, host: String, port: Int, hostIsIPAddress: Bool) throws(HTTPClientError) {
+        guard let ssl = SSL_new(context.context) else {
+            throw HTTPClientError(.tlsHandshakeFailed, "SSL_new failed", tlsReason: takeOpenSSLErrors())
+        }
+        self.ssl = ssl
+        self.socket = socket
+        self.context = context
+        self.sessionKey = "\(host):\(port)"
+        guard let method = Self.bioMethod.pointer, let bio = ahttp_bio_new_socket(method, socket.fd) else {
+            throw HTTPClientError(.tlsHandshakeFailed, "cannot create the socket BIO", tlsReason: takeOpenSSLErrors())
+        }
+        SSL_set_bio(ssl, bio, bio)
+        // Unretained: the stream frees `ssl` in deinit, so it always outlives the pointer.
+        SSL_set_ex_data(ssl, Self.exDataIndex, Unmanaged.passUnretained(self).toOpaque())
+        if context.configuration.certificateVerification {
+            let parameters = SSL_get0_param(ssl)
+            if hostIsIPAddress {
+                X509_VERIFY_PARAM_set1_ip_asc(parameters, host)
+            } else {
+                X509_VERIFY_PARAM_set_hostflags(parameters, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))
+                X509_VERIFY_PARAM_set1_host(parameters, host, 0)
+            }
+        }
+        // RFC 6066 §3: SNI carries host names only, never IP literals.
+        if !hostIsIPAddress { _ = ahttp_SSL_set_tlsext_host_name(ssl, host) }
+        let alpn: [UInt8] = [8] + Array("http/1.1".utf8)
+        _ = SSL_set_alpn_protos(ssl, alpn, UInt32(alpn.count))
+        if context.configuration.sessionResumption, let session = context.cachedSession(for: sessionKey) {
+            SSL_set_session(ssl, session)
+            SSL_SESSION_free(session)
+        }
+    }
+
+    deinit {
+        SSL_free(ssl)
+    }
+
+    /// Whether the last handshake resumed a cached session.
+    var sessionWasReused: Bool { ahttp_SSL_session_reused(ssl) == 1 }
+
+    func handshake(deadline: ContinuousClock.Instant?) async throws(HTTPClientError) {
+        while true {
+            ERR_clear_error()
+            let result = SSL_connect(ssl)
+            if result == 1 { return }
+            let code = SSL_get_error(ssl, result)
+            switch code {
+            case SSL_ERROR_WANT_READ:
+                try await socket.waitUntil(.readable, deadline: deadline, phase: .tlsHandshake)
+            case SSL_ERROR_WANT_WRITE:
+                try await socket.waitUntil(.writable, deadline: deadline, phase: .tlsHandshake)
+            default:
+                throw handshakeError(code: code)
+            }
+        }
+    }
+
+    private func handshakeError(code: Int32) -> HTTPClientError {
+        let reasons = takeOpenSSLErrors()
+        let verify = SSL_get_verify_result(ssl)
+        if context.configuration.certificateVerification && verify != X509_V_OK {
+            let why = String(cString: X509_verify_cert_error_string(verify))
+            return HTTPClientError(.certificateInvalid, "certificate of \(sessionKey) rejected: \(why)",
+                                   tlsReason: reasons ?? "verify result \(verify)")
+        }
+        if code == SSL_ERROR_SYSCALL || code == SSL_ERROR_ZERO_RETURN {
+            return HTTPClientError(.tlsHandshakeFailed, "connection to \(sessionKey) closed during the TLS handshake",
+                                   errno: errno == 0 ? nil : errno, tlsReason: reasons)
+        }
+        return HTTPClientError(.tlsHandshakeFailed, "TLS handshake with \(sessionKey) failed", tlsReason: reasons ?? "SSL error \(code)")
+    }
+
+    /// One `SSL_read` attempt.
+    func tryRead(into buffer: UnsafeMutableRawBufferPointer) -> TLSOutcome {
+        ERR_clear_error()
+        let n = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
+        if n > 0 { return .done(Int(n)) }
+        return outcome(of: n)
+    }
+
+    /// One `SSL_write` attempt; with partial writes enabled it may write less than all.
+    func tryWrite(_ buffer: UnsafeRawBufferPointer) -> TLSOutcome {
+        guard buffer.count > 0 else { return .done(0) }
+        ERR_clear_error()
+        let n = SSL_write(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
+        if n > 0 { return .done(Int(n)) }
+        return outcome(of: n)
+    }
+
+    private func outcome(of result: Int32) -> TLSOutcome {
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ: return .wantRead
+        case SSL_ERROR_WANT_WRITE: return .wantWrite
+        case SSL_ERROR_ZERO_RETURN: return .done(0)
+        case SSL_ERROR_SYSCALL:
+            // End of stream without close_notify. Many servers close this way; the HTTP parser decides
+            // whether the message was complete, so a truncated body is still reported as one.
+            let code = errno
+            if code == 0 || code == ECONNRESET { return .done(0) }
+            return .failed(HTTPClientError(.ioFailure, "TLS I/O with \(sessionKey) failed: \(errnoText(code))", errno: code))
+        default:
+            let reasons = takeOpenSSLErrors()
+            if let reasons, reasons.contains("unexpected eof") { return .done(0) }
+            return .failed(HTTPClientError(.ioFailure, "TLS error on \(sessionKey)", tlsReason: reasons))
+        }
+    }
+
+    /// Sends close_notify without waiting for the peer's (RFC 8446 §6.1 allows a one-sided close).
+    func shutdown() {
+        let first = lock.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        if first { _ = SSL_shutdown(ssl) }
+    }
+}
+
+/// What one TLS read or write attempt did.
+enum TLSOutcome {
+    case done(Int)
+    case wantRead
+    case wantWrite
+    case failed(HTTPClientError)
+}
+
+/// The BIO method, created once per process.
+private final class BIOMethod: @unchecked Sendable {
+    // @unchecked: `pointer` is written once in init and never changed; OpenSSL method tables are read-only after setup.
+    let pointer: OpaquePointer?
+    init() { pointer = ahttp_bio_method_new() }
+}
+
+/// Empties OpenSSL's thread-local error queue into one line.
+func takeOpenSSLErrors() -> String? {
+    var reasons: [String] = []
+    while true {
+        let code = ERR_get_error()
+        if code == 0 { break }
+        var buffer = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &buffer, buffer.count)
+        reasons.append(cString(buffer))
+    }
+    return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif

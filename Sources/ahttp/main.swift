@@ -1,0 +1,311 @@
+// ahttp: a curl-like command line over AsyncHTTP.
+//
+//   ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v] [-s] [-k]
+//         [--cacert FILE] [-m SECONDS] [-w FORMAT] URL [URL…]
+//
+// Several URLs are fetched in order over the same pool, as curl does. The exit status is 0 whatever
+// the HTTP status, and curl's number for a transport, TLS or protocol failure (6, 7, 28, 35, 60, …),
+// with a one-line message on stderr.
+
+import AsyncHTTP
+import HTTPTypes
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct Options {
+    var method: HTTPRequest.Method?
+    var headOnly = false
+    var headers: [(String, String)] = []
+    var data: [UInt8]?
+    var output: String?
+    var includeHeaders = false
+    var verbose = false
+    var silent = false
+    var insecure = false
+    var caFile: String?
+    var maxTime: Double?
+    var writeOut: String?
+    var urls: [String] = []
+}
+
+struct UsageError: Error { var message: String }
+
+func parse(_ arguments: [String]) throws -> Options {
+    var options = Options()
+    var index = 0
+    func value(_ flag: String) throws -> String {
+        index += 1
+        guard index < arguments.count else { throw UsageError(message: "option \(flag): requires a value") }
+        return arguments[index]
+    }
+    while index < arguments.count {
+        let argument = arguments[index]
+        switch argument {
+        case "-X", "--request":
+            let name = try value(argument)
+            guard let method = HTTPRequest.Method(name) else { throw UsageError(message: "invalid method '\(name)'") }
+            options.method = method
+        case "-I", "--head": options.headOnly = true
+        case "-H", "--header":
+            let line = try value(argument)
+            guard let colon = line.firstIndex(of: ":") else { throw UsageError(message: "header '\(line)' has no colon") }
+            let name = String(line[..<colon])
+            let fieldValue = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
+            options.headers.append((name, String(fieldValue)))
+        case "-d", "--data", "--data-binary":
+            let text = try value(argument)
+            var bytes: [UInt8]
+            if text.hasPrefix("@") {
+                bytes = try readFile(String(text.dropFirst()))
+                // curl's -d strips CR and LF from files; --data-binary keeps them.
+                if argument != "--data-binary" { bytes.removeAll { $0 == 0x0D || $0 == 0x0A } }
+            } else {
+                bytes = Array(text.utf8)
+            }
+            if let existing = options.data { options.data = existing + Array("&".utf8) + bytes } else { options.data = bytes }
+        case "-o", "--output": options.output = try value(argument)
+        case "-i", "--include": options.includeHeaders = true
+        case "-v", "--verbose": options.verbose = true
+        case "-s", "--silent": options.silent = true
+        case "-k", "--insecure": options.insecure = true
+        case "--cacert": options.caFile = try value(argument)
+        case "-m", "--max-time":
+            let text = try value(argument)
+            guard let seconds = Double(text), seconds > 0 else { throw UsageError(message: "invalid --max-time '\(text)'") }
+            options.maxTime = seconds
+        case "-w", "--write-out": options.writeOut = try value(argument)
+        case "-h", "--help":
+            printStdout(usage + "\n")
+            exit(0)
+        default:
+            if argument.hasPrefix("-") && argument.count > 1 {
+                throw UsageError(message: "unknown option '\(argument)'")
+            }
+            options.urls.append(argument)
+        }
+        index += 1
+    }
+    guard !options.urls.isEmpty else { throw UsageError(message: "no URL specified") }
+    return options
+}
+
+let usage = """
+usage: ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v] [-s] [-k]
+             [--cacert FILE] [-m SECONDS] [-w FORMAT] URL [URL…]
+  -w knows %{http_code} %{size_download} %{num_connects} %{url_effective} %{time_total} and \\n
+"""
+
+func readFile(_ path: String) throws -> [UInt8] {
+    guard let file = fopen(path, "rb") else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))") }
+    defer { fclose(file) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+        let n = fread(&buffer, 1, buffer.count, file)
+        if n <= 0 { break }
+        bytes.append(contentsOf: buffer[0..<n])
+    }
+    return bytes
+}
+
+/// Where the body goes: stdout or a file (opened once, for every URL, as curl does with one -o).
+final class Sink {
+    private let fd: Int32
+    private let ownsFile: Bool
+    init(path: String?) throws {
+        if let path {
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw UsageError(message: "cannot write '\(path)': \(String(cString: strerror(errno)))") }
+            self.fd = fd
+            ownsFile = true
+        } else {
+            fd = 1
+            ownsFile = false
+        }
+    }
+    func write(_ bytes: ArraySlice<UInt8>) throws {
+        try writeAll(fd, bytes)
+    }
+    func write(_ text: String) throws { try write(Array(text.utf8)[...]) }
+    deinit { if ownsFile { close(fd) } }
+}
+
+func writeAll(_ fd: Int32, _ bytes: ArraySlice<UInt8>) throws {
+    try bytes.withUnsafeBytes { raw in
+        var offset = 0
+        while offset < raw.count {
+            let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw UsageError(message: "failed writing the body: \(String(cString: strerror(errno)))")
+            }
+            offset += n
+        }
+    }
+}
+
+func printError(_ text: String) {
+    try? writeAll(2, Array("ahttp: \(text)\n".utf8)[...])
+}
+
+func printStdout(_ text: String) {
+    try? writeAll(1, Array(text.utf8)[...])
+}
+
+/// curl's exit codes, so scripts written for curl keep working.
+func curlExitCode(_ error: HTTPClientError) -> Int32 {
+    switch error.code {
+    case .invalidURL: 3
+    case .dnsFailure: 6
+    case .connectFailed: 7
+    case .malformedResponse: 8
+    case .timeout: 28
+    case .tlsHandshakeFailed: 35
+    case .certificateInvalid: 60
+    case .connectionClosed: error.bytesReceived == 0 ? 52 : 18
+    case .ioFailure: 56
+    case .headerLimitExceeded, .bodyLimitExceeded: 63
+    case .invalidRequest: 43
+    case .tooManyRedirects, .redirectLoop: 47
+    case .decompressionFailed: 61
+    case .authenticationFailed: 67
+    case .proxyFailed: 97
+    case .cancelled, .shutdown: 42
+    case .redirectRefused, .bodyNotReplayable: 1
+    }
+}
+
+func formatWriteOut(_ format: String, values: [String: String]) -> String {
+    var result = ""
+    var rest = Substring(format)
+    while let start = rest.range(of: "%{") {
+        result += rest[..<start.lowerBound]
+        guard let end = rest[start.upperBound...].firstIndex(of: "}") else {
+            result += rest[start.lowerBound...]
+            rest = ""
+            break
+        }
+        let name = String(rest[start.upperBound..<end])
+        result += values[name] ?? ""
+        rest = rest[rest.index(after: end)...]
+    }
+    result += rest
+    return result.replacingOccurrences(of: "\\n", with: "\n").replacingOccurrences(of: "\\t", with: "\t")
+}
+
+extension String {
+    func replacingOccurrences(of target: String, with replacement: String) -> String {
+        guard !target.isEmpty else { return self }
+        var result = ""
+        var rest = Substring(self)
+        while let range = rest.range(of: target) {
+            result += rest[..<range.lowerBound]
+            result += replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
+    }
+}
+
+extension Substring {
+    func range(of target: String) -> Range<Index>? {
+        let needle = Array(target.utf8)
+        guard !needle.isEmpty else { return nil }
+        var index = startIndex
+        while index < endIndex {
+            if self[index...].utf8.starts(with: needle) {
+                return index..<self.utf8.index(index, offsetBy: needle.count)
+            }
+            index = self.index(after: index)
+        }
+        return nil
+    }
+}
+
+func run() async -> Int32 {
+    let options: Options
+    do {
+        options = try parse(Array(CommandLine.arguments.dropFirst()))
+    } catch let error as UsageError {
+        printError(error.message)
+        try? writeAll(2, Array((usage + "\n").utf8)[...])
+        return 2
+    } catch {
+        printError("\(error)")
+        return 2
+    }
+
+    var configuration = HTTPClient.Configuration()
+    if options.insecure { configuration.tls.certificateVerification = false }
+    if let caFile = options.caFile { configuration.tls.trustRoots = .file(caFile) }
+    if let maxTime = options.maxTime { configuration.totalTimeout = .milliseconds(Int64(maxTime * 1000)) }
+    let client = HTTPClient(configuration: configuration)
+    defer { Task { try? await client.shutdown() } }
+
+    let sink: Sink
+    do { sink = try Sink(path: options.output) } catch let error as UsageError {
+        printError(error.message)
+        return 23
+    } catch { return 23 }
+
+    var status: Int32 = 0
+    for url in options.urls {
+        var request = HTTPClientRequest(url: url)
+        if options.headOnly { request.method = .head }
+        if let data = options.data {
+            request.method = .post
+            request.body = .bytes(data)
+            request.headers[.contentType] = "application/x-www-form-urlencoded"
+        }
+        if let method = options.method { request.method = method }
+        for (name, value) in options.headers { request.setHeader(name, value) }
+
+        let start = ContinuousClock.now
+        do {
+            let connectionsBefore = client.connectionsOpened
+            let response = try await client.send(request)
+            let headText = "HTTP/\(response.version.major).\(response.version.minor) \(response.status.code) \(response.status.reasonPhrase)\r\n"
+                + response.headers.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
+            if options.verbose {
+                let lines = headText.split(separator: "\r\n", omittingEmptySubsequences: false).dropLast()
+                try? writeAll(2, Array(lines.map { "< " + $0 + "\n" }.joined().utf8)[...])
+            }
+            if options.includeHeaders || options.headOnly { try sink.write(headText) }
+            var size = 0
+            for try await chunk in response.body {
+                size += chunk.count
+                try sink.write(chunk)
+            }
+            if let format = options.writeOut {
+                let elapsed = start.duration(to: .now)
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                let values = [
+                    "http_code": String(response.status.code),
+                    "response_code": String(response.status.code),
+                    "size_download": String(size),
+                    "num_connects": String(client.connectionsOpened - connectionsBefore),
+                    "url_effective": response.url.description,
+                    "time_total": String(seconds),
+                ]
+                printStdout(formatWriteOut(format, values: values))
+            }
+        } catch let error as HTTPClientError {
+            if !options.silent { printError("\(url): \(error)") }
+            status = curlExitCode(error)
+        } catch let error as UsageError {
+            printError(error.message)
+            status = 23
+        } catch {
+            if !options.silent { printError("\(url): \(error)") }
+            status = 1
+        }
+    }
+    try? await client.shutdown()
+    return status
+}
+
+exit(await run())

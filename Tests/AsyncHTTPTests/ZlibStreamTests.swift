@@ -1,0 +1,428 @@
+import CZlib
+import XCTest
+
+@testable import AsyncHTTP
+
+final class ZlibStreamTests: XCTestCase {
+    // MARK: - Fixtures, made with zlib directly (not with the code under test)
+
+    /// Compresses `bytes` in one shot with zlib. windowBits 31 = gzip, 15 = zlib (RFC 1950),
+    /// -15 = raw deflate (RFC 1951).
+    private func zlibCompress(_ bytes: [UInt8], windowBits: Int32, level: Int32 = 6) -> [UInt8] {
+        var stream = z_stream()
+        XCTAssertEqual(ahttp_deflateInit2(&stream, level, windowBits, 8, Z_DEFAULT_STRATEGY), Z_OK)
+        defer { deflateEnd(&stream) }
+        var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(bytes.count))) + 32)
+        var input = bytes
+        let written = input.withUnsafeMutableBufferPointer { inputBuffer in
+            output.withUnsafeMutableBufferPointer { outputBuffer in
+                stream.next_in = inputBuffer.baseAddress
+                stream.avail_in = uInt(inputBuffer.count)
+                stream.next_out = outputBuffer.baseAddress
+                stream.avail_out = uInt(outputBuffer.count)
+                XCTAssertEqual(deflate(&stream, Z_FINISH), Z_STREAM_END)
+                return outputBuffer.count - Int(stream.avail_out)
+            }
+        }
+        return Array(output[..<written])
+    }
+
+    /// Decompresses with zlib directly (windowBits 31: gzip only), to check the Deflater's output.
+    private func zlibDecompressGzip(_ bytes: [UInt8], windowBits: Int32 = 31) -> [UInt8]? {
+        var stream = z_stream()
+        XCTAssertEqual(ahttp_inflateInit2(&stream, windowBits), Z_OK)
+        defer { inflateEnd(&stream) }
+        var input = bytes
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var status: Int32 = Z_OK
+        input.withUnsafeMutableBufferPointer { inputBuffer in
+            stream.next_in = inputBuffer.baseAddress
+            stream.avail_in = uInt(inputBuffer.count)
+            repeat {
+                let produced = chunk.withUnsafeMutableBufferPointer { out in
+                    stream.next_out = out.baseAddress
+                    stream.avail_out = uInt(out.count)
+                    status = inflate(&stream, Z_NO_FLUSH)
+                    return out.count - Int(stream.avail_out)
+                }
+                result += chunk[..<produced]
+            } while status == Z_OK
+        }
+        return status == Z_STREAM_END ? result : nil
+    }
+
+    /// Deterministic text, ~4:1 compressible, larger than the 64 KiB output buffer.
+    private func sampleText(count: Int = 300_000) -> [UInt8] {
+        let words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "{\"id\":", "},\n"]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count + 16)
+        while bytes.count < count {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            bytes += words[Int(state >> 33) % words.count].utf8
+            bytes += String(state >> 50).utf8
+            bytes.append(0x20)
+        }
+        return Array(bytes[..<count])
+    }
+
+    private func inflateWhole(
+        _ bytes: [UInt8], _ encoding: ContentCoding, limits: DecompressionLimits = DecompressionLimits()
+    ) throws(HTTPClientError) -> [UInt8] {
+        try Inflater.decompress(bytes, encoding: encoding, limits: limits)
+    }
+
+    /// Feeds `bytes` in pieces of `pieceSize`, then finishes. Returns the output and the largest emit.
+    private func inflateInPieces(
+        _ bytes: [UInt8], _ encoding: ContentCoding, pieceSize: Int,
+        limits: DecompressionLimits = DecompressionLimits(), inflater: Inflater? = nil
+    ) throws(HTTPClientError) -> [UInt8] {
+        let inflater = inflater ?? Inflater(encoding: encoding, limits: limits)
+        var output: [UInt8] = []
+        var start = 0
+        while start < bytes.count {
+            let piece = Array(bytes[start..<min(start + pieceSize, bytes.count)])
+            try piece.withUnsafeBytes { input in
+                Result { () throws(HTTPClientError) in
+                    try inflater.decompress(input) { output.append(contentsOf: $0) }
+                }
+            }.get()
+            start += pieceSize
+        }
+        try inflater.finish()
+        return output
+    }
+
+    private func assertThrows(
+        _ code: HTTPClientError.Code, containing text: String, file: StaticString = #filePath, line: UInt = #line,
+        _ body: () throws -> Void
+    ) {
+        XCTAssertThrowsError(try body(), file: file, line: line) { error in
+            guard let error = error as? HTTPClientError else {
+                return XCTFail("not an HTTPClientError: \(error)", file: file, line: line)
+            }
+            XCTAssertEqual(error.code, code, "\(error)", file: file, line: line)
+            XCTAssertTrue(error.message.contains(text), "message was: \(error.message)", file: file, line: line)
+        }
+    }
+
+    // MARK: - gzip
+
+    func testGzipRoundTripFedWholeRestoresTheBodyAndCountsBytes() throws {
+        let original = sampleText()
+        let gzip = zlibCompress(original, windowBits: 31)
+        let inflater = Inflater(encoding: .gzip, limits: DecompressionLimits())
+        var output: [UInt8] = []
+        var emits = 0
+        try gzip.withUnsafeBytes { input in
+            try inflater.decompress(input) { chunk in
+                XCTAssertLessThanOrEqual(chunk.count, 64 * 1024)
+                emits += 1
+                output.append(contentsOf: chunk)
+            }
+        }
+        try inflater.finish()
+        XCTAssertEqual(output, original)
+        XCTAssertGreaterThan(emits, 1, "300 kB must come out through the 64 KiB buffer in several emits")
+        XCTAssertEqual(inflater.totalIn, gzip.count)
+        XCTAssertEqual(inflater.totalOut, original.count)
+    }
+
+    func testGzipFedOneByteAtATimeRestoresTheBody() throws {
+        let original = sampleText(count: 100_000)
+        let gzip = zlibCompress(original, windowBits: 31)
+        XCTAssertEqual(try inflateInPieces(gzip, .gzip, pieceSize: 1), original)
+    }
+
+    func testGzipFedInOddSizedPiecesRestoresTheBody() throws {
+        let original = sampleText()
+        let gzip = zlibCompress(original, windowBits: 31)
+        XCTAssertEqual(try inflateInPieces(gzip, .gzip, pieceSize: 7_919), original)
+    }
+
+    func testEmptyGzipMemberDecodesToEmptyBody() throws {
+        XCTAssertEqual(try inflateWhole(zlibCompress([], windowBits: 31), .gzip), [])
+    }
+
+    func testEmptyBodyWithGzipCodingFinishesCleanly() throws {
+        let inflater = Inflater(encoding: .gzip, limits: DecompressionLimits())
+        try inflater.finish()
+        XCTAssertEqual(inflater.totalIn, 0)
+        XCTAssertEqual(try inflateWhole([], .deflate), [])
+    }
+
+    func testMultiMemberGzipDecodesAsOneBodyWholeAndOneByteAtATime() throws {
+        let first = sampleText(count: 70_000)
+        let second = Array("and the second member\n".utf8)
+        let third = sampleText(count: 5_000)
+        let gzip = zlibCompress(first, windowBits: 31) + zlibCompress(second, windowBits: 31)
+            + zlibCompress(third, windowBits: 31)
+        XCTAssertEqual(try inflateWhole(gzip, .gzip), first + second + third)
+        XCTAssertEqual(try inflateInPieces(gzip, .gzip, pieceSize: 1), first + second + third)
+    }
+
+    func testTruncatedSecondGzipMemberIsReportedByFinish() {
+        let gzip = zlibCompress(Array("one".utf8), windowBits: 31) + zlibCompress(sampleText(count: 1000), windowBits: 31)
+        assertThrows(.decompressionFailed, containing: "truncated") {
+            _ = try inflateWhole(Array(gzip.dropLast(4)), .gzip)
+        }
+    }
+
+    func testTrailingZeroPaddingAfterGzipIsTolerated() throws {
+        let original = Array("padded like a tape archive".utf8)
+        let gzip = zlibCompress(original, windowBits: 31) + [UInt8](repeating: 0, count: 512)
+        XCTAssertEqual(try inflateWhole(gzip, .gzip), original)
+        XCTAssertEqual(try inflateInPieces(gzip, .gzip, pieceSize: 3), original)
+    }
+
+    func testGarbageAfterGzipMemberIsRejected() {
+        let gzip = zlibCompress(Array("hello".utf8), windowBits: 31) + Array("<html>oops".utf8)
+        assertThrows(.decompressionFailed, containing: "gzip data corrupt") {
+            _ = try inflateWhole(gzip, .gzip)
+        }
+    }
+
+    func testNonZeroBytesAfterZeroPaddingAreRejected() {
+        let gzip = zlibCompress(Array("hello".utf8), windowBits: 31) + [0, 0, 0x1F, 0x8B]
+        assertThrows(.decompressionFailed, containing: "after the end of the compressed stream") {
+            _ = try inflateWhole(gzip, .gzip)
+        }
+    }
+
+    func testGzipCodingAlsoAcceptsZlibWrappedDataLikeCurl() throws {
+        let original = sampleText(count: 10_000)
+        XCTAssertEqual(try inflateWhole(zlibCompress(original, windowBits: 15), .gzip), original)
+    }
+
+    // MARK: - deflate: zlib-wrapped vs raw
+
+    func testZlibHeaderDetectionFollowsRFC1950() {
+        // zlib's own headers for levels 1, 6 (default), 9, and a 512-byte window.
+        for (cmf, flg) in [(0x78, 0x01), (0x78, 0x9C), (0x78, 0xDA), (0x18, 0x95)] as [(UInt8, UInt8)] {
+            XCTAssertTrue(Inflater.isZlibHeader(cmf, flg), "\(cmf) \(flg)")
+        }
+        XCTAssertFalse(Inflater.isZlibHeader(0x78, 0x9D), "checksum off by one")
+        XCTAssertFalse(Inflater.isZlibHeader(0x88, 0x98), "CINFO 8 is a 64 KiB window, invalid")  // 0x8898 % 31 == 0
+        XCTAssertFalse(Inflater.isZlibHeader(0x79, 0xC3), "CM 9 is not deflate")
+        // Raw deflate typically starts with a fixed- or dynamic-Huffman block: low bits 0b011 / 0b101.
+        let raw = zlibCompress(sampleText(count: 1000), windowBits: -15)
+        XCTAssertFalse(Inflater.isZlibHeader(raw[0], raw[1]))
+    }
+
+    func testDeflateZlibWrappedDecodesWholeAndOneByteAtATime() throws {
+        let original = sampleText(count: 80_000)
+        let zlib = zlibCompress(original, windowBits: 15)
+        XCTAssertEqual(try inflateWhole(zlib, .deflate), original)
+        XCTAssertEqual(try inflateInPieces(zlib, .deflate, pieceSize: 1), original)
+    }
+
+    func testDeflateRawDecodesWholeAndOneByteAtATime() throws {
+        let original = sampleText(count: 80_000)
+        let raw = zlibCompress(original, windowBits: -15)
+        XCTAssertEqual(try inflateWhole(raw, .deflate), original)
+        XCTAssertEqual(try inflateInPieces(raw, .deflate, pieceSize: 1), original)
+    }
+
+    func testDeflateCountsTheSniffedHeaderByteOnce() throws {
+        let zlib = zlibCompress(sampleText(count: 5000), windowBits: 15)
+        let inflater = Inflater(encoding: .deflate, limits: DecompressionLimits())
+        _ = try inflateInPieces(zlib, .deflate, pieceSize: 1, inflater: inflater)
+        XCTAssertEqual(inflater.totalIn, zlib.count)
+        XCTAssertEqual(inflater.totalOut, 5000)
+    }
+
+    func testDeflateWithOnlyOneHeaderByteIsTruncated() {
+        assertThrows(.decompressionFailed, containing: "truncated") {
+            _ = try inflateWhole([0x78], .deflate)
+        }
+    }
+
+    func testDeflateStreamWithTrailingGarbageIsRejected() {
+        let zlib = zlibCompress(Array("data".utf8), windowBits: 15) + [0x41]
+        assertThrows(.decompressionFailed, containing: "deflate data corrupt") {
+            _ = try inflateWhole(zlib, .deflate)
+        }
+    }
+
+    func testErrorThrownByEmitPropagatesUnchanged() {
+        let gzip = zlibCompress(sampleText(count: 1000), windowBits: 31)
+        let inflater = Inflater(encoding: .gzip, limits: DecompressionLimits())
+        let stop = HTTPClientError(.bodyLimitExceeded, "consumer said stop")
+        XCTAssertThrowsError(try gzip.withUnsafeBytes { try inflater.decompress($0) { _ throws(HTTPClientError) in throw stop } }) {
+            XCTAssertEqual($0 as? HTTPClientError, stop)
+        }
+    }
+
+    // MARK: - Corrupt and truncated data
+
+    func testCorruptGzipHeaderThrowsWithZlibMessage() {
+        assertThrows(.decompressionFailed, containing: "gzip data corrupt: incorrect header check") {
+            _ = try inflateWhole(Array("<html>not compressed at all</html>".utf8), .gzip)
+        }
+    }
+
+    func testCorruptGzipChecksumThrows() {
+        var gzip = zlibCompress(sampleText(count: 10_000), windowBits: 31)
+        gzip[gzip.count - 6] ^= 0xFF  // inside the CRC-32 of the trailer
+        assertThrows(.decompressionFailed, containing: "gzip data corrupt: incorrect data check") {
+            _ = try inflateWhole(gzip, .gzip)
+        }
+    }
+
+    func testCorruptDeflateDataThrowsAndTheErrorIsSticky() {
+        // A raw deflate block of reserved type 3 (BTYPE = 11) is invalid.
+        let inflater = Inflater(encoding: .deflate, limits: DecompressionLimits())
+        let bad: [UInt8] = [0x07, 0x00, 0x00, 0x00]
+        var first: HTTPClientError?
+        do {
+            try bad.withUnsafeBytes { try inflater.decompress($0) { _ in XCTFail("no output expected") } }
+        } catch let error as HTTPClientError {
+            first = error
+        } catch {
+            XCTFail("\(error)")
+        }
+        XCTAssertEqual(first?.code, .decompressionFailed)
+        XCTAssertEqual(first?.message, "deflate data corrupt: invalid block type")
+        XCTAssertThrowsError(try [UInt8(1)].withUnsafeBytes { try inflater.decompress($0) { _ in } }) {
+            XCTAssertEqual($0 as? HTTPClientError, first)
+        }
+        XCTAssertThrowsError(try inflater.finish()) { XCTAssertEqual($0 as? HTTPClientError, first) }
+    }
+
+    func testTruncatedGzipIsReportedByFinishNotPresentedAsComplete() throws {
+        let original = sampleText(count: 50_000)
+        let gzip = zlibCompress(original, windowBits: 31)
+        for cut in [gzip.count - 1, gzip.count - 8, gzip.count / 2, 5] {
+            let inflater = Inflater(encoding: .gzip, limits: DecompressionLimits())
+            var output: [UInt8] = []
+            try Array(gzip[..<cut]).withUnsafeBytes { try inflater.decompress($0) { output += $0 } }
+            XCTAssertLessThanOrEqual(output.count, original.count)
+            XCTAssertThrowsError(try inflater.finish(), "cut at \(cut)") { error in
+                let error = error as? HTTPClientError
+                XCTAssertEqual(error?.code, .decompressionFailed)
+                XCTAssertTrue(error?.message.contains("gzip data truncated") == true, "\(String(describing: error))")
+            }
+        }
+    }
+
+    // MARK: - Bomb limits
+
+    func testAbsoluteLimitStopsOutputAtMaxBytes() {
+        let zeros = zlibCompress([UInt8](repeating: 0, count: 4 << 20), windowBits: 31)
+        let limits = DecompressionLimits(maxBytes: 1 << 20, maxRatio: nil)
+        let inflater = Inflater(encoding: .gzip, limits: limits)
+        var emitted = 0
+        XCTAssertThrowsError(try zeros.withUnsafeBytes { try inflater.decompress($0) { emitted += $0.count } }) {
+            let error = $0 as? HTTPClientError
+            XCTAssertEqual(error?.code, .bodyLimitExceeded)
+            XCTAssertEqual(error?.message, "decompressed size exceeded the limit of 1048576 bytes")
+        }
+        XCTAssertLessThanOrEqual(emitted, 1 << 20)
+        XCTAssertGreaterThan(emitted, (1 << 20) - 64 * 1024)
+    }
+
+    func testAbsoluteLimitAllowsABodyOfExactlyMaxBytes() throws {
+        let body = sampleText(count: 100_000)
+        let gzip = zlibCompress(body, windowBits: 31)
+        XCTAssertEqual(try inflateWhole(gzip, .gzip, limits: DecompressionLimits(maxBytes: 100_000)), body)
+        assertThrows(.bodyLimitExceeded, containing: "99999 bytes") {
+            _ = try inflateWhole(gzip, .gzip, limits: DecompressionLimits(maxBytes: 99_999))
+        }
+    }
+
+    func testDefaultRatioLimitRefusesAZeroBomb() {
+        // 16 MiB of zeros is ~16 KiB of gzip: about 1000:1.
+        let bomb = zlibCompress([UInt8](repeating: 0, count: 16 << 20), windowBits: 31)
+        XCTAssertLessThan(bomb.count, 32 << 10)
+        let inflater = Inflater(encoding: .gzip, limits: DecompressionLimits())
+        var emitted = 0
+        XCTAssertThrowsError(try bomb.withUnsafeBytes { try inflater.decompress($0) { emitted += $0.count } }) {
+            let error = $0 as? HTTPClientError
+            XCTAssertEqual(error?.code, .bodyLimitExceeded)
+            XCTAssertTrue(error?.message.contains("200 times the compressed size") == true, "\(String(describing: error))")
+        }
+        // Stopped just past the 1 MiB grace, long before 16 MiB.
+        XCTAssertLessThanOrEqual(emitted, (1 << 20) + 64 * 1024)
+    }
+
+    func testRatioLimitIsNotAppliedWithinTheFirstMebibyte() throws {
+        let zeros = [UInt8](repeating: 0, count: 1 << 20)
+        XCTAssertEqual(try inflateWhole(zlibCompress(zeros, windowBits: 31), .gzip), zeros)
+    }
+
+    func testRatioLimitCanBeDisabledOrRaised() throws {
+        let zeros = [UInt8](repeating: 0, count: 8 << 20)
+        let bomb = zlibCompress(zeros, windowBits: 31)
+        XCTAssertEqual(try inflateWhole(bomb, .gzip, limits: .unlimited).count, zeros.count)
+        XCTAssertEqual(try inflateWhole(bomb, .gzip, limits: DecompressionLimits(maxRatio: 2000)).count, zeros.count)
+        assertThrows(.bodyLimitExceeded, containing: "10 times") {
+            _ = try inflateWhole(bomb, .gzip, limits: DecompressionLimits(maxRatio: 10, ratioAppliesAfter: 0))
+        }
+    }
+
+    func testOrdinaryTextIsWellWithinTheDefaultRatio() throws {
+        let text = sampleText(count: 3 << 20)
+        XCTAssertEqual(try inflateWhole(zlibCompress(text, windowBits: 31, level: 9), .gzip), text)
+    }
+
+    // MARK: - Deflater
+
+    func testDeflaterWritesGzipThatZlibReads() throws {
+        let original = sampleText()
+        let deflater = Deflater()
+        var gzip: [UInt8] = []
+        // Fed in uneven pieces, the way a streamed request body arrives.
+        var start = 0
+        while start < original.count {
+            let end = min(start + 10_007, original.count)
+            try original[start..<end].withUnsafeBytes { try deflater.compress($0) { gzip += $0 } }
+            start = end
+        }
+        try deflater.finish { gzip += $0 }
+        XCTAssertEqual(Array(gzip.prefix(3)), [0x1F, 0x8B, 0x08], "gzip magic and CM = deflate")
+        XCTAssertEqual(zlibDecompressGzip(gzip), original)
+        XCTAssertEqual(deflater.totalIn, original.count)
+        XCTAssertEqual(deflater.totalOut, gzip.count)
+        XCTAssertLessThan(gzip.count, original.count / 2)
+    }
+
+    func testDeflaterOutputRoundTripsThroughInflaterOneByteAtATime() throws {
+        let original = sampleText(count: 40_000)
+        let deflater = Deflater(level: 1)
+        var gzip: [UInt8] = []
+        try original.withUnsafeBytes { try deflater.compress($0) { gzip += $0 } }
+        try deflater.finish { gzip += $0 }
+        XCTAssertEqual(try inflateInPieces(gzip, .gzip, pieceSize: 1), original)
+    }
+
+    func testDeflaterOfEmptyBodyIsAValidEmptyGzipMember() throws {
+        let deflater = Deflater()
+        var gzip: [UInt8] = []
+        try deflater.finish { gzip += $0 }
+        try deflater.finish { _ in XCTFail("finish is idempotent") }
+        XCTAssertEqual(zlibDecompressGzip(gzip), [])
+        XCTAssertEqual(gzip.count, 20, "10-byte header, 2-byte empty final block, 8-byte trailer")
+    }
+
+    func testDeflaterWithDeflateCodingWritesZlibFormat() throws {
+        let original = sampleText(count: 20_000)
+        let deflater = Deflater(encoding: .deflate)
+        var zlib: [UInt8] = []
+        try original.withUnsafeBytes { try deflater.compress($0) { zlib += $0 } }
+        try deflater.finish { zlib += $0 }
+        XCTAssertTrue(Inflater.isZlibHeader(zlib[0], zlib[1]))
+        XCTAssertEqual(zlibDecompressGzip(zlib, windowBits: 15), original)
+    }
+
+    // MARK: - ContentCoding
+
+    func testContentCodingTokensAreCaseInsensitiveAndAcceptXGzip() {
+        XCTAssertEqual(ContentCoding(token: "gzip"), .gzip)
+        XCTAssertEqual(ContentCoding(token: "GZip"), .gzip)
+        XCTAssertEqual(ContentCoding(token: "x-gzip"), .gzip)
+        XCTAssertEqual(ContentCoding(token: "Deflate"), .deflate)
+        XCTAssertNil(ContentCoding(token: "br"))
+        XCTAssertNil(ContentCoding(token: "identity"))
+    }
+}
