@@ -32,6 +32,9 @@ extension HTTPClient {
         /// Request lifecycle and connection reuse at `debug` and `trace` (ASIHTTPRequest's
         /// `DEBUG_REQUEST_STATUS` and `DEBUG_PERSISTENT_CONNECTIONS`).
         public var logger = Logger(label: "AsyncHTTP")
+        /// Middleware run in front of the pool, outermost first, after the built-in chain
+        /// (the built-in members are listed where the chain is built: `HTTPClient+Middleware.swift`).
+        public var middleware: [any HTTPClientMiddleware] = []
 
         public init() {}
 

@@ -26,6 +26,8 @@ public final class HTTPClient: Sendable {
     public static let shared = HTTPClient(isShared: true)
 
     public let configuration: Configuration
+    /// The whole chain, outermost first: built-in members, then the configuration's own.
+    let middleware: [any HTTPClientMiddleware]
     let pool: ConnectionPool
     private let tlsContext: Result<TLSContext, HTTPClientError>
     private let isShared: Bool
@@ -39,6 +41,7 @@ public final class HTTPClient: Sendable {
     private init(configuration: Configuration = .init(), isShared: Bool) {
         self.configuration = configuration
         self.isShared = isShared
+        self.middleware = Self.builtInMiddleware(configuration) + configuration.middleware
         self.pool = ConnectionPool(limit: max(1, configuration.maxConnectionsPerHost),
                                    idleTimeout: configuration.idleTimeout, logger: configuration.logger)
         // A bad CA file or client key is reported by the first https request, as a typed error.
@@ -51,7 +54,8 @@ public final class HTTPClient: Sendable {
     /// a malformed or truncated response, cancellation. A response with any status (404, 500) is a
     /// successful round trip, not an error.
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
-        try await execute(request)
+        if middleware.isEmpty { return try await execute(request) }
+        return try await runChain(middleware[...], request) { request in try await self.execute(request) }
     }
 
     /// Closes idle connections and refuses new requests. Responses still streaming finish, then close.

@@ -1,0 +1,37 @@
+/// A step between ``HTTPClient/send(_:)`` and the connection pool.
+///
+/// A middleware receives the request and `next`, the rest of the chain. It may change the request,
+/// answer without calling `next` (a cache hit), call `next` more than once (a redirect or an
+/// authentication retry), and wrap the response body (decompression, throttling):
+///
+/// ```swift
+/// struct RequestID: HTTPClientMiddleware {
+///     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+///         var request = request
+///         request.headers[HTTPField.Name("X-Request-ID")!] = UUID().uuidString
+///         return try await next(request)
+///     }
+/// }
+/// ```
+///
+/// Middleware changes requests; watching them (logging, metrics, progress) belongs to observers,
+/// which see the traffic without being able to alter it.
+public protocol HTTPClientMiddleware: Sendable {
+    /// The rest of the chain, ending at the connection pool.
+    typealias Next = (HTTPClientRequest) async throws -> HTTPClientResponse
+
+    func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse
+}
+
+/// Runs `request` through `middleware` (outermost first) and then `terminal`.
+func runChain(
+    _ middleware: ArraySlice<any HTTPClientMiddleware>,
+    _ request: HTTPClientRequest,
+    terminal: (HTTPClientRequest) async throws -> HTTPClientResponse
+) async throws -> HTTPClientResponse {
+    guard let first = middleware.first else { return try await terminal(request) }
+    let rest = middleware.dropFirst()
+    return try await first.intercept(request) { request in
+        try await runChain(rest, request, terminal: terminal)
+    }
+}
