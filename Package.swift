@@ -38,7 +38,10 @@ let package = Package(
                 "CZlib",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            exclude: ["Resources/public_suffix_list.LICENSE", "Resources/public_suffix_list.SOURCE"],
+            // The Public Suffix List (MPL-2.0; licence and source beside it) for the cookie jar.
+            resources: [.copy("Resources/public_suffix_list.dat")]
         ),
         .executableTarget(
             name: "ahttp",
@@ -52,7 +55,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            ]
+            ],
+            resources: [.copy("Resources")]
         ),
     ],
     swiftLanguageModes: [.v6]

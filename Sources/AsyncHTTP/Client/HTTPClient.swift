@@ -75,6 +75,7 @@ public final class HTTPClient: Sendable {
 
     func execute(_ request: HTTPClientRequest) async throws(HTTPClientError) -> HTTPClientResponse {
         guard !isShutDown.load(ordering: .relaxed) else { throw .shutdown }
+        guard !Task.isCancelled else { throw .cancelled }
         if let problem = request.headerProblems.first { throw problem }
         let url = try HTTPURL(request.url)
         let deadlines = Deadlines(

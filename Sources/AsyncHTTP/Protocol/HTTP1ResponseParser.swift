@@ -48,16 +48,16 @@ struct HTTP1ResponseHead: Sendable, Equatable {
 /// ```swift
 /// var parser = HTTP1ResponseParser()
 /// parser.expectResponse(to: .get)
-/// var offset = 0
+/// var offset = 0   // into `buffer`, which holds what the socket delivered
 /// loop: while true {
-///     let (event, consumed) = try buffer.withUnsafeBytes { try parser.parse(UnsafeRawBufferPointer(rebasing: $0[offset...])) }
+///     let (event, consumed) = try buffer.withUnsafeBytes { try parser.parse(.init(rebasing: $0[offset...])) }
+///     defer { offset += consumed }
 ///     switch event {
-///     case .needMoreData: break loop                  // read more from the socket
+///     case .needMoreData: break loop                 // read more from the socket, then call again
 ///     case .head(let head): deliver(head)
 ///     case .body(let range): deliver(buffer[offset + range.lowerBound ..< offset + range.upperBound])
-///     case .end(let trailers): finish(trailers); break loop   // bytes after `offset + consumed` belong to the next response
+///     case .end(let trailers): finish(trailers); break loop   // later bytes belong to the next response
 ///     }
-///     offset += consumed
 /// }
 /// ```
 struct HTTP1ResponseParser {
@@ -401,11 +401,13 @@ struct HTTP1ResponseParser {
         if carry.isEmpty {
             try Self.parseFieldLines(
                 UnsafeRawBufferPointer(rebasing: bytes[offset..<sectionEnd]), from: 0, kind: "trailer",
-                limits: limits, into: &trailers, framing: &ignoredFraming)
+                interpretsFraming: false, limits: limits, into: &trailers, framing: &ignoredFraming)
         } else {
             carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<sectionEnd]))
             try carry.withBytes { section throws(HTTPClientError) in
-                try Self.parseFieldLines(section, from: 0, kind: "trailer", limits: limits, into: &trailers, framing: &ignoredFraming)
+                try Self.parseFieldLines(
+                    section, from: 0, kind: "trailer", interpretsFraming: false, limits: limits, into: &trailers,
+                    framing: &ignoredFraming)
             }
             carry.removeAll(keepingCapacity: true)
         }
@@ -471,7 +473,9 @@ struct HTTP1ResponseParser {
         let (version, status) = try parseStatusLine(ByteScanner.trimmingCR(section, 0, lineFeed))
         var headers = HTTPFields()
         var framing = FramingFields()
-        try parseFieldLines(section, from: lineFeed + 1, kind: "header", limits: limits, into: &headers, framing: &framing)
+        try parseFieldLines(
+            section, from: lineFeed + 1, kind: "header", interpretsFraming: true, limits: limits, into: &headers,
+            framing: &framing)
 
         if framing.transferEncoding != .absent && version == .http1_0 {
             throw .malformedResponse("Transfer-Encoding in an HTTP/1.0 response (RFC 9112 §6.1: its framing is faulty)")
@@ -534,130 +538,195 @@ struct HTTP1ResponseParser {
     /// them to `fields` and noting what the framing-related ones say in `framing`. `kind` ("header" or
     /// "trailer") names them in errors.
     static func parseFieldLines(
-        _ section: UnsafeRawBufferPointer, from offset: Int, kind: String, limits: Limits,
+        _ section: UnsafeRawBufferPointer, from offset: Int, kind: String, interpretsFraming: Bool, limits: Limits,
         into fields: inout HTTPFields, framing: inout FramingFields
     ) throws(HTTPClientError) {
+        // One allocation for the fields array instead of several while it grows; 32 bytes per field is
+        // about what real heads average (hyper guesses 30: `AVERAGE_HEADER_SIZE`).
+        fields.reserveCapacity(fields.count + min((section.count - offset) / 32 + 1, limits.maxHeaderCount))
         var lineStart = offset
-        var pending: PendingField?
         var count = 0
         while let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: lineStart) {
             let line = ByteScanner.trimmingCR(section, lineStart, lineFeed)
             lineStart = lineFeed + 1
             if line.isEmpty { break }
             if line[0] == ByteScanner.sp || line[0] == ByteScanner.htab {
-                // obs-fold (RFC 9112 §5.2): a continuation of the previous field's value.
-                guard pending != nil else {
-                    // §2.2: whitespace before the first field line must be rejected (or the line ignored).
-                    throw .malformedResponse("\(kind) section starts with a whitespace-prefixed line \(ByteScanner.quote(line))")
-                }
-                let continuation = ByteScanner.trimmingWhitespace(line)
-                try checkValue(continuation, name: pending!.name, kind: kind)
-                pending!.fold(continuation, in: section)
-                continue
-            }
-            if let field = pending {
-                try field.finish(in: section, into: &fields, framing: &framing)
+                // Continuation lines are consumed with their field below, so this is the section's first line.
+                // RFC 9112 §2.2: whitespace before the first field line must be rejected (or the line ignored).
+                throw .malformedResponse("\(kind) section starts with a whitespace-prefixed line \(ByteScanner.quote(line))")
             }
             count += 1
             if count > limits.maxHeaderCount {
                 throw .headerLimitExceeded("more than \(limits.maxHeaderCount) \(kind) fields")
             }
-            pending = try PendingField(line: line, section: section, kind: kind)
-        }
-        if let field = pending {
-            try field.finish(in: section, into: &fields, framing: &framing)
+            var field = try FieldLine(line, kind: kind)
+            if !interpretsFraming {
+                // Framing fields in trailers are meaningless (RFC 9110 §6.5.1); keep them as plain fields.
+                field.role = .other
+            }
+            // The whole section is in `section` and ends with an empty line, so looking one line ahead for an
+            // obs-fold continuation (a line starting with SP or HTAB) is one byte compare.
+            if lineStart < section.count && (section[lineStart] == ByteScanner.sp || section[lineStart] == ByteScanner.htab) {
+                var folded = Array(field.value)
+                var isASCII = field.isASCII
+                while lineStart < section.count && (section[lineStart] == ByteScanner.sp || section[lineStart] == ByteScanner.htab),
+                    let continuationEnd = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: lineStart)
+                {
+                    // RFC 9112 §5.2: replace each obs-fold (the line break and the whitespace around it) by one SP.
+                    let continuation = ByteScanner.trimmingWhitespace(ByteScanner.trimmingCR(section, lineStart, continuationEnd))
+                    isASCII = try checkValue(continuation, name: field.name, kind: kind) && isASCII
+                    if !continuation.isEmpty {
+                        if !folded.isEmpty { folded.append(ByteScanner.sp) }
+                        folded.append(contentsOf: continuation)
+                    }
+                    lineStart = continuationEnd + 1
+                }
+                try folded.withBytes { value throws(HTTPClientError) in
+                    try add(field, value: value, isASCII: isASCII, into: &fields, framing: &framing)
+                }
+            } else {
+                try add(field, value: field.value, isASCII: field.isASCII, into: &fields, framing: &framing)
+            }
         }
     }
 
     /// Field values may hold HTAB, SP, VCHAR and obs-text (RFC 9110 §5.5); any other control byte is an error.
-    private static func checkValue(_ value: UnsafeRawBufferPointer, name: HTTPField.Name, kind: String) throws(HTTPClientError) {
-        if let bad = ByteScanner.firstControlCharacter(in: value) {
-            throw .malformedResponse("\(kind) '\(name.rawName)' value contains control character \(ByteScanner.describe(value[bad]))")
+    /// Returns whether the value is ASCII (then a `String` can be made from it without UTF-8 validation).
+    private static func checkValue(_ value: UnsafeRawBufferPointer, name: HTTPField.Name, kind: String) throws(HTTPClientError) -> Bool {
+        guard let bad = ByteScanner.firstNonPrintableASCII(in: value, from: 0) else { return true }
+        var isASCII = true
+        var index = bad
+        while true {
+            let byte = value[index]
+            if byte >= 0x80 {
+                isASCII = false
+            } else if byte != ByteScanner.htab {
+                throw .malformedResponse("\(kind) '\(name.rawName)' value contains control character \(ByteScanner.describe(byte))")
+            }
+            guard let next = ByteScanner.firstNonPrintableASCII(in: value, from: index + 1) else { return isASCII }
+            index = next
         }
     }
 
-    /// One field line whose value may still be continued by obs-fold lines. Offsets are within the section.
-    private struct PendingField {
-        var name: HTTPField.Name
-        var valueStart: Int
-        var valueEnd: Int
-        /// Only after an obs-fold: the value so far, folds replaced by one SP each.
-        var foldedValue: [UInt8]?
+    private static func add(
+        _ field: FieldLine, value: UnsafeRawBufferPointer, isASCII: Bool, into fields: inout HTTPFields,
+        framing: inout FramingFields
+    ) throws(HTTPClientError) {
+        if isASCII {
+            // ASCII is valid UTF-8: skip the generic validating initializer (its metadata lookups show up in
+            // profiles).
+            fields.append(HTTPField(name: field.name, value: String(decoding: value, as: UTF8.self)))
+        } else {
+            // obs-text: swift-http-types keeps a value that is not UTF-8 as bytes.
+            fields.append(HTTPField(name: field.name, value: value))
+        }
+        switch field.role {
+        case .other:
+            break
+        case .connection:
+            FieldValueParser.forEachListElement(value) { token in
+                if ByteScanner.equalsIgnoringCase(token, "close") { framing.connectionClose = true }
+                if ByteScanner.equalsIgnoringCase(token, "keep-alive") { framing.connectionKeepAlive = true }
+            }
+        case .keepAlive:
+            FieldValueParser.parseKeepAlive(value, into: &framing)
+        case .contentLength:
+            let length = try FieldValueParser.parseContentLength(value)
+            if let previous = framing.contentLength, previous != length {
+                throw .malformedResponse("conflicting Content-Length values \(previous) and \(length)")
+            }
+            framing.contentLength = length
+        case .transferEncoding:
+            try FieldValueParser.parseTransferEncoding(value, into: &framing)
+        }
+    }
 
-        init(line: UnsafeRawBufferPointer, section: UnsafeRawBufferPointer, kind: String) throws(HTTPClientError) {
-            // `line` is a slice of `section`; recover its offset to keep offsets, not pointers.
-            let lineOffset = line.baseAddress! - section.baseAddress!
+    /// The fields whose values decide framing and connection reuse.
+    private enum FieldRole {
+        case other, contentLength, transferEncoding, connection, keepAlive
+
+        init(name: UnsafeRawBufferPointer) {
+            switch name.count {
+            case 10:
+                if ByteScanner.equalsIgnoringCase(name, "connection") { self = .connection; return }
+                if ByteScanner.equalsIgnoringCase(name, "keep-alive") { self = .keepAlive; return }
+            case 14:
+                if ByteScanner.equalsIgnoringCase(name, "content-length") { self = .contentLength; return }
+            case 17:
+                if ByteScanner.equalsIgnoringCase(name, "transfer-encoding") { self = .transferEncoding; return }
+            default:
+                break
+            }
+            self = .other
+        }
+    }
+
+    /// The predefined name for common response fields received in their usual spelling: it skips building,
+    /// validating and lowercasing a `String`. The received spelling is kept either way, since only an exact
+    /// match is replaced.
+    private static func commonName(_ bytes: UnsafeRawBufferPointer) -> HTTPField.Name? {
+        @inline(__always) func matches(_ spelling: StaticString) -> Bool {
+            ByteScanner.hasPrefix(bytes, spelling)
+        }
+        switch bytes.count {
+        case 3: return matches("Age") ? .age : matches("Via") ? .via : nil
+        case 4: return matches("Date") ? .date : matches("ETag") ? .eTag : matches("Vary") ? .vary : nil
+        case 6: return matches("Server") ? .server : nil
+        case 7: return matches("Expires") ? .expires : matches("Trailer") ? .trailer : matches("Upgrade") ? .upgrade : nil
+        case 8: return matches("Location") ? .location : nil
+        case 10: return matches("Connection") ? .connection : matches("Set-Cookie") ? .setCookie : nil
+        case 11: return matches("Retry-After") ? .retryAfter : nil
+        case 12: return matches("Content-Type") ? .contentType : nil
+        case 13:
+            return matches("Cache-Control") ? .cacheControl : matches("Last-Modified") ? .lastModified
+                : matches("Accept-Ranges") ? .acceptRanges : matches("Content-Range") ? .contentRange : nil
+        case 14: return matches("Content-Length") ? .contentLength : nil
+        case 16:
+            return matches("Content-Encoding") ? .contentEncoding : matches("WWW-Authenticate") ? .wwwAuthenticate
+                : matches("Content-Language") ? .contentLanguage : matches("Content-Location") ? .contentLocation : nil
+        case 17: return matches("Transfer-Encoding") ? .transferEncoding : nil
+        default: return nil
+        }
+    }
+
+    /// One `name: value` line (RFC 9112 §5), split and checked; the value is OWS-trimmed.
+    private struct FieldLine {
+        var name: HTTPField.Name
+        var role: FieldRole
+        var value: UnsafeRawBufferPointer
+        var isASCII: Bool
+
+        init(_ line: UnsafeRawBufferPointer, kind: String) throws(HTTPClientError) {
             var colon = 0
             while colon < line.count && ByteScanner.isTokenCharacter(line[colon]) {
                 colon += 1
             }
             guard colon < line.count, line[colon] == UInt8(ascii: ":") else {
-                if colon < line.count && (line[colon] == ByteScanner.sp || line[colon] == ByteScanner.htab) {
+                var afterWhitespace = colon
+                while afterWhitespace < line.count && (line[afterWhitespace] == ByteScanner.sp || line[afterWhitespace] == ByteScanner.htab) {
+                    afterWhitespace += 1
+                }
+                if colon > 0 && afterWhitespace > colon && afterWhitespace < line.count && line[afterWhitespace] == UInt8(ascii: ":") {
+                    // RFC 9112 §5.1: must be rejected; proxies have disagreed on such names (smuggling).
                     throw .malformedResponse("whitespace between \(kind) name \(ByteScanner.quote(UnsafeRawBufferPointer(rebasing: line[..<colon]))) and its colon")
                 }
                 if colon == line.count {
                     throw .malformedResponse("\(kind) line without a colon: \(ByteScanner.quote(line))")
                 }
-                throw .malformedResponse("invalid character \(ByteScanner.describe(line[colon])) in \(kind) name \(ByteScanner.quote(UnsafeRawBufferPointer(rebasing: line[...colon])))")
+                throw .malformedResponse("invalid character \(ByteScanner.describe(line[colon])) in \(kind) name \(ByteScanner.quote(UnsafeRawBufferPointer(rebasing: line[...colon]))))")
             }
             guard colon > 0 else {
                 throw .malformedResponse("empty \(kind) name in line \(ByteScanner.quote(line))")
             }
-            // Already checked to be a token, so this cannot fail.
-            guard let name = HTTPField.Name(String(decoding: UnsafeRawBufferPointer(rebasing: line[..<colon]), as: UTF8.self)) else {
-                throw .malformedResponse("invalid \(kind) name \(ByteScanner.quote(UnsafeRawBufferPointer(rebasing: line[..<colon])))")
+            let nameBytes = UnsafeRawBufferPointer(rebasing: line[..<colon])
+            // Already checked to be a token, so `HTTPField.Name.init` cannot fail.
+            guard let name = HTTP1ResponseParser.commonName(nameBytes) ?? HTTPField.Name(String(decoding: nameBytes, as: UTF8.self)) else {
+                throw .malformedResponse("invalid \(kind) name \(ByteScanner.quote(nameBytes))")
             }
-            let value = ByteScanner.trimmingWhitespace(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
-            try HTTP1ResponseParser.checkValue(value, name: name, kind: kind)
             self.name = name
-            self.valueStart = value.isEmpty ? lineOffset : value.baseAddress! - section.baseAddress!
-            self.valueEnd = self.valueStart + value.count
-        }
-
-        mutating func fold(_ continuation: UnsafeRawBufferPointer, in section: UnsafeRawBufferPointer) {
-            if foldedValue == nil {
-                foldedValue = Array(UnsafeRawBufferPointer(rebasing: section[valueStart..<valueEnd]))
-            }
-            if continuation.isEmpty { return }
-            if !foldedValue!.isEmpty {
-                foldedValue!.append(ByteScanner.sp)
-            }
-            foldedValue!.append(contentsOf: continuation)
-        }
-
-        func finish(in section: UnsafeRawBufferPointer, into fields: inout HTTPFields, framing: inout FramingFields) throws(HTTPClientError) {
-            if let foldedValue {
-                try foldedValue.withBytes { value throws(HTTPClientError) in
-                    try add(value, into: &fields, framing: &framing)
-                }
-            } else {
-                try add(UnsafeRawBufferPointer(rebasing: section[valueStart..<valueEnd]), into: &fields, framing: &framing)
-            }
-        }
-
-        private func add(_ value: UnsafeRawBufferPointer, into fields: inout HTTPFields, framing: inout FramingFields) throws(HTTPClientError) {
-            fields.append(HTTPField(name: name, value: value))
-            // Compare canonical (lowercased) names, cheapest first by length.
-            let canonical = name.canonicalName
-            switch canonical.utf8.count {
-            case 10 where canonical == "connection":
-                FieldValueParser.forEachListElement(value) { token in
-                    if ByteScanner.equalsIgnoringCase(token, "close") { framing.connectionClose = true }
-                    if ByteScanner.equalsIgnoringCase(token, "keep-alive") { framing.connectionKeepAlive = true }
-                }
-            case 10 where canonical == "keep-alive":
-                FieldValueParser.parseKeepAlive(value, into: &framing)
-            case 14 where canonical == "content-length":
-                let length = try FieldValueParser.parseContentLength(value)
-                if let previous = framing.contentLength, previous != length {
-                    throw .malformedResponse("conflicting Content-Length values \(previous) and \(length)")
-                }
-                framing.contentLength = length
-            case 17 where canonical == "transfer-encoding":
-                try FieldValueParser.parseTransferEncoding(value, into: &framing)
-            default:
-                break
-            }
+            self.role = FieldRole(name: nameBytes)
+            self.value = ByteScanner.trimmingWhitespace(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
+            self.isASCII = try HTTP1ResponseParser.checkValue(value, name: name, kind: kind)
         }
     }
 
@@ -794,7 +863,7 @@ enum FieldValueParser {
 
 extension Array where Element == UInt8 {
     /// `withUnsafeBytes` keeping the typed error (the standard library's version is `rethrows`).
-    func withBytes<Result>(_ body: (UnsafeRawBufferPointer) throws(HTTPClientError) -> Result) throws(HTTPClientError) -> Result {
+    fileprivate func withBytes<Result>(_ body: (UnsafeRawBufferPointer) throws(HTTPClientError) -> Result) throws(HTTPClientError) -> Result {
         let result = withUnsafeBytes { buffer in
             Swift.Result { () throws(HTTPClientError) in try body(buffer) }
         }
@@ -833,6 +902,32 @@ enum ByteScanner {
         }
         while position < end {
             if base.load(fromByteOffset: position, as: UInt8.self) == byte { return position }
+            position += 1
+        }
+        return nil
+    }
+
+    /// The first index at or after `start` of a byte outside printable ASCII (0x20–0x7E): a control
+    /// character, DEL, or obs-text. Eight bytes at a time, since field values are mostly long and clean.
+    @inline(__always)
+    static func firstNonPrintableASCII(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        guard start < bytes.count, let base = bytes.baseAddress else { return nil }
+        var position = start
+        let end = bytes.count
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        while position + 8 <= end {
+            let word = base.loadUnaligned(fromByteOffset: position, as: UInt64.self)
+            let below0x20 = (word &- ones &* 0x20) & ~word
+            let del = word ^ (ones &* 0x7F)
+            let isDEL = (del &- ones) & ~del
+            // High bits flag bytes >= 0x80 directly, and bytes < 0x20 or == 0x7F through the two tests.
+            if (word | below0x20 | isDEL) & highBits != 0 { break }
+            position += 8
+        }
+        while position < end {
+            let byte = base.load(fromByteOffset: position, as: UInt8.self)
+            if byte < 0x20 || byte >= 0x7F { return position }
             position += 1
         }
         return nil

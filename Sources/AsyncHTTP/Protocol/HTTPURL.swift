@@ -1,25 +1,498 @@
-// TEMPORARY stand-in until the real HTTPURL lands (the protocol helper is writing it).
+/// An absolute `http` or `https` URL, parsed by RFC 3986 rules.
+///
+/// AsyncHTTP keeps Foundation's `URL` out of its core: `URL` percent-encodes or repairs some input on some
+/// platforms and not others. `HTTPURL` never encodes silently: a space, a control character, a non-ASCII
+/// character or any other character RFC 3986 does not allow is an error that names the character and its
+/// position; percent-escapes are kept as given. The scheme and host are lowercased, and the port defaults
+/// to 80 or 443.
+///
+/// ```swift
+/// let url = try HTTPURL("https://api.example.com/v1/items?page=2")
+/// url.host            // "api.example.com"
+/// url.port            // 443
+/// url.requestTarget   // "/v1/items?page=2"
+/// let next = try url.resolving("../v2/items")   // https://api.example.com/v2/items
+/// ```
+///
+/// Properties can only be set from inside the library, so a value always holds a URL that was validated.
 public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
-    public var scheme: String
-    public var user: String?
-    public var password: String?
-    public var host: String
-    public var port: Int
-    public var path: String
-    public var query: String?
-    public var fragment: String?
+    /// `http` or `https`, lowercased.
+    public internal(set) var scheme: String
+    /// The user name from the userinfo, percent-decoded.
+    public internal(set) var user: String?
+    /// The password from the userinfo, percent-decoded.
+    public internal(set) var password: String?
+    /// The host, lowercased: a registered name, an IPv4 address, or an IPv6 address without its brackets.
+    public internal(set) var host: String
+    /// The explicit port, or the scheme's default (80 for http, 443 for https).
+    public internal(set) var port: Int
+    /// The path as given (percent-escapes kept), `/` when the URL has none.
+    public internal(set) var path: String
+    /// The query without its `?`.
+    public internal(set) var query: String?
+    /// The fragment without its `#`; never sent to a server.
+    public internal(set) var fragment: String?
+
+    /// Parses an absolute `http` or `https` URL.
+    ///
+    /// Throws `.invalidURL` with the reason: `unsupported scheme 'ftp'`, `port 70000 out of range`,
+    /// `space at offset 18 in URL (percent-encode it as %20)`, `missing host`, …
     public init(_ string: String) throws(HTTPClientError) {
-        let parts = string.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 3 else { throw .invalidURL("no scheme") }
-        scheme = String(parts[0].dropLast()).lowercased()
-        var rest = String(string.dropFirst(parts[0].count + 2))
-        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
-        let authority = String(rest[..<slash]); rest = String(rest[slash...])
-        if let c = authority.lastIndex(of: ":") { host = String(authority[..<c]); port = Int(authority[authority.index(after: c)...]) ?? 0 } else { host = authority; port = scheme == "https" ? 443 : 80 }
-        path = rest.isEmpty ? "/" : rest
+        let reference = try URIReference(string)
+        guard let scheme = reference.scheme else {
+            throw .invalidURL("missing scheme (an absolute http or https URL is required)")
+        }
+        try self.init(scheme: scheme, reference: reference, path: reference.path)
     }
-    public var requestTarget: String { path + (query.map { "?" + $0 } ?? "") }
-    public var hostHeader: String { host + ":\(port)" }
+
+    /// Builds a URL from a reference's authority, query and fragment with the given scheme and path.
+    private init(scheme: String, reference: URIReference, path: String) throws(HTTPClientError) {
+        guard scheme == "http" || scheme == "https" else {
+            throw .invalidURL("unsupported scheme '\(scheme)'")
+        }
+        guard let authority = reference.authority else {
+            throw .invalidURL("missing host (expected '\(scheme)://host')")
+        }
+        self.scheme = scheme
+        self.user = authority.user
+        self.password = authority.password
+        self.host = authority.host
+        self.port = authority.port ?? (scheme == "https" ? 443 : 80)
+        self.path = path.isEmpty ? "/" : path
+        self.query = reference.query
+        self.fragment = reference.fragment
+    }
+
+    /// The origin-form request target (RFC 9112 §3.2.1): the path and the query.
+    public var requestTarget: String {
+        if let query { return path + "?" + query }
+        return path
+    }
+
+    /// The `Host` header value (RFC 9110 §7.2): the host, in brackets if IPv6, with `:port` only when the
+    /// port is not the scheme's default.
+    public var hostHeader: String {
+        var text = isIPv6Literal ? "[" + host + "]" : host
+        if port != defaultPort { text += ":" + String(port) }
+        return text
+    }
+
+    /// The host is an IPv6 address (written in brackets in the URL).
+    public var isIPv6Literal: Bool { host.utf8.contains(UInt8(ascii: ":")) }
+
+    /// The host is an IPv4 or IPv6 address rather than a name to resolve.
+    public var isIPAddress: Bool { isIPv6Literal || URIReference.isIPv4Address(Substring(host)) }
+
+    /// The scheme is https.
     public var isSecure: Bool { scheme == "https" }
-    public var description: String { "\(scheme)://\(hostHeader)\(requestTarget)" }
+
+    /// The URL as normalised: lowercase scheme and host, no default port, userinfo only if present, and no
+    /// fragment.
+    public var description: String {
+        var text = scheme + "://"
+        if let user {
+            text += URIReference.percentEncode(user, allowingColon: false)
+            if let password { text += ":" + URIReference.percentEncode(password, allowingColon: true) }
+            text += "@"
+        }
+        return text + hostHeader + requestTarget
+    }
+
+    /// Resolves a reference (a `Location` header, a link) against this URL by RFC 3986 §5.2, including
+    /// `remove_dot_segments`. The result's fragment is the reference's: a reference without one gives a URL
+    /// without one.
+    ///
+    /// RFC 3986 §5.2.2 lets a parser treat a reference with this URL's own scheme and no authority
+    /// (`http:g`) as relative, for backward compatibility; we do, as browsers do, since the strict reading
+    /// (`http:g`, a URL without a host) is not a URL a client can fetch.
+    public func resolving(_ reference: String) throws(HTTPClientError) -> HTTPURL {
+        let r = try URIReference(reference)
+        var referenceScheme = r.scheme
+        if referenceScheme == scheme && r.authority == nil {
+            referenceScheme = nil
+        }
+        if let referenceScheme {
+            return try HTTPURL(scheme: referenceScheme, reference: r, path: URIReference.removeDotSegments(r.path))
+        }
+        var target = self
+        target.fragment = r.fragment
+        if let authority = r.authority {
+            target.user = authority.user
+            target.password = authority.password
+            target.host = authority.host
+            target.port = authority.port ?? defaultPort
+            target.path = URIReference.removeDotSegments(r.path)
+            target.query = r.query
+        } else if r.path.isEmpty {
+            if let query = r.query { target.query = query }
+        } else if r.path.utf8.first == UInt8(ascii: "/") {
+            target.path = URIReference.removeDotSegments(r.path)
+            target.query = r.query
+        } else {
+            // §5.2.3 merge: the base path up to its last "/", then the reference's path.
+            let base = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { path[...$0] } ?? "/"
+            target.path = URIReference.removeDotSegments(String(base) + r.path)
+            target.query = r.query
+        }
+        if target.path.isEmpty { target.path = "/" }
+        return target
+    }
+
+    private var defaultPort: Int { scheme == "https" ? 443 : 80 }
+}
+
+/// A URI reference (RFC 3986 §4.1) split into validated components; the shared front end of
+/// `HTTPURL.init` and `HTTPURL.resolving`.
+struct URIReference {
+    struct Authority {
+        var user: String?
+        var password: String?
+        var host: String
+        var port: Int?
+    }
+
+    var scheme: String?
+    var authority: Authority?
+    var path: String
+    var query: String?
+    var fragment: String?
+
+    init(_ string: String) throws(HTTPClientError) {
+        let bytes = Array(string.utf8)
+        try Self.checkCharacters(bytes)
+        // The split of RFC 3986 Appendix B: ^(([^:/?#]+):)?(//([^/?#]*))?([^?#]*)(\?([^#]*))?(#(.*))?
+        var position = 0
+        let count = bytes.count
+        func isDelimiter(_ byte: UInt8, _ set: StaticString) -> Bool {
+            (0..<set.utf8CodeUnitCount).contains { set.utf8Start[$0] == byte }
+        }
+        if let colon = bytes.firstIndex(where: { isDelimiter($0, ":/?#") }), bytes[colon] == UInt8(ascii: ":") {
+            let name = bytes[0..<colon]
+            guard let first = name.first else {
+                throw .invalidURL("missing scheme before ':'")
+            }
+            guard Self.isAlpha(first), name.allSatisfy({ Self.isAlpha($0) || ByteScanner.isDigit($0) || isDelimiter($0, "+-.") }) else {
+                throw .invalidURL("invalid scheme '\(String(decoding: name, as: UTF8.self))'")
+            }
+            let lowercased = String(decoding: name, as: UTF8.self).lowercased()
+            // Checked before the authority, so "file:///x" says what is wrong with it first.
+            guard lowercased == "http" || lowercased == "https" else {
+                throw .invalidURL("unsupported scheme '\(lowercased)'")
+            }
+            scheme = lowercased
+            position = colon + 1
+        }
+        if position + 1 < count && bytes[position] == UInt8(ascii: "/") && bytes[position + 1] == UInt8(ascii: "/") {
+            let start = position + 2
+            let end = bytes[start...].firstIndex(where: { isDelimiter($0, "/?#") }) ?? count
+            authority = try Self.parseAuthority(bytes, start..<end)
+            position = end
+        }
+        let pathEnd = bytes[position...].firstIndex(where: { isDelimiter($0, "?#") }) ?? count
+        try Self.reject("[]", in: bytes, position..<pathEnd, component: "path")
+        path = String(decoding: bytes[position..<pathEnd], as: UTF8.self)
+        position = pathEnd
+        if position < count && bytes[position] == UInt8(ascii: "?") {
+            let queryEnd = bytes[(position + 1)...].firstIndex(of: UInt8(ascii: "#")) ?? count
+            try Self.reject("[]", in: bytes, position + 1..<queryEnd, component: "query")
+            query = String(decoding: bytes[(position + 1)..<queryEnd], as: UTF8.self)
+            position = queryEnd
+        }
+        if position < count && bytes[position] == UInt8(ascii: "#") {
+            try Self.reject("[]#", in: bytes, position + 1..<count, component: "fragment")
+            fragment = String(decoding: bytes[(position + 1)...], as: UTF8.self)
+        }
+    }
+
+    // MARK: Characters
+
+    /// Every byte must be one RFC 3986 allows somewhere (unreserved, gen-delims, sub-delims, or "%" followed
+    /// by two hex digits); which component may hold which delimiter is checked per component.
+    private static func checkCharacters(_ bytes: [UInt8]) throws(HTTPClientError) {
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, ByteScanner.hexValue(bytes[index + 1]) != nil, ByteScanner.hexValue(bytes[index + 2]) != nil else {
+                    let escape = String(decoding: bytes[index..<min(index + 3, bytes.count)], as: UTF8.self)
+                    throw .invalidURL("invalid percent-escape '\(escape)' at offset \(characterOffset(bytes, index)) in URL")
+                }
+                index += 3
+                continue
+            }
+            if !isURICharacter(byte) {
+                throw invalidCharacter(bytes, at: index, component: nil)
+            }
+            index += 1
+        }
+    }
+
+    /// The error for a character that may not appear (here), naming it and its position in characters.
+    private static func invalidCharacter(_ bytes: [UInt8], at index: Int, component: String?) -> HTTPClientError {
+        let byte = bytes[index]
+        let place = "at offset \(characterOffset(bytes, index)) in " + (component.map { "URL \($0)" } ?? "URL")
+        if byte == ByteScanner.sp {
+            return .invalidURL("space \(place) (percent-encode it as %20)")
+        }
+        if byte < 0x20 || byte == 0x7F {
+            return .invalidURL("control character \(ByteScanner.describe(byte)) \(place)")
+        }
+        if byte >= 0x80 {
+            var end = index + 1
+            while end < bytes.count && bytes[end] & 0xC0 == 0x80 { end += 1 }
+            let character = String(decoding: bytes[index..<end], as: UTF8.self)
+            return .invalidURL("non-ASCII character '\(character)' \(place) (percent-encode it)")
+        }
+        return .invalidURL("invalid character '\(Character(Unicode.Scalar(byte)))' \(place)")
+    }
+
+    /// The position of `index` counted in Unicode scalars, which is what a person counting sees.
+    private static func characterOffset(_ bytes: [UInt8], _ index: Int) -> Int {
+        bytes[..<index].reduce(0) { $1 & 0xC0 == 0x80 ? $0 : $0 + 1 }
+    }
+
+    private static func reject(_ characters: StaticString, in bytes: [UInt8], _ range: Range<Int>, component: String) throws(HTTPClientError) {
+        for index in range {
+            for member in 0..<characters.utf8CodeUnitCount where bytes[index] == characters.utf8Start[member] {
+                throw invalidCharacter(bytes, at: index, component: component)
+            }
+        }
+    }
+
+    static func isAlpha(_ byte: UInt8) -> Bool { (byte | 0x20) &- UInt8(ascii: "a") < 26 }
+
+    /// unreserved: ALPHA / DIGIT / "-" / "." / "_" / "~"
+    static func isUnreserved(_ byte: UInt8) -> Bool {
+        isAlpha(byte) || ByteScanner.isDigit(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+            || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
+    }
+
+    /// sub-delims: "!" / "$" / "&" / "'" / "(" / ")" / "*" / "+" / "," / ";" / "="
+    static func isSubDelimiter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
+            UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"),
+            UInt8(ascii: "="):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Unreserved, sub-delims or gen-delims (":" / "/" / "?" / "#" / "[" / "]" / "@"); "%" is checked apart.
+    private static func isURICharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: ":"), UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: "["),
+            UInt8(ascii: "]"), UInt8(ascii: "@"):
+            return true
+        default:
+            return isUnreserved(byte) || isSubDelimiter(byte)
+        }
+    }
+
+    // MARK: Authority
+
+    /// authority = [ userinfo "@" ] host [ ":" port ] (RFC 3986 §3.2).
+    private static func parseAuthority(_ bytes: [UInt8], _ range: Range<Int>) throws(HTTPClientError) -> Authority {
+        var hostStart = range.lowerBound
+        var user: String?
+        var password: String?
+        if let at = bytes[range].lastIndex(of: UInt8(ascii: "@")) {
+            for index in range.lowerBound..<at where !(isUnreserved(bytes[index]) || isSubDelimiter(bytes[index]) || bytes[index] == UInt8(ascii: ":") || bytes[index] == UInt8(ascii: "%")) {
+                throw invalidCharacter(bytes, at: index, component: "userinfo")
+            }
+            let userinfo = bytes[range.lowerBound..<at]
+            if let colon = userinfo.firstIndex(of: UInt8(ascii: ":")) {
+                user = try percentDecode(userinfo[..<colon], what: "user name")
+                password = try percentDecode(userinfo[(colon + 1)...], what: "password")
+            } else {
+                user = try percentDecode(userinfo, what: "user name")
+            }
+            hostStart = at + 1
+        }
+        var host: String
+        var portStart: Int?
+        if hostStart < range.upperBound && bytes[hostStart] == UInt8(ascii: "[") {
+            guard let close = bytes[hostStart..<range.upperBound].firstIndex(of: UInt8(ascii: "]")) else {
+                throw .invalidURL("IPv6 address without its closing ']'")
+            }
+            host = try parseIPv6(bytes[(hostStart + 1)..<close])
+            if close + 1 < range.upperBound {
+                guard bytes[close + 1] == UInt8(ascii: ":") else {
+                    throw invalidCharacter(bytes, at: close + 1, component: "authority")
+                }
+                portStart = close + 2
+            }
+        } else {
+            let hostEnd = bytes[hostStart..<range.upperBound].firstIndex(of: UInt8(ascii: ":")) ?? range.upperBound
+            for index in hostStart..<hostEnd where !(isUnreserved(bytes[index]) || isSubDelimiter(bytes[index])) {
+                if bytes[index] == UInt8(ascii: "%") {
+                    // RFC 3986 allows percent-encoded names, but no resolver does; IDNs go on the wire as punycode.
+                    throw .invalidURL("percent-encoded host names are not supported (write the name, or its punycode form)")
+                }
+                throw invalidCharacter(bytes, at: index, component: "host")
+            }
+            host = String(decoding: bytes[hostStart..<hostEnd], as: UTF8.self).lowercased()
+            if hostEnd < range.upperBound { portStart = hostEnd + 1 }
+            try checkNumericHost(host)
+        }
+        guard !host.isEmpty else { throw .invalidURL("missing host") }
+        var port: Int?
+        if let portStart, portStart < range.upperBound {
+            let digits = bytes[portStart..<range.upperBound]
+            if let bad = digits.firstIndex(where: { !ByteScanner.isDigit($0) }) {
+                throw .invalidURL("invalid port '\(String(decoding: digits, as: UTF8.self))' (invalid character at offset \(characterOffset(bytes, bad)))")
+            }
+            let significant = digits.drop(while: { $0 == UInt8(ascii: "0") })
+            let value = significant.count > 5 ? Int.max : significant.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
+            guard value >= 1 && value <= 65535 else {
+                throw .invalidURL("port \(String(decoding: digits, as: UTF8.self)) out of range (1...65535)")
+            }
+            port = value
+        }
+        // An empty port ("http://host:/") means the default (RFC 3986 §3.2.3).
+        return Authority(user: user, password: password, host: host, port: port)
+    }
+
+    /// A host whose last label is a number must be an IPv4 address in the canonical dotted-quad form.
+    /// `inet_aton` (behind getaddrinfo) reads `127.1`, `0x7f.1` or `017.0.0.1` as addresses, so such a name
+    /// would connect somewhere a check of ``HTTPURL/isIPAddress`` did not expect. WHATWG URL rejects or
+    /// rewrites these for the same reason ("ends in a number").
+    private static func checkNumericHost(_ host: String) throws(HTTPClientError) {
+        var labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        if labels.count > 1 && labels.last == "" { labels.removeLast() }
+        guard let last = labels.last, !last.isEmpty else { return }
+        let isNumber =
+            last.utf8.allSatisfy(ByteScanner.isDigit)
+            || ((last.hasPrefix("0x") || last.hasPrefix("0X")) && last.utf8.dropFirst(2).allSatisfy { ByteScanner.hexValue($0) != nil })
+        if isNumber && !isIPv4Address(Substring(host)) {
+            throw .invalidURL("ambiguous numeric host '\(host)' (write an IPv4 address as four decimal numbers 0...255 without leading zeros)")
+        }
+    }
+
+    /// IPv4address = dec-octet "." dec-octet "." dec-octet "." dec-octet (RFC 3986 §3.2.2), no leading zeros.
+    static func isIPv4Address(_ text: Substring) -> Bool {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return false }
+        return parts.allSatisfy { part in
+            guard (1...3).contains(part.utf8.count), part.utf8.allSatisfy(ByteScanner.isDigit) else { return false }
+            if part.utf8.count > 1 && part.utf8.first == UInt8(ascii: "0") { return false }
+            return Int(part)! <= 255
+        }
+    }
+
+    /// IPv6address (RFC 3986 §3.2.2): eight 16-bit hex groups, one "::" standing for one or more zero
+    /// groups, optionally ending in an IPv4 address. Returns it lowercased.
+    private static func parseIPv6(_ bytes: ArraySlice<UInt8>) throws(HTTPClientError) -> String {
+        let text = String(decoding: bytes, as: UTF8.self)
+        if bytes.first == UInt8(ascii: "v") || bytes.first == UInt8(ascii: "V") {
+            throw .invalidURL("IPvFuture address '[\(text)]' is not supported")
+        }
+        if bytes.contains(UInt8(ascii: "%")) {
+            throw .invalidURL("IPv6 zone identifiers are not supported ('[\(text)]')")
+        }
+        let invalid = HTTPClientError.invalidURL("invalid IPv6 address '[\(text)]'")
+        let halves = text.split(separator: "::", maxSplits: 2, omittingEmptySubsequences: false)
+        guard halves.count <= 2 else { throw invalid }
+        var groups = 0
+        for (halfIndex, half) in halves.enumerated() where !half.isEmpty {
+            let parts = half.split(separator: ":", omittingEmptySubsequences: false)
+            for (index, part) in parts.enumerated() {
+                let isLast = halfIndex == halves.count - 1 && index == parts.count - 1
+                if isLast && part.contains(".") {
+                    guard isIPv4Address(part) else { throw invalid }
+                    groups += 2
+                } else {
+                    guard (1...4).contains(part.utf8.count), part.utf8.allSatisfy({ ByteScanner.hexValue($0) != nil }) else {
+                        throw invalid
+                    }
+                    groups += 1
+                }
+            }
+        }
+        guard halves.count == 2 ? groups <= 7 : groups == 8 else { throw invalid }
+        return text.lowercased()
+    }
+
+    // MARK: Percent-encoding
+
+    private static func percentDecode(_ bytes: ArraySlice<UInt8>, what: String) throws(HTTPClientError) -> String {
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.endIndex,
+                let high = ByteScanner.hexValue(bytes[index + 1]), let low = ByteScanner.hexValue(bytes[index + 2])
+            {
+                decoded.append(UInt8(high << 4 | low))
+                index += 3
+            } else {
+                decoded.append(bytes[index])
+                index += 1
+            }
+        }
+        guard let string = String(validating: decoded, as: UTF8.self) else {
+            throw .invalidURL("the \(what) is not valid UTF-8 once percent-decoded")
+        }
+        return string
+    }
+
+    /// Percent-encodes everything but unreserved and sub-delims (and ":" if allowed): the userinfo rule.
+    static func percentEncode(_ string: String, allowingColon: Bool) -> String {
+        var text = ""
+        for byte in string.utf8 {
+            if isUnreserved(byte) || isSubDelimiter(byte) || (allowingColon && byte == UInt8(ascii: ":")) {
+                text.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                let hex = String(byte, radix: 16, uppercase: true)
+                text += "%" + (hex.count == 1 ? "0" + hex : hex)
+            }
+        }
+        return text
+    }
+
+    // MARK: Dot segments
+
+    /// remove_dot_segments (RFC 3986 §5.2.4).
+    static func removeDotSegments(_ path: String) -> String {
+        var input = Array(path.utf8)[...]
+        var output: [UInt8] = []
+        func starts(with prefix: StaticString) -> Bool {
+            guard input.count >= prefix.utf8CodeUnitCount else { return false }
+            return (0..<prefix.utf8CodeUnitCount).allSatisfy { input[input.startIndex + $0] == prefix.utf8Start[$0] }
+        }
+        func equals(_ text: StaticString) -> Bool { input.count == text.utf8CodeUnitCount && starts(with: text) }
+        func removeLastOutputSegment() {
+            if let slash = output.lastIndex(of: UInt8(ascii: "/")) {
+                output.removeSubrange(slash...)
+            } else {
+                output.removeAll()
+            }
+        }
+        while !input.isEmpty {
+            if starts(with: "../") {  // A
+                input = input.dropFirst(3)
+            } else if starts(with: "./") {  // A
+                input = input.dropFirst(2)
+            } else if starts(with: "/./") {  // B
+                input = input.dropFirst(2)
+            } else if equals("/.") {  // B
+                input = [UInt8(ascii: "/")][...]
+            } else if starts(with: "/../") {  // C
+                input = input.dropFirst(3)
+                removeLastOutputSegment()
+            } else if equals("/..") {  // C
+                input = [UInt8(ascii: "/")][...]
+                removeLastOutputSegment()
+            } else if equals(".") || equals("..") {  // D
+                input = []
+            } else {  // E: move the first segment, with its leading "/", to the output
+                let searchStart = input.first == UInt8(ascii: "/") ? input.startIndex + 1 : input.startIndex
+                let end = input[searchStart...].firstIndex(of: UInt8(ascii: "/")) ?? input.endIndex
+                output.append(contentsOf: input[..<end])
+                input = input[end...]
+            }
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
 }

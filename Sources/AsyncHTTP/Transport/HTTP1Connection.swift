@@ -159,7 +159,9 @@ final class HTTP1Connection: @unchecked Sendable {
                 case .head(let head):
                     lastHeadKeepAlive = head.keepAlive
                     if let timeout = head.keepAliveTimeout { keepAliveTimeout = .seconds(timeout) }
-                    if let max = head.keepAliveMax { remainingRequests = max - 1 } else if let remaining = remainingRequests {
+                    // `Keep-Alive: max=N` counts the requests still allowed on this connection after this
+                    // response (Apache counts down from MaxKeepAliveRequests and sends `close` after max=1).
+                    if let max = head.keepAliveMax { remainingRequests = max } else if let remaining = remainingRequests {
                         remainingRequests = remaining - 1
                     }
                     return head

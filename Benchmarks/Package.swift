@@ -1,0 +1,54 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// The benchmark harness: one executable per client, the same command line and one JSON line of output
+// each, so `run.sh` can interleave them against one nginx. A package of its own so that `swift test` at the
+// root never builds async-http-client and its SwiftNIO tree.
+let package = Package(
+    name: "AsyncHTTPBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "AsyncHTTP", path: ".."),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // Already in the graph through the two above; named so the benchmark may import their modules.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+    ],
+    targets: [
+        // zlib for the gzip scenario of clients that do not inflate themselves. Named apart from the root
+        // package's CZlib: two modules of one name cannot share a build graph.
+        .systemLibrary(
+            name: "CBenchZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+        .target(name: "BenchCore", dependencies: ["CBenchZlib"]),
+        .executableTarget(
+            name: "bench-asynchttp",
+            dependencies: [
+                "BenchCore",
+                .product(name: "AsyncHTTP", package: "AsyncHTTP"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        .executableTarget(
+            name: "bench-ahc",
+            dependencies: [
+                "BenchCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .executableTarget(
+            name: "bench-urlsession",
+            dependencies: ["BenchCore"]
+        ),
+        .executableTarget(
+            name: "bench-parser",
+            dependencies: ["BenchCore", .product(name: "AsyncHTTP", package: "AsyncHTTP")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,106 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Process memory, as the kernel counts it.
+public enum Memory {
+    /// The peak resident set size in KiB (`getrusage(RUSAGE_SELF).ru_maxrss`, which Linux reports in KiB).
+    public static func peakRSSKiB() -> Int {
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF, &usage) == 0 else { return -1 }
+        #if canImport(Darwin)
+        return Int(usage.ru_maxrss) / 1024  // bytes on Darwin
+        #else
+        return Int(usage.ru_maxrss)
+        #endif
+    }
+
+    /// The current resident set size in KiB: the second field of `/proc/self/statm` (pages), times the page
+    /// size. -1 where there is no procfs.
+    public static func currentRSSKiB() -> Int {
+        let fd = open("/proc/self/statm", O_RDONLY)
+        guard fd >= 0 else { return -1 }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return -1 }
+        let fields = buffer[..<n].split(separator: UInt8(ascii: " "))
+        guard fields.count >= 2, let pages = Int(String(decoding: fields[1], as: UTF8.self)) else { return -1 }
+        return pages * sysconf(Int32(_SC_PAGESIZE)) / 1024
+    }
+}
+
+/// One run's figures, printed as one JSON line.
+public struct Report: Sendable {
+    public var client: String
+    public var scenario: String
+    public var requests = 0
+    public var seconds = 0.0
+    /// Body bytes received (decompressed for `gzip`) or, for `upload`, sent.
+    public var bytes = 0
+    public var errors = 0
+    public var peakRSSKiB = -1
+    public var rssAfter100KiB: Int?
+    public var rssAfter4000KiB: Int?
+    /// The first error, to stderr, so a failing client is visible without changing the JSON.
+    public var firstError: String?
+
+    public init(client: String, scenario: String) {
+        self.client = client
+        self.scenario = scenario
+    }
+
+    /// MB/s in decimal megabytes (10^6 bytes), as curl's `%{speed_download}` / 10^6.
+    public var megabytesPerSecond: Double { seconds > 0 ? Double(bytes) / seconds / 1e6 : 0 }
+    public var requestsPerSecond: Double { seconds > 0 ? Double(requests) / seconds : 0 }
+
+    public var jsonLine: String {
+        var fields: [(String, String)] = [
+            ("client", quoted(client)), ("scenario", quoted(scenario)), ("requests", "\(requests)"),
+            ("seconds", fixed(seconds, 4)), ("req_per_s", fixed(requestsPerSecond, 1)), ("bytes", "\(bytes)"),
+            ("mb_per_s", fixed(megabytesPerSecond, 2)), ("errors", "\(errors)"), ("peak_rss_kb", "\(peakRSSKiB)"),
+        ]
+        if let rssAfter100KiB { fields.append(("rss_after_100_kb", "\(rssAfter100KiB)")) }
+        if let rssAfter4000KiB { fields.append(("rss_after_4000_kb", "\(rssAfter4000KiB)")) }
+        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+    }
+
+    public func print() {
+        if let firstError { fputs("\(client) \(scenario): \(errors) error(s), first: \(firstError)\n", stderr) }
+        Swift.print(jsonLine)
+        fflush(stdout)
+    }
+}
+
+/// A JSON string literal (the few characters JSON requires escaped).
+func quoted(_ text: String) -> String {
+    var out = "\""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case _ where scalar.value < 0x20: out += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
+        default: out.unicodeScalars.append(scalar)
+        }
+    }
+    return out + "\""
+}
+
+/// `value` with `digits` decimals, without Foundation's `String(format:)`.
+func fixed(_ value: Double, _ digits: Int) -> String {
+    guard value.isFinite else { return "0" }
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let scaled = (value * scale).rounded()
+    let integer = Int(scaled / scale)
+    var fraction = Int(abs(scaled) - abs(Double(integer)) * scale)
+    var text = ""
+    for _ in 0..<digits {
+        text = String(fraction % 10) + text
+        fraction /= 10
+    }
+    return (value < 0 && integer == 0 ? "-" : "") + String(integer) + (digits > 0 ? "." + text : "")
+}

@@ -1,0 +1,123 @@
+// The command line every benchmark client shares, so run.sh can call them interchangeably:
+//
+//   bench-<client> --scenario seq|conc|download|gzip|upload|tls-seq|tls-new|memory --url BASE
+//                  [--requests N] [--concurrency C] [--cacert FILE] [--seconds S]
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What one run measures. Paths on the server are fixed per scenario (see ``Scenario/path(client:)``).
+public enum Scenario: String, Sendable, CaseIterable {
+    /// One connection, sequential GETs of a 1 KiB file, for `--seconds`.
+    case seq
+    /// `--concurrency` tasks (32 in run.sh) sharing a pool of as many connections, for `--seconds`.
+    case conc
+    /// `--requests` sequential GETs of a 256 MiB file, streamed and discarded.
+    case download
+    /// `--requests` sequential GETs of a 16 MiB JSON served gzipped, decompressed and discarded.
+    case gzip
+    /// `--requests` sequential 64 MiB streamed PUTs.
+    case upload
+    /// As `seq`, over TLS.
+    case tlsSeq = "tls-seq"
+    /// A new TLS connection per sequential 1 KiB GET, for `--seconds`.
+    case tlsNew = "tls-new"
+    /// `--requests` (4,000 in run.sh) new TLS connections; resident memory after 100 and at the end.
+    case memory
+
+    /// The path requested, relative to `--url`.
+    public func path(client: String) -> String {
+        switch self {
+        case .seq, .conc, .tlsSeq, .tlsNew, .memory: "/1k.bin"
+        case .download: "/256m.bin"
+        case .gzip: "/gz/data.json"
+        case .upload: "/dav/\(client).bin"
+        }
+    }
+
+    /// Scenarios that loop until `--seconds` have passed (or `--requests` are done, whichever comes first).
+    public var isTimed: Bool {
+        switch self {
+        case .seq, .conc, .tlsSeq, .tlsNew: true
+        case .download, .gzip, .upload, .memory: false
+        }
+    }
+}
+
+/// The parsed command line.
+public struct Options: Sendable {
+    public var scenario: Scenario = .seq
+    /// `http://127.0.0.1:PORT` or `https://127.0.0.1:PORT`, without a trailing slash.
+    public var baseURL = "http://127.0.0.1:8080"
+    /// For timed scenarios an upper bound; for the others the exact count.
+    public var requests = 1_000_000
+    /// Concurrent tasks and connections for `conc`; 1 elsewhere.
+    public var concurrency = 1
+    /// The PEM certificate (self-signed by run.sh) that TLS scenarios trust; verification stays on.
+    public var cacert: String?
+    /// The duration of timed scenarios.
+    public var seconds = 5.0
+    /// Upload size per request (64 MiB) and the chunk it is streamed in (64 KiB, nginx's and curl's order of size).
+    public var uploadBytes = 64 << 20
+    public var uploadChunkBytes = 64 << 10
+
+    /// The full URL for this scenario.
+    public func url(client: String) -> String { baseURL + scenario.path(client: client) }
+
+    /// Parses `CommandLine.arguments`; prints usage and exits with status 2 on anything unknown.
+    public static func parse(_ arguments: [String] = CommandLine.arguments) -> Options {
+        var options = Options()
+        var index = 1
+        func value() -> String {
+            index += 1
+            guard index < arguments.count else { usage("missing value for \(arguments[index - 1])") }
+            return arguments[index]
+        }
+        while index < arguments.count {
+            switch arguments[index] {
+            case "--scenario":
+                let name = value()
+                guard let scenario = Scenario(rawValue: name) else { usage("unknown scenario '\(name)'") }
+                options.scenario = scenario
+            case "--url":
+                var url = value()
+                while url.hasSuffix("/") { url.removeLast() }
+                options.baseURL = url
+            case "--requests": options.requests = positiveInt(value(), "--requests")
+            case "--concurrency": options.concurrency = positiveInt(value(), "--concurrency")
+            case "--cacert": options.cacert = value()
+            case "--seconds":
+                let text = value()
+                guard let seconds = Double(text), seconds > 0 else { usage("--seconds wants a positive number, not '\(text)'") }
+                options.seconds = seconds
+            case "--upload-mib": options.uploadBytes = positiveInt(value(), "--upload-mib") << 20
+            case "-h", "--help": usage(nil)
+            default: usage("unknown argument '\(arguments[index])'")
+            }
+            index += 1
+        }
+        return options
+    }
+
+    private static func positiveInt(_ text: String, _ name: String) -> Int {
+        guard let number = Int(text), number > 0 else { usage("\(name) wants a positive integer, not '\(text)'") }
+        return number
+    }
+
+    static func usage(_ problem: String?) -> Never {
+        let text = """
+        usage: \(CommandLine.arguments.first ?? "bench") --scenario \(Scenario.allCases.map(\.rawValue).joined(separator: "|")) \
+        --url BASE [--requests N] [--concurrency C] [--cacert FILE] [--seconds S] [--upload-mib M]
+
+        """
+        if let problem {
+            fputs("error: \(problem)\n\(text)", stderr)
+            exit(2)
+        }
+        print(text, terminator: "")
+        exit(0)
+    }
+}

@@ -1,0 +1,191 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a client must do for the benchmark. Each client's executable implements it in that client's most
+/// direct way (the way its documentation shows), and ``Bench/main(client:makeDriver:)`` does the rest.
+public protocol BenchDriver: Sendable {
+    /// GETs `url`, reads the whole body and discards it; returns the number of body bytes. With
+    /// `newConnection` the request must go out on a connection of its own that is closed afterwards.
+    /// Throws for a status other than 200.
+    func get(_ url: String, newConnection: Bool) async throws -> Int
+    /// GETs `url` with `Accept-Encoding: gzip` and returns the number of decompressed body bytes.
+    func getDecompressed(_ url: String) async throws -> Int
+    /// PUTs `total` bytes (a multiple of `chunk.count`), streamed as `chunk` repeated, with a `Content-Length`.
+    /// Returns the bytes sent. Throws for a status other than 2xx.
+    func put(_ url: String, chunk: [UInt8], total: Int) async throws -> Int
+    func shutdown() async throws
+}
+
+/// A benchmark failure with a message that says what went wrong.
+public struct BenchError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+public enum Bench {
+    /// Parses the command line, builds the driver, runs the scenario and prints one JSON line.
+    /// Exits with status 1 if every request failed, so run.sh notices a broken client.
+    public static func main<Driver: BenchDriver>(client: String, makeDriver: (Options) throws -> Driver) async {
+        let options = Options.parse()
+        var report = Report(client: client, scenario: options.scenario.rawValue)
+        do {
+            let driver = try makeDriver(options)
+            report = await run(driver, client: client, options: options)
+            try await driver.shutdown()
+        } catch {
+            report.errors += 1
+            report.firstError = report.firstError ?? "\(error)"
+        }
+        report.peakRSSKiB = Memory.peakRSSKiB()
+        report.print()
+        if report.requests == 0 { exit(1) }
+    }
+
+    static func run<Driver: BenchDriver>(_ driver: Driver, client: String, options: Options) async -> Report {
+        var report = Report(client: client, scenario: options.scenario.rawValue)
+        let url = options.url(client: client)
+        let clock = ContinuousClock()
+        var tally = Tally()
+        switch options.scenario {
+        case .seq, .tlsSeq, .tlsNew:
+            let fresh = options.scenario == .tlsNew
+            // Warm-up: open the connection (and fault in code paths) before the clock starts, except where
+            // opening connections is what is measured.
+            if !fresh { await tally.record { try await driver.get(url, newConnection: false) } }
+            tally = Tally(firstError: tally.firstError)
+            let start = clock.now
+            let deadline = start + .seconds(options.seconds)
+            while tally.attempts < options.requests && clock.now < deadline {
+                await tally.record { try await driver.get(url, newConnection: fresh) }
+            }
+            report.seconds = seconds(clock.now - start)
+        case .conc:
+            let tasks = options.concurrency
+            // Warm-up: one request per task at once, so the pool holds its connections before timing.
+            let warm = await concurrently(tasks) { _ in
+                var tally = Tally()
+                await tally.record { try await driver.get(url, newConnection: false) }
+                return tally
+            }
+            let issued = Atomic<Int>(0)
+            let start = clock.now
+            let deadline = start + .seconds(options.seconds)
+            let limit = options.requests
+            tally = await concurrently(tasks) { _ in
+                var tally = Tally()
+                while clock.now < deadline && issued.add(1, ordering: .relaxed).newValue <= limit {
+                    await tally.record { try await driver.get(url, newConnection: false) }
+                }
+                return tally
+            }
+            report.seconds = seconds(clock.now - start)
+            tally.firstError = tally.firstError ?? warm.firstError
+        case .download:
+            let start = clock.now
+            for _ in 0..<options.requests {
+                await tally.record { try await driver.get(url, newConnection: false) }
+            }
+            report.seconds = seconds(clock.now - start)
+        case .gzip:
+            let start = clock.now
+            for _ in 0..<options.requests {
+                await tally.record { try await driver.getDecompressed(url) }
+            }
+            report.seconds = seconds(clock.now - start)
+        case .upload:
+            let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: options.uploadChunkBytes)
+            let total = options.uploadBytes / chunk.count * chunk.count
+            let start = clock.now
+            for _ in 0..<options.requests {
+                await tally.record { try await driver.put(url, chunk: chunk, total: total) }
+            }
+            report.seconds = seconds(clock.now - start)
+        case .memory:
+            // Sequential new TLS connections; resident memory is sampled after 100 and after the last.
+            let checkpoint = min(100, options.requests)
+            let start = clock.now
+            for index in 1...options.requests {
+                await tally.record { try await driver.get(url, newConnection: true) }
+                if index == checkpoint { report.rssAfter100KiB = Memory.currentRSSKiB() }
+            }
+            report.seconds = seconds(clock.now - start)
+            report.rssAfter4000KiB = Memory.currentRSSKiB()
+        }
+        report.requests = tally.succeeded
+        report.bytes = tally.bytes
+        report.errors = tally.failed
+        report.firstError = tally.firstError
+        return report
+    }
+
+    /// Runs `count` copies of `body` as child tasks and sums their tallies.
+    static func concurrently(_ count: Int, _ body: @escaping @Sendable (Int) async -> Tally) async -> Tally {
+        await withTaskGroup(of: Tally.self) { group in
+            for index in 0..<count { group.addTask { await body(index) } }
+            var total = Tally()
+            for await tally in group { total.add(tally) }
+            return total
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        let (whole, attoseconds) = duration.components
+        return Double(whole) + Double(attoseconds) / 1e18
+    }
+}
+
+/// Counts of one task's requests.
+struct Tally: Sendable {
+    var succeeded = 0
+    var failed = 0
+    var bytes = 0
+    var firstError: String?
+    var attempts: Int { succeeded + failed }
+
+    mutating func record(_ request: () async throws -> Int) async {
+        do {
+            bytes += try await request()
+            succeeded += 1
+        } catch {
+            failed += 1
+            if firstError == nil { firstError = "\(error)" }
+        }
+    }
+
+    mutating func add(_ other: Tally) {
+        succeeded += other.succeeded
+        failed += other.failed
+        bytes += other.bytes
+        firstError = firstError ?? other.firstError
+    }
+}
+
+/// `count` copies of one chunk as an async sequence: a streamed request body whose producer costs nothing,
+/// so an upload measures the client, not the source. The same storage is yielded each time (no copy).
+public struct RepeatedChunks<Chunk: Sendable>: AsyncSequence, Sendable {
+    public typealias Element = Chunk
+    let chunk: Chunk
+    let count: Int
+
+    public init(_ chunk: Chunk, count: Int) {
+        self.chunk = chunk
+        self.count = count
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let chunk: Chunk
+        var left: Int
+        public mutating func next() async -> Chunk? {
+            guard left > 0 else { return nil }
+            left -= 1
+            return chunk
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunk: chunk, left: count) }
+}

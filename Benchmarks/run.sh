@@ -1,0 +1,544 @@
+#!/usr/bin/env bash
+# AsyncHTTP benchmarks, side by side with async-http-client, URLSession, curl and wrk, against one local nginx.
+#
+#   Benchmarks/run.sh                 full run (3 rounds, ~15 minutes on 2 cores), writes docs/benchmarks.md
+#   QUICK=1 Benchmarks/run.sh         smoke run: 1 round, short durations, small counts
+#
+# Environment: ROUNDS (default 3), HTTP_PORT (18080), HTTPS_PORT (18443), QUICK, NO_INSTALL=1 (skip apt).
+# Everything it generates lives in Benchmarks/.bench/ (certificate, files, nginx config and logs, raw results).
+# Loopback only; every loop is bounded in count, and every run in time (`timeout`).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+BENCH=$HERE/.bench
+QUICK=${QUICK:-0}
+ROUNDS=${ROUNDS:-3}
+HTTP_PORT=${HTTP_PORT:-18080}
+HTTPS_PORT=${HTTPS_PORT:-18443}
+[[ $QUICK == 1 ]] && ROUNDS=1
+
+# Per-scenario sizes. Timed scenarios stop at SECONDS or at the request cap, whichever comes first.
+if [[ $QUICK == 1 ]]; then
+    SECONDS_PER_RUN=1; DOWNLOADS=1; GZIPS=2; UPLOADS=1; MEMORY_CONNECTIONS=300; PARSER_SECONDS=0.5
+else
+    SECONDS_PER_RUN=5; DOWNLOADS=2; GZIPS=8; UPLOADS=2; MEMORY_CONNECTIONS=4000; PARSER_SECONDS=2
+fi
+REQUEST_CAP=2000000
+RUN_TIMEOUT=150       # seconds, per client run
+MEMORY_TIMEOUT=300    # 4,000 TLS handshakes by the slowest client
+CLIENTS=(asynchttp ahc urlsession)
+
+log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# ---------------------------------------------------------------- tools
+install_missing() {
+    local packages=()
+    command -v nginx >/dev/null || packages+=(nginx-light)
+    command -v wrk >/dev/null || packages+=(wrk)
+    command -v curl >/dev/null || packages+=(curl)
+    command -v openssl >/dev/null || packages+=(openssl)
+    [[ -f /usr/include/http_parser.h ]] || packages+=(libhttp-parser-dev)
+    command -v python3 >/dev/null || packages+=(python3)
+    command -v cc >/dev/null || packages+=(gcc)
+    [[ ${#packages[@]} -eq 0 ]] && return
+    [[ ${NO_INSTALL:-0} == 1 ]] && die "missing: ${packages[*]} (NO_INSTALL=1)"
+    local sudo=()
+    [[ $(id -u) -ne 0 ]] && sudo=(sudo)
+    log "installing ${packages[*]}"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${packages[@]}" >/dev/null \
+        || { "${sudo[@]}" apt-get update -q >/dev/null && \
+             "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${packages[@]}" >/dev/null; }
+}
+
+build() {
+    log "building release (swift build -c release --package-path Benchmarks)"
+    (cd "$ROOT" && swift build -c release --package-path Benchmarks) >"$BENCH/build.log" 2>&1 \
+        || { tail -30 "$BENCH/build.log" >&2; die "swift build failed (see $BENCH/build.log)"; }
+    BIN=$(cd "$ROOT" && swift build -c release --package-path Benchmarks --show-bin-path)
+    cc -O2 -o "$BENCH/bin/bench_http_parser" "$HERE/parser-c/bench_http_parser.c" -lhttp_parser
+}
+
+# ---------------------------------------------------------------- files, certificate, nginx
+generate() {
+    mkdir -p "$BENCH/www/gz" "$BENCH/nginx/logs" "$BENCH/bin" "$BENCH/parser"
+    local www=$BENCH/www
+    [[ -f $www/1k.bin ]] || head -c 1024 /dev/urandom >"$www/1k.bin"
+    if [[ ! -f $www/256m.bin || $(stat -c %s "$www/256m.bin") -ne $((256 << 20)) ]]; then
+        log "generating the 256 MiB file"
+        head -c $((256 << 20)) /dev/urandom >"$www/256m.bin"
+    fi
+    if [[ ! -f $www/gz/data.json.gz ]]; then
+        log "generating the 16 MiB JSON and its gzip"
+        python3 - "$www/gz/data.json" <<'PY'
+import json, random, sys
+random.seed(7)
+words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
+target, out, i = 16 << 20, [], 0
+size = 1
+while True:
+    item = json.dumps({"id": i, "name": " ".join(random.choice(words) for _ in range(3)),
+                       "price": round(random.uniform(1, 500), 2), "tags": random.sample(words, 3),
+                       "active": i % 3 != 0, "stock": random.randint(0, 10000)}, separators=(",", ":"))
+    if size + len(item) + 1 > target - 1:
+        break
+    out.append(item); size += len(item) + 1; i += 1
+text = "[" + ",".join(out) + "]"
+text += " " * (target - len(text))          # exactly 16 MiB
+open(sys.argv[1], "w").write(text)
+PY
+        gzip -6 -n -k -f "$www/gz/data.json"
+    fi
+    [[ -f $BENCH/upload-64m.bin ]] || head -c $((64 << 20)) /dev/zero | tr '\0' x >"$BENCH/upload-64m.bin"
+    if [[ ! -f $BENCH/cert.pem ]]; then
+        # ECDSA P-256, the usual choice for a modern server; valid for the address the clients connect to.
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
+            -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+            -keyout "$BENCH/key.pem" -out "$BENCH/cert.pem" 2>/dev/null
+    fi
+    # Uploads land in a tmp dir (tmpfs when there is one), so disk speed does not cap them.
+    DAV=$(mktemp -d "${TMPDIR_DAV:-/dev/shm}/asynchttp-bench.XXXXXX" 2>/dev/null || mktemp -d)
+    mkdir -p "$DAV/dav" "$DAV/tmp"
+    chmod -R 777 "$DAV"
+
+    local user_line="" temp_lines=""
+    [[ $(id -u) -eq 0 ]] && user_line="user root;"
+    local module
+    for module in proxy fastcgi uwsgi scgi; do
+        nginx -V 2>&1 | grep -q -- "--without-http_${module}_module" \
+            || temp_lines+="    ${module}_temp_path $BENCH/nginx/${module}_temp;"$'\n'
+    done
+    cat >"$BENCH/nginx/nginx.conf" <<EOF
+# Generated by Benchmarks/run.sh. One worker, no access log, keep-alive without practical limits,
+# TLS without session resumption (every new connection is a full handshake).
+$user_line
+worker_processes 1;
+pid $BENCH/nginx/nginx.pid;
+error_log $BENCH/nginx/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    default_type application/octet-stream;
+    types { application/json json; }
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_requests 10000000;
+    keepalive_timeout 65;
+    client_body_temp_path $DAV/tmp;
+$temp_lines
+    server {
+        listen 127.0.0.1:$HTTP_PORT;
+        listen 127.0.0.1:$HTTPS_PORT ssl;
+        ssl_certificate $BENCH/cert.pem;
+        ssl_certificate_key $BENCH/key.pem;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_session_cache off;
+        ssl_session_tickets off;
+        root $BENCH/www;
+
+        # The JSON is always served as its pre-compressed .gz (no on-the-fly gzip, no gunzip).
+        location /gz/ {
+            gzip_static always;
+            add_header Vary Accept-Encoding;
+        }
+        location /dav/ {
+            root $DAV;
+            dav_methods PUT;
+            client_max_body_size 0;
+            client_body_buffer_size 1m;
+        }
+    }
+}
+EOF
+}
+
+NGINX_PID=""
+start_nginx() {
+    # A server left by an interrupted earlier run of this script (its own pid file) is stopped first.
+    if [[ -f $BENCH/nginx/nginx.pid ]]; then
+        local old; old=$(cat "$BENCH/nginx/nginx.pid")
+        if [[ -n $old ]] && kill -0 "$old" 2>/dev/null && grep -q nginx "/proc/$old/cmdline" 2>/dev/null; then
+            kill -QUIT "$old"; sleep 1
+        fi
+    fi
+    curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$HTTP_PORT/" \
+        && die "port $HTTP_PORT is in use; set HTTP_PORT and HTTPS_PORT"
+    nginx -p "$BENCH/nginx" -c "$BENCH/nginx/nginx.conf" -e "$BENCH/nginx/logs/error.log"
+    local i
+    for i in $(seq 1 50); do
+        [[ -s $BENCH/nginx/nginx.pid ]] && curl -sf -o /dev/null "http://127.0.0.1:$HTTP_PORT/1k.bin" && break
+        sleep 0.1
+    done
+    NGINX_PID=$(cat "$BENCH/nginx/nginx.pid")
+    curl -sf -o /dev/null --cacert "$BENCH/cert.pem" "https://127.0.0.1:$HTTPS_PORT/1k.bin" \
+        || die "nginx did not come up (see $BENCH/nginx/logs/error.log)"
+    log "nginx $NGINX_PID on 127.0.0.1:$HTTP_PORT and :$HTTPS_PORT"
+}
+
+cleanup() {
+    [[ -n $NGINX_PID ]] && kill -QUIT "$NGINX_PID" 2>/dev/null || true
+    [[ -n ${DAV:-} && -d ${DAV:-} ]] && rm -rf "$DAV"
+}
+
+# ---------------------------------------------------------------- runs
+RESULTS=$BENCH/results.jsonl
+COMMANDS=$BENCH/commands.txt
+
+# record CLIENT SCENARIO COMMAND...: runs a command bounded in time, appends its JSON line (or a failure line).
+record() {
+    local client=$1 scenario=$2; shift 2
+    local limit=$RUN_TIMEOUT
+    [[ $scenario == memory ]] && limit=$MEMORY_TIMEOUT
+    echo "$*" >>"$COMMANDS"
+    local output rc=0
+    output=$(timeout "$limit" "$@" 2>>"$BENCH/stderr.log") || rc=$?
+    local line; line=$(printf '%s\n' "$output" | grep '^{' | tail -1 || true)
+    if [[ -n $line ]]; then
+        echo "$line" >>"$RESULTS"
+    fi
+    if [[ -z $line || $rc -ne 0 ]]; then
+        log "  $client $scenario failed (exit $rc; see $BENCH/stderr.log)"
+        echo "{\"client\":\"$client\",\"scenario\":\"$scenario\",\"failed\":true,\"exit\":$rc}" >>"$RESULTS"
+    fi
+}
+
+# The Swift clients, one scenario.
+run_client() {
+    local client=$1 scenario=$2 base=http://127.0.0.1:$HTTP_PORT concurrency=1 extra=()
+    case $scenario in
+        tls-*|memory) base=https://127.0.0.1:$HTTPS_PORT ;;
+    esac
+    case $scenario in
+        seq|tls-seq|tls-new) extra=(--seconds "$SECONDS_PER_RUN" --requests "$REQUEST_CAP") ;;
+        conc) concurrency=32; extra=(--seconds "$SECONDS_PER_RUN" --requests "$REQUEST_CAP") ;;
+        download) extra=(--requests "$DOWNLOADS") ;;
+        gzip) extra=(--requests "$GZIPS") ;;
+        upload) extra=(--requests "$UPLOADS") ;;
+        memory) extra=(--requests "$MEMORY_CONNECTIONS") ;;
+    esac
+    record "$client" "$scenario" "$BIN/bench-$client" --scenario "$scenario" --url "$base" \
+        --concurrency "$concurrency" --cacert "$BENCH/cert.pem" "${extra[@]}"
+}
+
+# wrk as the C reference for request rates: prints one JSON line like the Swift clients'.
+run_wrk() {
+    local scenario=$1 url threads=1 connections=1 header=()
+    case $scenario in
+        seq) url=http://127.0.0.1:$HTTP_PORT/1k.bin ;;
+        conc) url=http://127.0.0.1:$HTTP_PORT/1k.bin; threads=2; connections=32 ;;
+        tls-seq) url=https://127.0.0.1:$HTTPS_PORT/1k.bin ;;
+        tls-new) url=https://127.0.0.1:$HTTPS_PORT/1k.bin; header=(-H "Connection: close") ;;
+    esac
+    echo "wrk -t$threads -c$connections -d${SECONDS_PER_RUN}s ${header[*]:+-H 'Connection: close'} $url" >>"$COMMANDS"
+    local output
+    output=$(timeout "$RUN_TIMEOUT" wrk "-t$threads" "-c$connections" "-d${SECONDS_PER_RUN}s" "${header[@]}" "$url" 2>&1) || true
+    python3 - "$scenario" "$output" >>"$RESULTS" <<'PY'
+import json, re, sys
+scenario, text = sys.argv[1], sys.argv[2]
+rate = re.search(r"Requests/sec:\s*([\d.]+)", text)
+done = re.search(r"(\d+) requests in ([\d.]+)(m?s)", text)
+errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", text))
+errors += int(m.group(1)) if (m := re.search(r"Non-2xx or 3xx responses: (\d+)", text)) else 0
+if not rate or not done:
+    print(json.dumps({"client": "wrk", "scenario": scenario, "failed": True}))
+else:
+    seconds = float(done.group(2)) / (1000 if done.group(3) == "ms" else 1)
+    print(json.dumps({"client": "wrk", "scenario": scenario, "requests": int(done.group(1)),
+                      "seconds": seconds, "req_per_s": float(rate.group(1)), "errors": errors}))
+PY
+}
+
+# curl as the C reference for throughput: COUNT transfers, one process each, summed.
+run_curl() {
+    local scenario=$1 count args=() size=0
+    case $scenario in
+        download) count=$DOWNLOADS; args=(-o /dev/null "http://127.0.0.1:$HTTP_PORT/256m.bin") ;;
+        gzip) count=$GZIPS; size=$(stat -c %s "$BENCH/www/gz/data.json")
+              args=(--compressed -o /dev/null "http://127.0.0.1:$HTTP_PORT/gz/data.json") ;;
+        upload) count=$UPLOADS; size=$(stat -c %s "$BENCH/upload-64m.bin")
+                args=(-o /dev/null -T "$BENCH/upload-64m.bin" "http://127.0.0.1:$HTTP_PORT/dav/curl.bin") ;;
+    esac
+    echo "curl -s -w '%{time_total} %{size_download} %{size_upload} %{http_code}' ${args[*]}  (x$count)" >>"$COMMANDS"
+    local i out lines=""
+    for ((i = 0; i < count; i++)); do
+        out=$(timeout "$RUN_TIMEOUT" curl -s -w '%{time_total} %{size_download} %{size_upload} %{http_code}' "${args[@]}" || echo "0 0 0 000")
+        lines+="$out"$'\n'
+    done
+    python3 - "$scenario" "$size" "$lines" >>"$RESULTS" <<'PY'
+import json, sys
+scenario, fixed_size, text = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+seconds = total = errors = ok = 0
+for line in text.split("\n"):
+    if not line.strip():
+        continue
+    t, down, up, code = line.split()
+    if not code.startswith("2"):
+        errors += 1
+        continue
+    ok += 1
+    seconds += float(t)
+    # gzip: the decompressed size (curl's counters are the compressed bytes); upload: bytes sent.
+    total += fixed_size if fixed_size else int(float(down))
+if ok == 0:
+    print(json.dumps({"client": "curl", "scenario": scenario, "failed": True}))
+else:
+    print(json.dumps({"client": "curl", "scenario": scenario, "requests": ok, "seconds": seconds,
+                      "bytes": total, "mb_per_s": total / seconds / 1e6, "errors": errors}))
+PY
+}
+
+run_parser() {
+    local name
+    for name in heads chunked; do
+        record asynchttp "parser-$name" "$BIN/bench-parser" --corpus "$BENCH/parser/$name.bin" \
+            --responses "$PARSER_RESPONSES" --seconds "$PARSER_SECONDS" --name "parser-$name"
+        record http-parser "parser-$name" "$BENCH/bin/bench_http_parser" "$BENCH/parser/$name.bin" \
+            "$PARSER_RESPONSES" "$PARSER_SECONDS" "parser-$name"
+    done
+}
+
+# ---------------------------------------------------------------- report
+# write_report FILE RUN_SECONDS: medians per client and scenario, ratios to AHC, targets, machine, commands.
+write_report() {
+    RESULTS=$RESULTS COMMANDS=$COMMANDS ROUNDS=$ROUNDS QUICK=$QUICK ROOT=$ROOT BENCH=$BENCH BIN=$BIN \
+    RUN_SECONDS=$2 SETTINGS="timed scenarios ${SECONDS_PER_RUN} s each; download ${DOWNLOADS} x 256 MiB; gzip ${GZIPS} x 16 MiB; upload ${UPLOADS} x 64 MiB; memory ${MEMORY_CONNECTIONS} new TLS connections; parser ${PARSER_SECONDS} s per corpus" \
+    python3 - "$1" <<'PY'
+import datetime, json, os, platform, re, statistics, subprocess, sys
+from collections import defaultdict
+
+out_path = sys.argv[1]
+env = os.environ
+runs = [json.loads(line) for line in open(env["RESULTS"]) if line.strip()]
+
+def sh(command):
+    try:
+        return subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60).stdout.strip()
+    except Exception:
+        return "?"
+
+values = defaultdict(list)      # (client, scenario, metric) -> [value per successful run]
+errors = defaultdict(int)       # (client, scenario) -> summed errors
+failures = defaultdict(int)     # (client, scenario) -> runs that failed outright
+for run in runs:
+    key = (run["client"], run["scenario"])
+    if run.get("failed"):
+        failures[key] += 1
+        continue
+    errors[key] += int(run.get("errors", 0))
+    for metric in ("req_per_s", "mb_per_s", "peak_rss_kb", "responses_per_s"):
+        if metric in run:
+            values[key + (metric,)].append(float(run[metric]))
+    if "rss_after_100_kb" in run and "rss_after_4000_kb" in run:
+        values[key + ("rss_growth_kb",)].append(float(run["rss_after_4000_kb"]) - float(run["rss_after_100_kb"]))
+
+def median(client, scenario, metric):
+    found = values.get((client, scenario, metric))
+    return statistics.median(found) if found else None
+
+def show(value, metric):
+    if value is None:
+        return "–"
+    if metric in ("peak_rss_kb", "rss_growth_kb"):
+        return f"{value / 1024:,.1f} MiB"
+    if metric == "mb_per_s":
+        return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
+    return f"{value:,.0f}"
+
+def cell(client, scenario, metric):
+    text = show(median(client, scenario, metric), metric)
+    if failures.get((client, scenario)):
+        text += f" ({failures[(client, scenario)]} failed)"
+    if errors.get((client, scenario)):
+        text += " †"
+    return text
+
+# (label, scenario, metric, reference client, direction, target)
+rows = [
+    ("seq req/s", "seq", "req_per_s", "wrk", "higher", 1.6),
+    ("conc req/s", "conc", "req_per_s", "wrk", "higher", 1.5),
+    ("download MB/s", "download", "mb_per_s", "curl", "higher", 1.8),
+    ("gzip MB/s (decompressed)", "gzip", "mb_per_s", "curl", "higher", 1.15),
+    ("upload MB/s", "upload", "mb_per_s", "curl", "higher", 1.3),
+    ("tls-seq req/s", "tls-seq", "req_per_s", "wrk", "higher", 1.6),
+    ("tls-new req/s", "tls-new", "req_per_s", "wrk", "higher", 1.1),
+    ("peak RSS, seq", "seq", "peak_rss_kb", None, "lower", 0.5),
+    ("peak RSS, conc", "conc", "peak_rss_kb", None, "lower", 0.5),
+    ("peak RSS, memory", "memory", "peak_rss_kb", None, "info", None),
+    ("RSS growth, 100 → {n} new TLS connections", "memory", "rss_growth_kb", None, "absolute", 2048),
+]
+memory_connections = next((r["requests"] + r.get("errors", 0) for r in runs
+                           if r["scenario"] == "memory" and not r.get("failed")), 4000)
+
+lines = []
+add = lines.append
+quick = env.get("QUICK") == "1"
+add("# Benchmarks")
+add("")
+if quick:
+    add("> **QUICK smoke run** (`QUICK=1`): one round with short durations. Not figures to cite.")
+    add("")
+add(f"Generated by `Benchmarks/run.sh` on {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC "
+    f"({env['ROUNDS']} round(s), clients interleaved; {int(env['RUN_SECONDS']) // 60} min of runs). "
+    "Do not edit by hand: rerun the script. Every figure is the median over the rounds; every ratio compares "
+    "medians from this same run.")
+add("")
+add("## Results")
+add("")
+add("| scenario | AsyncHTTP | AHC | URLSession | curl/wrk | ratio AsyncHTTP/AHC | target | met? |")
+add("|---|---:|---:|---:|---:|---:|---:|:---:|")
+missed = []
+for label, scenario, metric, reference, direction, target in rows:
+    label = label.format(n=f"{memory_connections:,}")
+    ours, theirs = median("asynchttp", scenario, metric), median("ahc", scenario, metric)
+    ratio = ours / theirs if ours is not None and theirs else None
+    ratio_text = f"{ratio:.2f}×" if ratio is not None and direction != "absolute" else "–"
+    ref_text = cell(reference, scenario, metric) if reference else "–"
+    if direction == "higher":
+        target_text, met = f"≥ {target}×", (ratio is not None and ratio >= target)
+    elif direction == "lower":
+        target_text, met = f"≤ {target}×", (ratio is not None and ratio <= target)
+    elif direction == "absolute":
+        target_text, met = "< 2 MiB", (ours is not None and ours < target)
+    else:
+        target_text, met = "–", None
+    met_text = "–" if met is None else ("yes" if met else "**no**")
+    if met is False:
+        missed.append(label)
+    add(f"| {label} | {cell('asynchttp', scenario, metric)} | {cell('ahc', scenario, metric)} | "
+        f"{cell('urlsession', scenario, metric)} | {ref_text} | {ratio_text} | {target_text} | {met_text} |")
+add("")
+add("Parser micro-benchmark (responses parsed per second, same corpus bytes, fed 16 KiB at a time):")
+add("")
+add("| corpus | AsyncHTTP | http-parser (C) | AsyncHTTP MB/s | http-parser MB/s | ratio | target | met? |")
+add("|---|---:|---:|---:|---:|---:|---:|:---:|")
+for name, label in (("parser-heads", "heads: 10 fields + 1 KiB body"), ("parser-chunked", "chunked: 8 chunks of 100–1,500 B")):
+    ours, theirs = median("asynchttp", name, "responses_per_s"), median("http-parser", name, "responses_per_s")
+    ratio = ours / theirs if ours is not None and theirs else None
+    met = ratio is not None and ratio >= 0.8
+    if not met:
+        missed.append(label)
+    add(f"| {label} | {show(ours, 'responses_per_s')} | {show(theirs, 'responses_per_s')} | "
+        f"{show(median('asynchttp', name, 'mb_per_s'), 'mb_per_s')} | {show(median('http-parser', name, 'mb_per_s'), 'mb_per_s')} | "
+        f"{'–' if ratio is None else f'{ratio:.2f}×'} | ≥ 0.8× | {'yes' if met else '**no**'} |")
+add("")
+flagged = sorted(k for k, n in errors.items() if n) + sorted(k for k, n in failures.items() if n)
+add("† some requests of these runs failed: " + (", ".join(f"{c} {s} ({errors.get((c, s), 0)} errors, "
+    f"{failures.get((c, s), 0)} failed runs)" for c, s in sorted(set(flagged))) if flagged else "none.")
+     + " Failed runs are left out of the medians; the first error of each run is in `Benchmarks/.bench/stderr.log`.")
+add("")
+add("Targets missed in this run: " + (", ".join(missed) if missed else "none") + ".")
+add("")
+add("## How it was measured")
+add("")
+add("- One nginx worker on 127.0.0.1 (generated config in `Benchmarks/.bench/nginx/nginx.conf`): access log off, "
+    "`keepalive_requests 10000000`, `keepalive_timeout 65`, `sendfile on`, an ECDSA P-256 self-signed certificate "
+    "with `ssl_session_cache off` and `ssl_session_tickets off` (every new TLS connection is a full handshake); "
+    "static files of 1 KiB and 256 MiB (random bytes), a 16 MiB JSON served from its `.gz` with `gzip_static always`, "
+    "and a `dav_methods PUT` location writing to a tmpfs directory.")
+add("- Clients: `bench-asynchttp`, `bench-ahc`, `bench-urlsession` (release build), same command line, one JSON line per run. "
+    "Each round runs every scenario for AsyncHTTP, AHC and URLSession in that order, then the C reference.")
+add(f"- Sizes: {env['SETTINGS']}.")
+add("- `seq`, `tls-seq`, `conc`: one warm-up request per connection before the clock starts; `tls-new` and `memory` "
+    "open a new connection per request (AsyncHTTP `persistentConnection = false`, AHC and URLSession "
+    "`Connection: close`). `conc`: 32 tasks and a pool of 32 connections.")
+add("- `download`: bodies streamed and discarded. `gzip`: MB/s of *decompressed* bytes. AsyncHTTP's compression "
+    "middleware is not wired into the chain yet, so its run sends `Accept-Encoding: gzip` and inflates the "
+    "streamed body with zlib in the benchmark (BenchCore's `GzipCounter`, 64 KiB output buffer); AHC uses "
+    "`decompression: .enabled(limit: .none)`; URLSession and `curl --compressed` inflate by themselves. "
+    "`upload`: a 64 MiB streamed PUT with `Content-Length` (64 KiB chunks; URLSession streams from an `InputStream`).")
+add("- Peak RSS: `getrusage` `ru_maxrss` at the end of each run. RSS growth: `/proc/self/statm` resident pages after "
+    "the last new TLS connection minus after the 100th.")
+add("- MB/s are 10^6 bytes per second. curl runs one process per transfer and reports the sum of `time_total`; "
+    "wrk runs for the same duration as the timed scenarios.")
+add("- Parser: `bench-parser` drives the internal `HTTP1ResponseParser` through `@_spi(Benchmarks) ParserBenchmark`, "
+    "building each head's `HTTPFields`; `parser-c/bench_http_parser.c` runs Debian's libhttp-parser (nodejs "
+    "http-parser) with callbacks that only count. Both read the corpus files written by `bench-parser --write-corpus`.")
+add("")
+add("## Machine")
+add("")
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+os_name = next((l.split("=", 1)[1].strip().strip('"') for l in open("/etc/os-release") if l.startswith("PRETTY_NAME")), "?")
+ahc_version = "?"
+try:
+    resolved = json.load(open(os.path.join(env["ROOT"], "Benchmarks", "Package.resolved")))
+    for pin in resolved.get("pins", []):
+        if pin.get("identity") == "async-http-client":
+            ahc_version = pin["state"].get("version", "?")
+except Exception:
+    pass
+memory_gib = round(int(next(l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal"))) / 1048576)
+add(f"- CPUs (`nproc`): {sh('nproc')}; CPU: {cpu}; memory: {memory_gib} GiB")
+add(f"- Kernel: {sh('uname -sr')}; OS: {os_name}")
+add(f"- Swift: {sh('swift --version 2>&1 | head -1')}")
+add(f"- nginx: {sh('nginx -v 2>&1')}; OpenSSL: {sh('openssl version')}")
+add(f"- curl: {sh('curl --version | head -1')}")
+parser_version = sh("dpkg-query -W -f='${Version}' libhttp-parser-dev 2>/dev/null")
+add(f"- wrk: {sh('wrk -v 2>&1 | head -1')}; http-parser: {parser_version}")
+add(f"- async-http-client: {ahc_version}; URLSession: swift-corelibs-foundation of the Swift toolchain above")
+add("")
+add("## Commands")
+add("")
+add("```")
+add("Benchmarks/run.sh        # the one command; QUICK=1 for a smoke run, ROUNDS=n to change the rounds")
+seen = []
+for line in open(env["COMMANDS"]):
+    line = line.strip().replace(env["BENCH"], "$BENCH").replace(env["BIN"], "$BIN")
+    if line and line not in seen:
+        seen.append(line)
+lines.extend(seen)
+add("```")
+add("")
+add("(`$BIN` is `swift build -c release --package-path Benchmarks --show-bin-path`, `$BENCH` is `Benchmarks/.bench`.)")
+add("")
+add("## Every run")
+add("")
+add("| client | scenario | req/s | MB/s | peak RSS | errors |")
+add("|---|---|---|---|---|---|")
+for run in runs:
+    if run.get("failed"):
+        add(f"| {run['client']} | {run['scenario']} | failed | | | |")
+        continue
+    rate = run.get("req_per_s", run.get("responses_per_s"))
+    rate_text = "" if rate is None else f"{float(rate):,.0f}"
+    mb_text = "" if run.get("mb_per_s") is None else f"{float(run['mb_per_s']):,.1f}"
+    rss_text = "" if run.get("peak_rss_kb") is None else show(float(run["peak_rss_kb"]), "peak_rss_kb")
+    add(f"| {run['client']} | {run['scenario']} | {rate_text} | {mb_text} | {rss_text} | {run.get('errors', '')} |")
+open(out_path, "w").write("\n".join(lines) + "\n")
+PY
+}
+
+main() {
+    install_missing
+    mkdir -p "$BENCH/bin"
+    generate
+    build
+    PARSER_RESPONSES=$("$BIN/bench-parser" --write-corpus "$BENCH/parser")
+    : >"$RESULTS"; : >"$COMMANDS"; : >"$BENCH/stderr.log"
+    trap cleanup EXIT
+    start_nginx
+    local started=$SECONDS round scenario client
+    for ((round = 1; round <= ROUNDS; round++)); do
+        for scenario in seq conc download gzip upload tls-seq tls-new memory; do
+            log "round $round/$ROUNDS: $scenario"
+            for client in "${CLIENTS[@]}"; do
+                run_client "$client" "$scenario"
+            done
+            case $scenario in
+                seq|conc|tls-seq|tls-new) run_wrk "$scenario" ;;
+                download|gzip|upload) run_curl "$scenario" ;;
+            esac
+        done
+        log "round $round/$ROUNDS: parser"
+        run_parser
+    done
+    log "runs took $((SECONDS - started)) s"
+    local output=$ROOT/docs/benchmarks.md
+    [[ $QUICK == 1 ]] && output=$BENCH/benchmarks-quick.md
+    mkdir -p "$(dirname "$output")"
+    write_report "$output" "$((SECONDS - started))"
+    log "wrote $output"
+}
+
+main "$@"
