@@ -1,7 +1,8 @@
 // ahttp: a curl-like command line over AsyncHTTP.
 //
 //   ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v] [-s] [-k]
-//         [--cacert FILE] [-m SECONDS] [-w FORMAT] URL [URL…]
+//         [--cacert FILE] [-m SECONDS] [-w FORMAT] [-L] [--max-redirs N] [-b FILE|DATA] [-c FILE]
+//         [--compressed] URL [URL…]
 //
 // Several URLs are fetched in order over the same pool, as curl does. The exit status is 0 whatever
 // the HTTP status, and curl's number for a transport, TLS or protocol failure (6, 7, 28, 35, 60, …),
@@ -29,6 +30,16 @@ struct Options {
     var caFile: String?
     var maxTime: Double?
     var writeOut: String?
+    /// -L: follow redirects (curl does not by default).
+    var followRedirects = false
+    var maxRedirects: Int?
+    /// -b: cookie files to read, and `name=value` strings to send as they are.
+    var cookieFiles: [String] = []
+    var cookieStrings: [String] = []
+    /// -c: where to write every cookie at the end, session cookies too (as curl).
+    var cookieJarFile: String?
+    /// --compressed: ask for gzip/deflate and decode (curl sends no Accept-Encoding without it).
+    var compressed = false
     var urls: [String] = []
 }
 
@@ -78,6 +89,17 @@ func parse(_ arguments: [String]) throws -> Options {
             guard let seconds = Double(text), seconds > 0 else { throw UsageError(message: "invalid --max-time '\(text)'") }
             options.maxTime = seconds
         case "-w", "--write-out": options.writeOut = try value(argument)
+        case "-L", "--location": options.followRedirects = true
+        case "--max-redirs":
+            let text = try value(argument)
+            guard let count = Int(text), count >= -1 else { throw UsageError(message: "invalid --max-redirs '\(text)'") }
+            options.maxRedirects = count == -1 ? Int.max : count  // curl: -1 means no limit
+        case "-b", "--cookie":
+            // curl: an argument with '=' is cookie data to send; otherwise a file to read.
+            let text = try value(argument)
+            if text.contains("=") { options.cookieStrings.append(text) } else { options.cookieFiles.append(text) }
+        case "-c", "--cookie-jar": options.cookieJarFile = try value(argument)
+        case "--compressed": options.compressed = true
         case "-h", "--help":
             printStdout(usage + "\n")
             exit(0)
@@ -95,8 +117,11 @@ func parse(_ arguments: [String]) throws -> Options {
 
 let usage = """
 usage: ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v] [-s] [-k]
-             [--cacert FILE] [-m SECONDS] [-w FORMAT] URL [URL…]
-  -w knows %{http_code} %{size_download} %{num_connects} %{url_effective} %{time_total} and \\n
+             [--cacert FILE] [-m SECONDS] [-w FORMAT] [-L] [--max-redirs N] [-b FILE|NAME=VALUE]
+             [-c FILE] [--compressed] URL [URL…]
+  -L follows redirects (at most 10, or --max-redirs; never https → http)
+  -b reads a Netscape cookies.txt (curl's format) or sends NAME=VALUE; -c writes all cookies there at the end
+  -w knows %{http_code} %{size_download} %{num_connects} %{num_redirects} %{url_effective} %{time_total} and \\n
 """
 
 func readFile(_ path: String) throws -> [UInt8] {
@@ -170,7 +195,7 @@ func curlExitCode(_ error: HTTPClientError) -> Int32 {
     case .ioFailure: 56
     case .headerLimitExceeded, .bodyLimitExceeded: 63
     case .invalidRequest: 43
-    case .tooManyRedirects, .redirectLoop: 47
+    case .tooManyRedirects, .redirectLoop: 47  // CURLE_TOO_MANY_REDIRECTS
     case .decompressionFailed: 61
     case .authenticationFailed: 67
     case .proxyFailed: 97
@@ -243,6 +268,20 @@ func run() async -> Int32 {
     if options.insecure { configuration.tls.certificateVerification = false }
     if let caFile = options.caFile { configuration.tls.trustRoots = .file(caFile) }
     if let maxTime = options.maxTime { configuration.totalTimeout = .milliseconds(Int64(maxTime * 1000)) }
+    configuration.redirectPolicy.followsRedirects = options.followRedirects
+    if let maxRedirects = options.maxRedirects { configuration.redirectPolicy.maxRedirects = maxRedirects }
+    configuration.compression.acceptsCompressedResponses = options.compressed
+    // As curl: the cookie engine runs only with a cookie file to read (-b FILE) or write (-c).
+    var jar: CookieJar?
+    if !options.cookieFiles.isEmpty || options.cookieJarFile != nil {
+        jar = CookieJar(storage: CommandLineCookieFiles(read: options.cookieFiles, write: options.cookieJarFile))
+        do { try await jar?.load() } catch {
+            printError("cannot read cookies: \(error)")
+            return 26  // CURLE_READ_ERROR
+        }
+    }
+    configuration.cookieJar = jar
+    if options.verbose { configuration.middleware.append(VerboseHeads(userAgent: configuration.userAgent)) }
     let client = HTTPClient(configuration: configuration)
     defer { Task { try? await client.shutdown() } }
 
@@ -263,17 +302,13 @@ func run() async -> Int32 {
         }
         if let method = options.method { request.method = method }
         for (name, value) in options.headers { request.setHeader(name, value) }
+        for cookies in options.cookieStrings { request.addHeader("Cookie", cookies) }
 
         let start = ContinuousClock.now
         do {
             let connectionsBefore = client.connectionsOpened
             let response = try await client.send(request)
-            let headText = "HTTP/\(response.version.major).\(response.version.minor) \(response.status.code) \(response.status.reasonPhrase)\r\n"
-                + response.headers.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
-            if options.verbose {
-                let lines = headText.split(separator: "\r\n", omittingEmptySubsequences: false).dropLast()
-                try? writeAll(2, Array(lines.map { "< " + $0 + "\n" }.joined().utf8)[...])
-            }
+            let headText = responseHeadText(response)
             if options.includeHeaders || options.headOnly { try sink.write(headText) }
             var size = 0
             for try await chunk in response.body {
@@ -289,6 +324,7 @@ func run() async -> Int32 {
                     "size_download": String(size),
                     "num_connects": String(client.connectionsOpened - connectionsBefore),
                     "url_effective": response.url.description,
+                    "num_redirects": String(response.history.count),
                     "time_total": String(seconds),
                 ]
                 printStdout(formatWriteOut(format, values: values))
@@ -304,8 +340,63 @@ func run() async -> Int32 {
             status = 1
         }
     }
+    if options.cookieJarFile != nil, let jar {
+        do { try await jar.save() } catch {
+            printError("cannot write cookies: \(error)")
+            if status == 0 { status = 23 }  // CURLE_WRITE_ERROR
+        }
+    }
     try? await client.shutdown()
     return status
+}
+
+func responseHeadText(_ response: HTTPClientResponse) -> String {
+    "HTTP/\(response.version.major).\(response.version.minor) \(response.status.code) \(response.status.reasonPhrase)\r\n"
+        + response.headers.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
+}
+
+/// `-b` files read and the `-c` file written, as curl uses them: every `-b` file is loaded, and `-c`
+/// receives every cookie at the end, session cookies included.
+struct CommandLineCookieFiles: CookieStorage {
+    var read: [String]
+    var write: String?
+
+    func load() throws -> [HTTPCookie] {
+        try read.flatMap { try NetscapeCookieFile(path: $0).load() }
+    }
+
+    func save(_ cookies: [HTTPCookie]) throws {
+        guard let write else { return }
+        try NetscapeCookieFile(path: write, includeSessionCookies: true).save(cookies)
+    }
+}
+
+/// `-v`: each request head as it goes out (`> `) and each response head as it comes in (`< `), one pair
+/// per hop of a redirect, as curl prints them. Innermost in the chain, so it shows the headers the other
+/// middleware added (cookies, Accept-Encoding) and the response before decompression; `Host`, `User-Agent`
+/// and the framing header are added by the encoder below it, so they are reconstructed here the same way.
+/// (An observer API would be the proper home for this: it only watches.)
+struct VerboseHeads: HTTPClientMiddleware {
+    let userAgent: String?
+
+    func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+        var lines: [String] = []
+        if let url = try? HTTPURL(request.url) {
+            lines.append("\(request.method.rawValue) \(url.requestTarget) HTTP/\(request.version.major).\(request.version.minor)")
+            if request.headers[HTTPField.Name("Host")!] == nil { lines.append("Host: \(url.hostHeader)") }
+        }
+        lines += request.headers.map { "\($0.name): \($0.value)" }
+        if let userAgent, request.headers[.userAgent] == nil { lines.append("User-Agent: \(userAgent)") }
+        if let body = request.body {
+            lines.append(body.length.map { "Content-Length: \($0)" } ?? "Transfer-Encoding: chunked")
+        }
+        lines.append("")
+        try? writeAll(2, Array(lines.map { "> " + $0 + "\n" }.joined().utf8)[...])
+        let response = try await next(request)
+        let head = responseHeadText(response).split(separator: "\r\n", omittingEmptySubsequences: false).dropLast()
+        try? writeAll(2, Array(head.map { "< " + $0 + "\n" }.joined().utf8)[...])
+        return response
+    }
 }
 
 exit(await run())

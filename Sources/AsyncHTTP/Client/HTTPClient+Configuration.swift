@@ -35,6 +35,20 @@ extension HTTPClient {
         /// Middleware run in front of the pool, outermost first, after the built-in chain
         /// (the built-in members are listed where the chain is built: `HTTPClient+Middleware.swift`).
         public var middleware: [any HTTPClientMiddleware] = []
+        /// How redirects are followed: up to 10, 301/302/303 as GET, no https → http (see ``RedirectPolicy``).
+        /// ``HTTPClientRequest/redirectPolicy`` overrides it per request.
+        public var redirectPolicy = RedirectPolicy()
+        /// Where cookies are kept between requests; nil turns cookie handling off for the client.
+        /// A fresh in-memory jar by default, so cookies live as long as the client (ASIHTTPRequest shared
+        /// one store per process; `HTTPClient.shared` has one jar for the process too). Give it a
+        /// ``NetscapeCookieFile`` to keep cookies across runs, or share one jar between clients.
+        public var cookieJar: CookieJar? = CookieJar()
+        /// `Accept-Encoding: gzip, deflate` with streaming decoding, and the decompression-bomb limits
+        /// (see ``CompressionPolicy``).
+        public var compression = CompressionPolicy()
+        /// The encoding ``HTTPClientResponse/text(upTo:)`` falls back to when the response declares no charset,
+        /// has no byte order mark and is not valid UTF-8: ISO-8859-1 (ASIHTTPRequest's `defaultResponseEncoding`).
+        public var textDecodingFallback = TextDecodingFallback()
 
         public init() {}
 

@@ -12,7 +12,21 @@ extension HTTPClient {
     /// then the pool.
     ///
     /// Members not built yet are simply absent; the order of the rest holds.
+    ///
+    /// Redirect and compression are always present, because a request can turn either on when the client
+    /// has it off (``HTTPClientRequest/redirectPolicy``, ``HTTPClientRequest/acceptsCompressedResponse``),
+    /// and the redirect step also records ``HTTPClientResponse/originalURL`` and ``HTTPClientResponse/history``.
+    /// The cookie step is present when the configuration has a ``Configuration/cookieJar``.
     static func builtInMiddleware(_ configuration: Configuration) -> [any HTTPClientMiddleware] {
-        []
+        var chain: [any HTTPClientMiddleware] = [
+            RedirectMiddleware(policy: configuration.redirectPolicy, textDecodingFallback: configuration.textDecodingFallback)
+        ]
+        // 2. auth: not built yet.
+        if let jar = configuration.cookieJar {
+            chain.append(CookieMiddleware(jar: jar))
+        }
+        chain.append(CompressionMiddleware(policy: configuration.compression))
+        // 5. cache, 6. throttle: not built yet.
+        return chain
     }
 }

@@ -32,6 +32,7 @@ public final class HTTPClient: Sendable {
     private let tlsContext: Result<TLSContext, HTTPClientError>
     private let isShared: Bool
     private let connectionIDs = Atomic<Int>(0)
+    private let resumedSessions = Atomic<Int>(0)
     private let isShutDown = Atomic<Bool>(false)
 
     public convenience init(configuration: Configuration = .init()) {
@@ -70,6 +71,9 @@ public final class HTTPClient: Sendable {
 
     /// How many connections this client has opened so far (curl's `%{num_connects}`, summed).
     public var connectionsOpened: Int { connectionIDs.load(ordering: .relaxed) }
+
+    /// How many TLS handshakes resumed a cached session instead of a full handshake.
+    public var tlsSessionsResumed: Int { resumedSessions.load(ordering: .relaxed) }
 
     // MARK: Sending
 
@@ -219,6 +223,10 @@ public final class HTTPClient: Sendable {
             let stream = try TLSStream(socket: socket, context: context, host: key.host, port: key.port,
                                        hostIsIPAddress: SocketAddress(numericHost: key.host, port: key.port) != nil)
             try await stream.handshake(deadline: earliest(.now + configuration.connectTimeout, deadlines.total))
+            if stream.sessionWasReused {
+                resumedSessions.add(1, ordering: .relaxed)
+                configuration.logger.trace("TLS session resumed", metadata: ["key": "\(key)"])
+            }
             tls = stream
         }
         let id = connectionIDs.add(1, ordering: .relaxed).newValue

@@ -39,6 +39,33 @@ public struct HTTPClientRequest: Sendable {
     /// When false the request goes out with `Connection: close` on a connection of its own.
     public var persistentConnection = true
 
+    // MARK: Middleware options. Each nil or default leaves the decision to the client's configuration.
+
+    /// How redirects are followed for this request, replacing the client's
+    /// ``HTTPClient/Configuration/redirectPolicy``. `.disabled` returns a 3xx response as it is
+    /// (ASIHTTPRequest's `shouldRedirect = NO`).
+    public var redirectPolicy: RedirectPolicy?
+    /// Headers to remove if a redirect leaves this request's origin, in addition to the policy's
+    /// ``RedirectPolicy/sensitiveHeaders`` and the always-removed `Authorization`, `Proxy-Authorization`
+    /// and `Cookie`: mark here the credentials you add as custom headers.
+    public var sensitiveHeaders: Set<HTTPField.Name> = []
+    /// Send cookies from the client's jar and store the cookies the response sets (ASIHTTPRequest's
+    /// `useCookiePersistence`). When false the jar is neither read nor changed; a `Cookie` header you set
+    /// is still sent, which is how a request carries cookies of its own.
+    public var usesCookieJar = true
+    /// Ask for a gzip or deflate response and decode it as it streams in, overriding the client's
+    /// ``CompressionPolicy/acceptsCompressedResponses`` (ASIHTTPRequest's `allowCompressedResponse`).
+    public var acceptsCompressedResponse: Bool?
+    /// Compress the body with gzip and send it with `Content-Encoding: gzip` (ASIHTTPRequest's
+    /// `shouldCompressRequestBody`). Only for servers known to accept it: HTTP has no way to ask first.
+    public var compressesBody = false
+    /// Keep the compressed bytes of a decoded response too, in ``HTTPClientResponse/rawCompressedBody``
+    /// (ASIHTTPRequest's `rawResponseData`).
+    public var keepsRawCompressedBody = false
+    /// What ``HTTPClientResponse/text(upTo:)`` falls back to for this request's response, overriding the
+    /// client's ``HTTPClient/Configuration/textDecodingFallback`` (ASIHTTPRequest's `defaultResponseEncoding`).
+    public var textDecodingFallback: TextDecodingFallback?
+
     /// Problems found by ``setHeader(_:_:)``, reported when the request is sent.
     var headerProblems: [HTTPClientError] = []
 

@@ -17,6 +17,20 @@ public struct HTTPClientResponse: Sendable {
     public var body: Body
     /// The URL this response came from (after redirects, the last one).
     public var url: HTTPURL
+    /// The URL the request was sent to, before any redirect.
+    public var originalURL: HTTPURL
+    /// The redirects followed to get this response, oldest first; empty when there were none.
+    /// `history.count` is curl's `%{num_redirects}`.
+    public var history: [RedirectHop] = []
+    /// Whether the server sent the body with a content coding (`Content-Encoding` other than `identity`),
+    /// ASIHTTPRequest's `isResponseCompressed`. When AsyncHTTP decoded it, the body yields the decoded bytes
+    /// and the `Content-Encoding` and `Content-Length` fields are gone (they described the encoded body);
+    /// when `Content-Encoding` is still there, the body is still encoded.
+    public var isCompressed = false
+    /// Collects the encoded bytes while a decoded body is read, when the request asked for them.
+    var rawBodyRecorder: RawBodyRecorder?
+    /// What ``text(upTo:)`` falls back to; set by the redirect middleware from the request or client.
+    var textDecodingFallback = TextDecodingFallback()
 
     public init(status: HTTPResponse.Status, headers: HTTPFields = [:], version: HTTPVersion = .http1_1,
                 body: Body = Body(), url: HTTPURL) {
@@ -25,6 +39,35 @@ public struct HTTPClientResponse: Sendable {
         self.version = version
         self.body = body
         self.url = url
+        self.originalURL = url
+    }
+
+    /// The body as the server sent it, still compressed, when the request set
+    /// ``HTTPClientRequest/keepsRawCompressedBody`` and the response was decoded (ASIHTTPRequest's
+    /// `rawResponseData`); nil otherwise. It fills as ``body`` is read: complete once the body has been
+    /// read to its end.
+    public var rawCompressedBody: [UInt8]? { rawBodyRecorder?.bytes }
+
+    /// Reads the body and decodes it as text, failing with ``HTTPClientError/Code/bodyLimitExceeded`` past
+    /// `maxBytes` (counted after decompression).
+    ///
+    /// The encoding is the `Content-Type` charset if it names one AsyncHTTP knows (UTF-8, ISO-8859-1,
+    /// Windows-1252, UTF-16 and its BE/LE forms, US-ASCII), else a byte order mark's, else UTF-8 if the bytes
+    /// are valid UTF-8, else the fallback: ISO-8859-1 unless ``HTTPClientRequest/textDecodingFallback`` or
+    /// ``HTTPClient/Configuration/textDecodingFallback`` says otherwise. Never fails on the bytes themselves:
+    /// what cannot be decoded becomes U+FFFD.
+    ///
+    /// ```swift
+    /// let page = try await client.send(request).text(upTo: 1 << 20)
+    /// ```
+    public func text(upTo maxBytes: Int) async throws -> String {
+        try await text(upTo: maxBytes, fallback: textDecodingFallback)
+    }
+
+    /// ``text(upTo:)`` with an explicit fallback encoding.
+    public func text(upTo maxBytes: Int, fallback: TextDecodingFallback) async throws -> String {
+        let bytes = try await body.collect(upTo: maxBytes)
+        return TextEncoding.decode(bytes, contentType: headers[.contentType], fallback: fallback)
     }
 }
 

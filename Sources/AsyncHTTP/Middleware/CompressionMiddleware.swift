@@ -1,0 +1,232 @@
+import HTTPTypes
+import Synchronization
+
+/// How a client asks for compressed responses and guards against decompression bombs.
+///
+/// ```swift
+/// var configuration = HTTPClient.Configuration()
+/// configuration.compression.maxDecompressedBytes = 100 << 20   // refuse bodies that inflate past 100 MiB
+///
+/// var request = HTTPClientRequest(url: "https://example.com/archive.tar.gz")
+/// request.acceptsCompressedResponse = false   // no Accept-Encoding, bytes as stored
+/// ```
+public struct CompressionPolicy: Sendable, Hashable {
+    /// Send `Accept-Encoding: gzip, deflate` and decode such responses as they stream in (ASIHTTPRequest's
+    /// `allowCompressedResponse`, on by default there too). A request can override it with
+    /// ``HTTPClientRequest/acceptsCompressedResponse``.
+    public var acceptsCompressedResponses: Bool
+    /// The most bytes one body may inflate to, or nil for no absolute cap (the default: curl, Go, URLSession
+    /// and browsers have none, and a gzipped download can rightly inflate to gigabytes on its way to disk).
+    /// Past it the body fails with ``HTTPClientError/Code/bodyLimitExceeded``.
+    public var maxDecompressedBytes: Int?
+    /// The most decompressed bytes per compressed byte, over the body so far, or nil for no check.
+    /// 200: Apache httpd's `mod_deflate` (`DeflateInflateRatioLimit`); text and JSON compress 3–20:1, a bomb
+    /// of zeros about 1000:1. Past it the body fails with ``HTTPClientError/Code/bodyLimitExceeded``.
+    public var maxDecompressionRatio: Int?
+    /// The ratio is enforced only once this many bytes have been inflated, so a small, very repetitive body
+    /// is never refused. 1 MiB: where a bomb starts to cost memory worth caring about.
+    public var decompressionRatioAppliesAfter: Int
+
+    public init(
+        acceptsCompressedResponses: Bool = true, maxDecompressedBytes: Int? = nil, maxDecompressionRatio: Int? = 200,
+        decompressionRatioAppliesAfter: Int = 1 << 20
+    ) {
+        self.acceptsCompressedResponses = acceptsCompressedResponses
+        self.maxDecompressedBytes = maxDecompressedBytes
+        self.maxDecompressionRatio = maxDecompressionRatio
+        self.decompressionRatioAppliesAfter = decompressionRatioAppliesAfter
+    }
+
+    var limits: DecompressionLimits {
+        DecompressionLimits(maxBytes: maxDecompressedBytes, maxRatio: maxDecompressionRatio,
+                            ratioAppliesAfter: decompressionRatioAppliesAfter)
+    }
+}
+
+/// Asks for gzip and deflate, inflates responses as their bytes arrive, and gzips request bodies when asked.
+///
+/// Responses are decoded only when this middleware sent the `Accept-Encoding` itself, as Go's transport
+/// does: a caller who sets `Accept-Encoding` by hand gets the bytes as the server sent them (and
+/// ``HTTPClientResponse/isCompressed`` says whether they are encoded).
+///
+/// A decoded response loses its `Content-Encoding` and `Content-Length` fields, since neither describes
+/// the body it now carries (Go does the same and sets `Uncompressed`; URLSession keeps both, so its
+/// `expectedContentLength` is the compressed size). ``HTTPClientResponse/isCompressed`` stays true.
+struct CompressionMiddleware: HTTPClientMiddleware {
+    let policy: CompressionPolicy
+
+    /// What is advertised. Not `br` or `zstd`: zlib decodes only these two.
+    static let acceptEncoding = "gzip, deflate"
+
+    /// Compressed input is fed to zlib this much at a time, so one step of the body yields at most about
+    /// 16 MiB even at deflate's worst ratio (≈1032:1) when the ratio check is off.
+    static let inputSliceSize = 16 * 1024
+
+    init(policy: CompressionPolicy = CompressionPolicy()) {
+        self.policy = policy
+    }
+
+    func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+        var request = request
+        if request.compressesBody { try Self.gzipBody(of: &request) }
+        let decodes = (request.acceptsCompressedResponse ?? policy.acceptsCompressedResponses)
+            && !request.headers.contains(.acceptEncoding)
+        if decodes { request.headers[.acceptEncoding] = Self.acceptEncoding }
+
+        var response = try await next(request)
+        let codings = Self.contentCodings(response.headers)
+        guard !codings.isEmpty else { return response }
+        response.isCompressed = true
+        // Only one coding is decoded; stacked codings ("gzip, gzip") are left for the caller, as Go does.
+        guard decodes, codings.count == 1, let coding = ContentCoding(token: codings[0]),
+              Self.hasBody(response, method: request.method)
+        else { return response }
+
+        let recorder = request.keepsRawCompressedBody ? RawBodyRecorder() : nil
+        response.body = HTTPClientResponse.Body(
+            InflatingBody(compressed: response.body, coding: coding, limits: policy.limits, recorder: recorder))
+        response.rawBodyRecorder = recorder
+        response.headers[.contentEncoding] = nil
+        response.headers[.contentLength] = nil
+        return response
+    }
+
+    /// The codings of `Content-Encoding` (RFC 9110 §8.4), lowercased, in the order applied, without `identity`.
+    static func contentCodings(_ headers: HTTPFields) -> [String] {
+        headers[values: .contentEncoding].flatMap { value in
+            value.split(separator: ",").map { $0.trimmingWhitespace().lowercased() }
+        }.filter { !$0.isEmpty && $0 != "identity" }
+    }
+
+    /// RFC 9110 §6.4.1: no content in responses to HEAD, nor in 1xx, 204 and 304 responses.
+    static func hasBody(_ response: HTTPClientResponse, method: HTTPRequest.Method) -> Bool {
+        let code = response.status.code
+        return method != .head && code >= 200 && code != 204 && code != 304
+    }
+
+    // MARK: Request bodies
+
+    /// Replaces the body with its gzip encoding and sets `Content-Encoding: gzip` (ASIHTTPRequest's
+    /// `shouldCompressRequestBody`). Bytes are compressed at once and stay replayable with a known length;
+    /// a stream is compressed as it is sent, so its length becomes unknown (chunked). A body that already
+    /// has a `Content-Encoding` is sent as it is.
+    static func gzipBody(of request: inout HTTPClientRequest) throws(HTTPClientError) {
+        guard let body = request.body, !request.headers.contains(.contentEncoding) else { return }
+        switch body.storage {
+        case .bytes(let bytes):
+            let deflater = Deflater(encoding: .gzip)
+            var compressed: [UInt8] = []
+            compressed.reserveCapacity(bytes.count / 2 + 64)
+            try bytes.withUnsafeBytes { input in
+                Result { () throws(HTTPClientError) in
+                    try deflater.compress(input) { compressed.append(contentsOf: $0) }
+                    try deflater.finish { compressed.append(contentsOf: $0) }
+                }
+            }.get()
+            request.body = .bytes(compressed)
+        case .stream(_, let makeSource):
+            request.body = HTTPClientRequest.Body(storage: .stream(length: nil, makeSource: {
+                gzipping(makeSource())
+            }))
+        }
+        request.headers[.contentEncoding] = "gzip"
+    }
+
+    /// A source that yields the gzip encoding of `source`'s chunks.
+    static func gzipping(_ source: BodyChunkSource) -> BodyChunkSource {
+        let deflater = Deflater(encoding: .gzip)
+        var ended = false
+        return BodyChunkSource {
+            // zlib holds back small inputs; pull until it has something to say, or the input ends.
+            while !ended {
+                var compressed: [UInt8] = []
+                if let chunk = try await source.next() {
+                    try chunk.withUnsafeBytes { input in
+                        try deflater.compress(input) { compressed.append(contentsOf: $0) }
+                    }
+                } else {
+                    ended = true
+                    try deflater.finish { compressed.append(contentsOf: $0) }
+                }
+                if !compressed.isEmpty { return compressed[...] }
+            }
+            return nil
+        }
+    }
+}
+
+/// A response body that inflates another as it is read. Decoded bytes are counted by
+/// ``HTTPClientResponse/Body/collect(upTo:)``'s limit, as the caller would expect.
+///
+/// A body that ends before its compressed stream does fails with ``HTTPClientError/Code/decompressionFailed``
+/// rather than ending early: a truncated body never passes for a complete one.
+struct InflatingBody: AsyncSequence, Sendable {
+    typealias Element = ArraySlice<UInt8>
+
+    let compressed: HTTPClientResponse.Body
+    let coding: ContentCoding
+    let limits: DecompressionLimits
+    let recorder: RawBodyRecorder?
+
+    func makeAsyncIterator() -> Iterator {
+        Iterator(compressed: compressed.makeAsyncIterator(), inflater: Inflater(encoding: coding, limits: limits),
+                 recorder: recorder)
+    }
+
+    struct Iterator: AsyncIteratorProtocol {
+        var compressed: HTTPClientResponse.Body.AsyncIterator
+        let inflater: Inflater
+        let recorder: RawBodyRecorder?
+        /// Compressed bytes received but not yet inflated.
+        var pending: ArraySlice<UInt8> = []
+        var ended = false
+
+        mutating func next() async throws -> ArraySlice<UInt8>? {
+            while !ended {
+                if pending.isEmpty {
+                    guard let chunk = try await compressed.next() else {
+                        ended = true
+                        try inflater.finish()  // throws if the compressed stream was cut short
+                        return nil
+                    }
+                    recorder?.append(chunk)
+                    pending = chunk
+                    continue
+                }
+                let input = pending.prefix(CompressionMiddleware.inputSliceSize)
+                pending = pending.dropFirst(input.count)
+                var decoded: [UInt8] = []
+                let inflater = self.inflater
+                try input.withUnsafeBytes { bytes in
+                    try inflater.decompress(bytes) { decoded.append(contentsOf: $0) }
+                }
+                if !decoded.isEmpty { return decoded[...] }
+            }
+            return nil
+        }
+    }
+}
+
+/// The compressed bytes of a response as they pass through ``InflatingBody``
+/// (``HTTPClientResponse/rawCompressedBody``).
+///
+/// `@unchecked` is not needed: the bytes live in a `Mutex`. The body's reader appends, anyone may read.
+final class RawBodyRecorder: Sendable {
+    private let storage = Mutex<[UInt8]>([])
+
+    func append(_ chunk: ArraySlice<UInt8>) {
+        storage.withLock { $0.append(contentsOf: chunk) }
+    }
+
+    var bytes: [UInt8] { storage.withLock { $0 } }
+}
+
+extension Substring {
+    /// Without leading and trailing spaces and tabs.
+    func trimmingWhitespace() -> Substring {
+        var slice = self
+        while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
+        while let last = slice.last, last == " " || last == "\t" { slice.removeLast() }
+        return slice
+    }
+}

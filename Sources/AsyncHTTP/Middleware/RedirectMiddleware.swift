@@ -1,0 +1,298 @@
+import HTTPTypes
+
+/// How a client follows redirects (3xx responses with a `Location`).
+///
+/// ```swift
+/// var configuration = HTTPClient.Configuration()
+/// configuration.redirectPolicy.maxRedirects = 5
+/// configuration.redirectPolicy.sensitiveHeaders = [HTTPField.Name("X-Api-Key")!]
+///
+/// var request = HTTPClientRequest(url: "https://example.com/old")
+/// request.redirectPolicy = .disabled          // get the 301 itself (ASIHTTPRequest's shouldRedirect = NO)
+/// ```
+///
+/// The rules, and where they come from:
+/// - 301, 302 and 303 are followed with `GET` and no body (HEAD stays HEAD), as ASIHTTPRequest, Go and
+///   browsers do; ``keepsMethodOn301And302`` keeps the method and body for 301 and 302 (RFC 9110 §15.4.2–3,
+///   ASIHTTPRequest's `shouldUseRFC2616RedirectBehaviour`).
+/// - 307 and 308 keep the method and the body (RFC 9110 §15.4.8–9); a one-shot stream body cannot be sent
+///   again and fails with ``HTTPClientError/Code/bodyNotReplayable``.
+/// - `Location` is resolved against the URL that answered (RFC 3986 §5.2).
+/// - When the next hop is on another origin (scheme, host or port), `Authorization`, `Proxy-Authorization`,
+///   `Cookie` (the cookie jar chooses afresh for the new host) and ``sensitiveHeaders`` are removed and stay
+///   removed for the rest of the chain, as the Fetch standard does.
+/// - https → http is refused with ``HTTPClientError/Code/redirectRefused`` unless ``allowsHTTPSToHTTP``.
+public struct RedirectPolicy: Sendable, Hashable {
+    /// Follow redirects at all (ASIHTTPRequest's `shouldRedirect`). When false, 3xx responses are returned.
+    public var followsRedirects: Bool
+    /// The most redirects followed for one request; one more throws ``HTTPClientError/Code/tooManyRedirects``.
+    /// 10: Go's `net/http` and async-http-client; ASIHTTPRequest allowed 5, curl 30 (with `-L`), browsers 20.
+    public var maxRedirects: Int
+    /// Keep the method and body on 301 and 302 instead of switching to `GET` (ASIHTTPRequest's
+    /// `shouldUseRFC2616RedirectBehaviour`; what RFC 9110 intends, but not what browsers do). 303 always
+    /// switches to `GET`.
+    public var keepsMethodOn301And302: Bool
+    /// Follow a redirect from https to plain http. Off: the downgrade would expose the next request
+    /// (and its cookies of non-`Secure` kinds) to the network. curl and Go follow it; we refuse by default.
+    public var allowsHTTPSToHTTP: Bool
+    /// Headers removed when a redirect leaves the origin, besides `Authorization`, `Proxy-Authorization`
+    /// and `Cookie`, which always are. Add API keys and other credentials sent as custom headers.
+    /// ``HTTPClientRequest/sensitiveHeaders`` adds to these per request.
+    public var sensitiveHeaders: Set<HTTPField.Name>
+
+    public init(
+        followsRedirects: Bool = true, maxRedirects: Int = 10, keepsMethodOn301And302: Bool = false,
+        allowsHTTPSToHTTP: Bool = false, sensitiveHeaders: Set<HTTPField.Name> = []
+    ) {
+        self.followsRedirects = followsRedirects
+        self.maxRedirects = maxRedirects
+        self.keepsMethodOn301And302 = keepsMethodOn301And302
+        self.allowsHTTPSToHTTP = allowsHTTPSToHTTP
+        self.sensitiveHeaders = sensitiveHeaders
+    }
+
+    /// Redirects are not followed: a 3xx response is returned as it is.
+    public static let disabled = RedirectPolicy(followsRedirects: false)
+}
+
+extension HTTPClientResponse {
+    /// A redirect that was followed on the way to a response: where it came from and what it said.
+    /// Its body was read and dropped.
+    public struct RedirectHop: Sendable, Hashable {
+        /// The URL that answered with the redirect.
+        public var url: HTTPURL
+        /// The method the request to ``url`` was sent with.
+        public var method: HTTPRequest.Method
+        /// 301, 302, 303, 307 or 308.
+        public var status: HTTPResponse.Status
+        /// The redirect's header fields (its `Location`, `Set-Cookie`, …).
+        public var headers: HTTPFields
+
+        public init(url: HTTPURL, method: HTTPRequest.Method, status: HTTPResponse.Status, headers: HTTPFields) {
+            self.url = url
+            self.method = method
+            self.status = status
+            self.headers = headers
+        }
+    }
+}
+
+/// Follows redirects as ``RedirectPolicy`` describes. The outermost built-in middleware: each hop goes
+/// through the whole chain below it again (cookies, compression, …), so a cookie set by a 302 is sent to
+/// the next hop. Being outermost it also sees the request as the caller made it and the final response, so
+/// it records ``HTTPClientResponse/originalURL``, ``HTTPClientResponse/history`` and the text-decoding
+/// fallback on the response.
+struct RedirectMiddleware: HTTPClientMiddleware {
+    let policy: RedirectPolicy
+    let textDecodingFallback: TextDecodingFallback
+
+    /// A redirect response's body is read (to hand its connection back to the pool) up to this much;
+    /// a larger one is dropped, which closes its connection. 64 KiB: the response stream's own drain limit.
+    static let drainLimit = 64 * 1024
+
+    init(policy: RedirectPolicy = RedirectPolicy(), textDecodingFallback: TextDecodingFallback = TextDecodingFallback()) {
+        self.policy = policy
+        self.textDecodingFallback = textDecodingFallback
+    }
+
+    func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+        let policy = request.redirectPolicy ?? self.policy
+        let fallback = request.textDecodingFallback ?? textDecodingFallback
+        let originalURL = try HTTPURL(request.url)
+        var current = request
+        var currentURL = originalURL
+        var history: [HTTPClientResponse.RedirectHop] = []
+        // (method, URL) pairs requested since the last Set-Cookie; see the loop check below.
+        var visited: Set<VisitKey> = [VisitKey(method: request.method, url: originalURL.description)]
+
+        while true {
+            var response = try await next(current)
+            guard policy.followsRedirects,
+                  let step = try Self.nextStep(for: response, method: current.method, from: currentURL, policy: policy)
+            else {
+                response.originalURL = originalURL
+                response.history = history
+                response.textDecodingFallback = fallback
+                return response
+            }
+            history.append(.init(url: currentURL, method: current.method, status: response.status, headers: response.headers))
+            await Self.drain(response.body)
+
+            guard history.count <= policy.maxRedirects else {
+                throw HTTPClientError(.tooManyRedirects,
+                    "more redirects than the limit of \(policy.maxRedirects); the next would go from \(currentURL)"
+                        + " to \(step.url)")
+            }
+            if currentURL.isSecure && !step.url.isSecure && !policy.allowsHTTPSToHTTP {
+                throw HTTPClientError(.redirectRefused,
+                    "refused to follow a redirect from https to plain http (\(currentURL) → \(step.url));"
+                        + " set RedirectPolicy.allowsHTTPSToHTTP to allow it")
+            }
+            // A URL seen again proves a loop only if nothing changed in between. A response that sets a
+            // cookie changes what the next request carries (the login pattern "set a cookie, redirect to
+            // the same page" is legitimate and browsers allow it), so it starts the bookkeeping afresh;
+            // a server that sets a cookie on every hop still ends at `maxRedirects`.
+            if response.headers.contains(.setCookie) { visited.removeAll() }
+            let key = VisitKey(method: step.method, url: step.url.description)
+            guard visited.insert(key).inserted else {
+                throw HTTPClientError(.redirectLoop,
+                    "redirect loop: \(currentURL) redirected back to \(step.url), already requested"
+                        + " (after \(history.count) redirects)")
+            }
+
+            var nextRequest = current
+            // The fragment is never sent, but response.url keeps it (see `resolve`).
+            nextRequest.url = step.url.description + (step.url.fragment.map { "#" + $0 } ?? "")
+            nextRequest.method = step.method
+            if !step.keepsBody {
+                nextRequest.body = nil
+                // As Fetch's "HTTP-redirect fetch": the request-body-header names go with the body.
+                for name in Self.bodyHeaders { nextRequest.headers[name] = nil }
+            } else if let body = nextRequest.body, !body.isReplayable {
+                throw HTTPClientError(.bodyNotReplayable,
+                    "cannot follow the \(response.status.code) redirect to \(step.url): it requires sending the"
+                        + " \(step.method) body again, but the body is a one-shot stream; use .bytes for a replayable body")
+            }
+            if !Self.sameOrigin(currentURL, step.url) {
+                for name in Self.credentialHeaders { nextRequest.headers[name] = nil }
+                for name in policy.sensitiveHeaders.union(request.sensitiveHeaders) { nextRequest.headers[name] = nil }
+                nextRequest.headers[Self.hostHeader] = nil  // the new URL's host, not a Host the caller set (as Go)
+            }
+            current = nextRequest
+            currentURL = step.url
+        }
+    }
+
+    // MARK: Deciding the next hop
+
+    struct Step {
+        var url: HTTPURL
+        var method: HTTPRequest.Method
+        var keepsBody: Bool
+    }
+
+    struct VisitKey: Hashable {
+        var method: HTTPRequest.Method
+        var url: String
+    }
+
+    /// The hop a response asks for, or nil when it is not a redirect to follow (not 301/302/303/307/308,
+    /// or no `Location`: RFC 9110 §15.4 makes `Location` optional, and without it the response is final).
+    ///
+    /// 300 Multiple Choices is returned as is: its `Location` is only a preference (§15.4.1); Go and
+    /// browsers do not follow it either.
+    static func nextStep(
+        for response: HTTPClientResponse, method: HTTPRequest.Method, from base: HTTPURL, policy: RedirectPolicy
+    ) throws(HTTPClientError) -> Step? {
+        let code = response.status.code
+        guard [301, 302, 303, 307, 308].contains(code), let location = response.headers[.location] else { return nil }
+        let keepsMethod = switch code {
+        case 307, 308: true
+        case 303: false
+        default: policy.keepsMethodOn301And302
+        }
+        let url = try resolve(location, against: base)
+        if keepsMethod || method == .head {
+            // HEAD stays HEAD on 301/302/303 (RFC 9110 §15.4.4 "a GET or HEAD request if using HEAD"; Go, Fetch).
+            return Step(url: url, method: method, keepsBody: keepsMethod)
+        }
+        return Step(url: url, method: .get, keepsBody: false)
+    }
+
+    /// Resolves a `Location` value against the URL that sent it (RFC 3986 §5.2).
+    ///
+    /// Servers put raw spaces and UTF-8 in `Location` more often than they should; such bytes are
+    /// percent-encoded first (curl and browsers do the same) rather than failing the request. A scheme
+    /// other than http or https is refused (``HTTPClientError/Code/redirectRefused``); a value that is still
+    /// not a URL reference is a ``HTTPClientError/Code/malformedResponse``.
+    static func resolve(_ location: String, against base: HTTPURL) throws(HTTPClientError) -> HTTPURL {
+        let reference = percentEncodingInvalidBytes(String(Substring(location).trimmingWhitespace()))
+        if let scheme = scheme(of: reference), scheme != "http", scheme != "https" {
+            throw HTTPClientError(.redirectRefused,
+                "refused to follow a redirect to '\(reference)': only http and https URLs are followed")
+        }
+        var url: HTTPURL
+        do {
+            url = try base.resolving(reference)
+        } catch {
+            throw HTTPClientError(.malformedResponse,
+                "the redirect from \(base) has an invalid Location '\(location)': \(error.message)")
+        }
+        // A Location without a fragment inherits the current one (RFC 9110 §10.2.2).
+        if url.fragment == nil { url.fragment = base.fragment }
+        return url
+    }
+
+    /// The scheme of a URI reference, lowercased, or nil for a relative reference (RFC 3986 §3.1, §4.2).
+    static func scheme(of reference: String) -> String? {
+        let bytes = reference.utf8
+        guard let colon = bytes.firstIndex(where: { $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "/")
+            || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }),
+            bytes[colon] == UInt8(ascii: ":"), colon != bytes.startIndex
+        else { return nil }
+        return String(decoding: bytes[..<colon], as: UTF8.self).lowercased()
+    }
+
+    /// Percent-encodes every byte RFC 3986 never allows in a URI (controls, space, DEL, non-ASCII, and
+    /// the characters " < > \ ^ ` { | }) and a `%` that does not start a valid escape.
+    static func percentEncodingInvalidBytes(_ text: String) -> String {
+        let bytes = Array(text.utf8)
+        func isHex(_ byte: UInt8) -> Bool {
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte | 0x20)
+        }
+        func isAllowed(_ index: Int) -> Bool {
+            let byte = bytes[index]
+            switch byte {
+            case 0x21, 0x24...0x3B, 0x3D, 0x3F...0x5B, 0x5D, 0x5F, 0x61...0x7A, 0x7E:
+                // ! $ & ' ( ) * + , - . / 0-9 : ; = ? @ A-Z [ ] _ a-z ~ ("%" and "#" below)
+                return byte != UInt8(ascii: "%") || (index + 2 < bytes.count && isHex(bytes[index + 1]) && isHex(bytes[index + 2]))
+            case UInt8(ascii: "#"):
+                return true
+            default:
+                return false
+            }
+        }
+        guard bytes.indices.contains(where: { !isAllowed($0) }) else { return text }
+        let hex = Array("0123456789ABCDEF".utf8)
+        var encoded: [UInt8] = []
+        encoded.reserveCapacity(bytes.count + 16)
+        for index in bytes.indices {
+            if isAllowed(index) {
+                encoded.append(bytes[index])
+            } else {
+                encoded.append(contentsOf: [UInt8(ascii: "%"), hex[Int(bytes[index] >> 4)], hex[Int(bytes[index] & 0x0F)]])
+            }
+        }
+        return String(decoding: encoded, as: UTF8.self)
+    }
+
+    /// RFC 6454 origin: scheme, host and port.
+    static func sameOrigin(_ a: HTTPURL, _ b: HTTPURL) -> Bool {
+        a.scheme == b.scheme && a.host == b.host && a.port == b.port
+    }
+
+    /// Always removed when a redirect leaves the origin: credentials meant for the old one. curl drops
+    /// `Authorization` and `Cookie` on a change of host, Go `Authorization` and `Cookie`, Fetch
+    /// `Authorization`; `Proxy-Authorization` answers the proxy of the old hop, which may not be the next one's.
+    static let credentialHeaders: [HTTPField.Name] = [.authorization, .proxyAuthorization, .cookie]
+
+    /// Fetch's "request-body-header names", removed with the body when a redirect switches to GET.
+    static let bodyHeaders: [HTTPField.Name] = [
+        .contentType, .contentLength, .contentEncoding, .contentLanguage, .contentLocation, .transferEncoding,
+    ]
+
+    // swift-http-types marks `.host` unavailable (it models HTTP/2's `:authority`); HTTP/1.1 has the field.
+    static let hostHeader = HTTPField.Name("Host")!
+
+    /// Reads and drops a redirect's body so its connection can go back to the pool before the next hop.
+    /// Errors are ignored: the redirect itself was received, and the next hop does not depend on its body.
+    static func drain(_ body: HTTPClientResponse.Body) async {
+        var read = 0
+        do {
+            for try await chunk in body {
+                read += chunk.count
+                if read > drainLimit { return }  // dropping the rest closes the connection
+            }
+        } catch {}
+    }
+}

@@ -1,0 +1,466 @@
+import HTTPTypes
+import XCTest
+@testable import AsyncHTTP
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The client against an independent in-process server (SwiftNIO).
+final class ClientBehaviourTests: XCTestCase {
+    var server: NIOTestServer!
+    var client: HTTPClient!
+
+    override func setUp() async throws {
+        server = try await NIOTestServer()
+        client = HTTPClient()
+    }
+
+    override func tearDown() async throws {
+        try await client?.shutdown()
+        try await server?.shutdown()
+    }
+
+    func url(_ path: String) -> String { server.baseURL + path }
+
+    func get(_ path: String) async throws -> (HTTPClientResponse, [UInt8]) {
+        let response = try await client.send(HTTPClientRequest(url: url(path)))
+        return (response, try await response.body.collect(upTo: 512 << 20))
+    }
+
+    // MARK: Keep-alive
+
+    func testSequentialRequestsReuseOneKeepAliveConnection() async throws {
+        for _ in 0..<20 {
+            let (response, body) = try await get("/hello")
+            XCTAssertEqual(response.status, .ok)
+            XCTAssertEqual(String(decoding: body, as: UTF8.self), "hello")
+        }
+        XCTAssertEqual(server.connectionsAccepted, 1, "counted on the server side")
+        XCTAssertEqual(server.requestsServed, 20)
+        XCTAssertEqual(client.connectionsOpened, 1)
+    }
+
+    func testPersistentConnectionOffOpensAConnectionPerRequest() async throws {
+        for _ in 0..<3 {
+            var request = HTTPClientRequest(url: url("/hello"))
+            request.persistentConnection = false
+            let response = try await client.send(request)
+            _ = try await response.body.collect(upTo: 1024)
+        }
+        XCTAssertEqual(server.connectionsAccepted, 3)
+    }
+
+    func testServerConnectionCloseIsHonoured() async throws {
+        let (_, body) = try await get("/close")
+        XCTAssertEqual(String(decoding: body, as: UTF8.self), "bye")
+        _ = try await get("/hello")
+        XCTAssertEqual(server.connectionsAccepted, 2)
+    }
+
+    func testIdleConnectionExpiresAfterTheIdleTimeout() async throws {
+        var configuration = HTTPClient.Configuration()
+        configuration.idleTimeout = .milliseconds(150)
+        let client = HTTPClient(configuration: configuration)
+        defer { Task { try await client.shutdown() } }
+        _ = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)
+        try await Task.sleep(for: .milliseconds(400))
+        let value1 = await client.pool.idleCount
+        XCTAssertEqual(value1, 0, "the sweep closed the idle connection")
+        _ = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)
+        XCTAssertEqual(client.connectionsOpened, 2)
+    }
+
+    func testServerKeepAliveTimeoutShortensTheIdleLifetime() async throws {
+        // `Keep-Alive: timeout=1` leaves no safe reuse window after the one-second margin.
+        _ = try await get("/keepalive-timeout?s=1")
+        _ = try await get("/hello")
+        XCTAssertEqual(client.connectionsOpened, 2)
+    }
+
+    // MARK: Bodies
+
+    func testLargeContentLengthBodyStreamsInManyChunks() async throws {
+        let size = 20 << 20
+        let response = try await client.send(HTTPClientRequest(url: url("/bytes?n=\(size)")))
+        var count = 0
+        var chunks = 0
+        var mismatch: Int?
+        for try await chunk in response.body {
+            for (offset, byte) in chunk.enumerated() where byte != UInt8((count + offset) % 251) {
+                mismatch = mismatch ?? count + offset
+            }
+            count += chunk.count
+            chunks += 1
+        }
+        XCTAssertEqual(count, size)
+        XCTAssertNil(mismatch)
+        XCTAssertGreaterThan(chunks, 10)
+    }
+
+    func testChunkedResponseBodyIsDecoded() async throws {
+        let (response, body) = try await get("/stream?n=1000000&chunk=777")
+        XCTAssertEqual(response.headers[.transferEncoding], "chunked")
+        XCTAssertEqual(body.count, 1_000_000)
+        XCTAssertTrue(body.enumerated().allSatisfy { $0.element == UInt8($0.offset % 251) })
+    }
+
+    func testBytesBodyGoesOutWithContentLength() async throws {
+        var request = HTTPClientRequest(url: url("/echo"))
+        request.method = .post
+        request.body = .bytes(Array("ping".utf8))
+        let response = try await client.send(request)
+        XCTAssertEqual(response.headers[HTTPField.Name("X-Request-Content-Length")!], "4")
+        XCTAssertNil(response.headers[HTTPField.Name("X-Request-Transfer-Encoding")!])
+        let value2 = try await response.body.collect(upTo: 100)
+        XCTAssertEqual(value2, Array("ping".utf8))
+    }
+
+    func testStreamBodyOfUnknownLengthGoesOutChunked() async throws {
+        var request = HTTPClientRequest(url: url("/echo"))
+        request.method = .put
+        let parts = (0..<50).map { Array("part \($0);".utf8) }
+        request.body = .stream(ChunkSequence(parts))
+        XCTAssertFalse(request.body!.isReplayable)
+        let response = try await client.send(request)
+        XCTAssertEqual(response.headers[HTTPField.Name("X-Request-Transfer-Encoding")!], "chunked")
+        let value3 = try await response.body.collect(upTo: 1 << 20)
+        XCTAssertEqual(value3, parts.flatMap { $0 })
+    }
+
+    func testLargeStreamedUploadAndDownloadBothWays() async throws {
+        let chunk = (0..<65536).map { UInt8($0 % 253) }
+        let count = 512 // 32 MiB
+        var request = HTTPClientRequest(url: url("/echo"))
+        request.method = .post
+        request.body = .stream(ChunkSequence(Array(repeating: chunk, count: count)), length: .known(chunk.count * count))
+        let response = try await client.send(request)
+        XCTAssertEqual(response.headers[HTTPField.Name("X-Request-Content-Length")!], String(chunk.count * count))
+        var received = 0
+        var intact = true
+        for try await part in response.body {
+            for (offset, byte) in part.enumerated() where byte != UInt8(((received + offset) % 65536) % 253) {
+                intact = false
+                break
+            }
+            received += part.count
+        }
+        XCTAssertEqual(received, chunk.count * count)
+        XCTAssertTrue(intact)
+    }
+
+    func testStreamShorterThanItsDeclaredLengthIsRefused() async throws {
+        var request = HTTPClientRequest(url: url("/echo"))
+        request.method = .post
+        request.body = .stream(ChunkSequence([[1, 2, 3]]), length: .known(10))
+        await assertThrows(.invalidRequest, containing: "declared") { _ = try await self.client.send(request) }
+    }
+
+    func testHTTP10CannotSendAStreamOfUnknownLength() async throws {
+        var request = HTTPClientRequest(url: url("/echo"))
+        request.method = .post
+        request.version = .http1_0
+        request.body = .stream(ChunkSequence([[1]]))
+        await assertThrows(.invalidRequest, containing: "HTTP/1.0") { _ = try await self.client.send(request) }
+    }
+
+    func testHTTP10RequestIsSentAsHTTP10() async throws {
+        var request = HTTPClientRequest(url: url("/headers"))
+        request.version = .http1_0
+        let response = try await client.send(request)
+        let text = String(decoding: try await response.body.collect(upTo: 1 << 16), as: UTF8.self)
+        XCTAssertTrue(text.contains("version: HTTP/1.0"), text)
+    }
+
+    func testDefaultHeadersHostAndUserAgent() async throws {
+        let (_, body) = try await get("/headers")
+        let text = String(decoding: body, as: UTF8.self).lowercased()
+        XCTAssertTrue(text.contains("host: 127.0.0.1:\(server.port)"), text)
+        XCTAssertTrue(text.contains("user-agent: asynchttp/\(AsyncHTTPVersion.string)"), text)
+    }
+
+    func testCollectUpToLimitThrowsATypedError() async throws {
+        let response = try await client.send(HTTPClientRequest(url: url("/bytes?n=200000")))
+        await assertThrows(.bodyLimitExceeded, containing: "1000") { _ = try await response.body.collect(upTo: 1000) }
+        // The abandoned connection was closed, not reused in a poisoned state.
+        let (again, body) = try await get("/hello")
+        XCTAssertEqual(again.status, .ok)
+        XCTAssertEqual(body, Array("hello".utf8))
+    }
+
+    func testBodyDroppedUnreadDoesNotPoisonThePool() async throws {
+        do {
+            let response = try await client.send(HTTPClientRequest(url: url("/stream?n=20000&chunk=1000")))
+            XCTAssertEqual(response.status, .ok)
+        } // dropped unread: small, drained and reused
+        for _ in 0..<3 {
+            let (_, body) = try await get("/hello")
+            XCTAssertEqual(body, Array("hello".utf8))
+        }
+        do {
+            _ = try await client.send(HTTPClientRequest(url: url("/bytes?n=\(8 << 20)")))
+        } // dropped unread: too large to drain, closed
+        let (_, body) = try await get("/bytes?n=10")
+        XCTAssertEqual(body.count, 10)
+    }
+
+    func testBodylessResponses() async throws {
+        var head = HTTPClientRequest(url: url("/bytes?n=5000"))
+        head.method = .head
+        let response = try await client.send(head)
+        XCTAssertEqual(response.headers[.contentLength], "5000")
+        let value4 = try await response.body.collect(upTo: 10)
+        XCTAssertEqual(value4, [])
+        for status in [204, 304] {
+            let (response, body) = try await get("/status/\(status)")
+            XCTAssertEqual(response.status.code, status)
+            XCTAssertEqual(body, [])
+        }
+        XCTAssertEqual(server.connectionsAccepted, 1, "bodyless responses keep the connection")
+    }
+
+    func testErrorStatusIsAResponseNotAnError() async throws {
+        let (response, _) = try await get("/status/503")
+        XCTAssertEqual(response.status.code, 503)
+    }
+
+    // MARK: Invalid input
+
+    func testHeaderInjectionIsRefusedBeforeAnythingIsSent() async throws {
+        var request = HTTPClientRequest(url: url("/hello"))
+        request.setHeader("X-Evil", "a\r\nInjected: yes")
+        await assertThrows(.invalidRequest, containing: "X-Evil") { _ = try await self.client.send(request) }
+        var badName = HTTPClientRequest(url: url("/hello"))
+        badName.setHeader("Bad Name", "x")
+        await assertThrows(.invalidRequest) { _ = try await self.client.send(badName) }
+        var nul = HTTPClientRequest(url: url("/hello"))
+        nul.setHeader("X-Nul", "a\u{0}b")
+        await assertThrows(.invalidRequest) { _ = try await self.client.send(nul) }
+        XCTAssertEqual(server.connectionsAccepted, 0, "nothing reached the server")
+    }
+
+    func testInvalidURLsAreRefused() async throws {
+        for bad in ["ftp://127.0.0.1/", "http://exa mple.com/", "not a url", "http://127.0.0.1:99999/", "http:///path"] {
+            await assertThrows(.invalidURL, message: bad) { _ = try await self.client.send(HTTPClientRequest(url: bad)) }
+        }
+    }
+
+    func testOversizedResponseHeadIsAHeaderLimitError() async throws {
+        var configuration = HTTPClient.Configuration()
+        configuration.maxResponseHeadBytes = 1024
+        let client = HTTPClient(configuration: configuration)
+        defer { Task { try await client.shutdown() } }
+        await assertThrows(.headerLimitExceeded) {
+            _ = try await client.send(HTTPClientRequest(url: self.url("/big-head?n=4000")))
+        }
+    }
+
+    // MARK: Connecting
+
+    func testConnectionRefusedIsAConnectError() async throws {
+        let port = try unusedPort()
+        let error = await assertThrows(.connectFailed) {
+            _ = try await self.client.send(HTTPClientRequest(url: "http://127.0.0.1:\(port)/"))
+        }
+        XCTAssertEqual(error?.errno, ECONNREFUSED)
+    }
+
+    func testLocalhostIsResolvedByName() async throws {
+        let response = try await client.send(HTTPClientRequest(url: "http://localhost:\(server.port)/hello"))
+        let value5 = try await response.body.collect(upTo: 100)
+        XCTAssertEqual(value5, Array("hello".utf8))
+    }
+
+    // MARK: Timeouts and cancellation
+
+    func testInactivityTimeoutWhileWaitingForTheHead() async throws {
+        var request = HTTPClientRequest(url: url("/slow-head?ms=3000"))
+        request.inactivityTimeout = .milliseconds(200)
+        let start = ContinuousClock.now
+        let error = await assertThrows(.timeout) { _ = try await self.client.send(request) }
+        XCTAssertEqual(error?.timeoutPhase, .head)
+        XCTAssertLessThan(start.duration(to: .now), .seconds(2))
+    }
+
+    func testTotalDeadlineCoversTheBody() async throws {
+        var request = HTTPClientRequest(url: url("/slow-body?ms=3000"))
+        request.timeout = .milliseconds(300)
+        let response = try await client.send(request)
+        let error = await assertThrows(.timeout) { _ = try await response.body.collect(upTo: 1 << 20) }
+        XCTAssertEqual(error?.timeoutPhase, .total)
+    }
+
+    func testRetriesOnTimeoutForIdempotentRequests() async throws {
+        var request = HTTPClientRequest(url: url("/slow-head?ms=1000"))
+        request.inactivityTimeout = .milliseconds(100)
+        request.retriesOnTimeout = 2
+        await assertThrows(.timeout) { _ = try await self.client.send(request) }
+        XCTAssertEqual(server.connectionsAccepted, 3, "one try and two retries")
+    }
+
+    func testCancellationStopsARequestWaitingForTheHeadAndLeaksNoDescriptor() async throws {
+        _ = try await get("/hello") // warm up lazily created descriptors (event loop, resolver)
+        try await client.shutdown()
+        // The in-process server's own sockets count too: let it close its side first.
+        try await server.waitUntilAllConnectionsClosed()
+        let before = openDescriptorCount()
+        let client = HTTPClient()
+        let slow = url("/slow-head?ms=5000")
+        let task = Task { try await client.send(HTTPClientRequest(url: slow)) }
+        try await Task.sleep(for: .milliseconds(150))
+        let start = ContinuousClock.now
+        task.cancel()
+        do {
+            _ = try await task.value
+            XCTFail("expected cancellation")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .cancelled)
+        }
+        XCTAssertLessThan(start.duration(to: .now), .milliseconds(500), "prompt")
+        try await client.shutdown()
+        try await server.waitUntilAllConnectionsClosed()
+        XCTAssertEqual(openDescriptorCount(), before, "no leaked descriptors")
+    }
+
+    func testCancellationWhileReadingTheBody() async throws {
+        let response = try await client.send(HTTPClientRequest(url: url("/slow-body?ms=5000")))
+        let body = response.body
+        let task = Task { try await body.collect(upTo: 1 << 20) }
+        try await Task.sleep(for: .milliseconds(100))
+        task.cancel()
+        do {
+            _ = try await task.value
+            XCTFail("expected cancellation")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .cancelled)
+        }
+    }
+
+    // MARK: The pool
+
+    func testPerHostLimitCapsConcurrentConnections() async throws {
+        var configuration = HTTPClient.Configuration()
+        configuration.maxConnectionsPerHost = 2
+        let client = HTTPClient(configuration: configuration)
+        defer { Task { try await client.shutdown() } }
+        let slow = url("/slow-head?ms=50")
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<10 {
+                group.addTask {
+                    let response = try await client.send(HTTPClientRequest(url: slow))
+                    return try await response.body.collect(upTo: 100).count
+                }
+            }
+            for try await _ in group {}
+        }
+        XCTAssertEqual(server.connectionsAccepted, 2)
+        XCTAssertEqual(server.requestsServed, 10)
+    }
+
+    func testCancelledPoolWaiterLeavesTheQueue() async throws {
+        var configuration = HTTPClient.Configuration()
+        configuration.maxConnectionsPerHost = 1
+        let client = HTTPClient(configuration: configuration)
+        defer { Task { try await client.shutdown() } }
+        let slow = url("/slow-head?ms=400")
+        let hello = url("/hello")
+        let holder = Task { try await client.send(HTTPClientRequest(url: slow)).body.collect(upTo: 100) }
+        try await Task.sleep(for: .milliseconds(100))
+        let waiter = Task { try await client.send(HTTPClientRequest(url: hello)) }
+        try await Task.sleep(for: .milliseconds(50))
+        waiter.cancel()
+        do {
+            _ = try await waiter.value
+            XCTFail("expected cancellation")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .cancelled)
+        }
+        _ = try await holder.value
+        let (response, _) = try await (client.send(HTTPClientRequest(url: url("/hello"))), ())
+        let value6 = try await response.body.collect(upTo: 100)
+        XCTAssertEqual(value6, Array("hello".utf8))
+        XCTAssertEqual(server.connectionsAccepted, 1)
+    }
+
+    func testBatchOfConcurrentRequestsThroughATaskGroup() async throws {
+        let client = self.client!
+        let base = server.baseURL
+        let total = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    try await client.send(HTTPClientRequest(url: base + "/bytes?n=\(index * 100)")).body.collect(upTo: 1 << 20).count
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        XCTAssertEqual(total, (0..<64).reduce(0) { $0 + $1 * 100 })
+        XCTAssertLessThanOrEqual(server.connectionsAccepted, 8)
+    }
+
+    func testShutdownRefusesNewRequests() async throws {
+        try await client.shutdown()
+        await assertThrows(.shutdown) { _ = try await self.client.send(HTTPClientRequest(url: self.url("/hello"))) }
+    }
+}
+
+// MARK: Helpers
+
+/// A replayable-in-tests sequence of byte chunks.
+struct ChunkSequence: AsyncSequence, Sendable {
+    typealias Element = [UInt8]
+    let chunks: [[UInt8]]
+    init(_ chunks: [[UInt8]]) { self.chunks = chunks }
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var chunks: [[UInt8]]
+        var index = 0
+        mutating func next() async -> [UInt8]? {
+            guard index < chunks.count else { return nil }
+            defer { index += 1 }
+            return chunks[index]
+        }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunks: chunks) }
+}
+
+@discardableResult
+func assertThrows(
+    _ code: HTTPClientError.Code, containing fragment: String? = nil, message: String = "",
+    file: StaticString = #filePath, line: UInt = #line, _ body: () async throws -> Void
+) async -> HTTPClientError? {
+    do {
+        try await body()
+        XCTFail("expected \(code) \(message)", file: file, line: line)
+        return nil
+    } catch let error as HTTPClientError {
+        XCTAssertEqual(error.code, code, "\(error) \(message)", file: file, line: line)
+        if let fragment {
+            XCTAssertTrue(error.description.contains(fragment), "'\(error)' lacks '\(fragment)'", file: file, line: line)
+        }
+        return error
+    } catch {
+        XCTFail("expected HTTPClientError.\(code), got \(error) \(message)", file: file, line: line)
+        return nil
+    }
+}
+
+/// Open descriptors of this process.
+func openDescriptorCount() -> Int {
+    guard let directory = opendir("/proc/self/fd") else { return -1 }
+    defer { closedir(directory) }
+    var count = 0
+    while readdir(directory) != nil { count += 1 }
+    return count
+}
+
+/// A port nothing listens on: bind to port 0, read the port, close.
+func unusedPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

@@ -1,0 +1,352 @@
+import HTTPTypes
+import XCTest
+
+@testable import AsyncHTTP
+
+/// The compression middleware against a scripted peer: Accept-Encoding, streaming inflate, limits,
+/// errors, raw bytes, request-body gzip, and text decoding of what comes out.
+final class CompressionMiddlewareTests: XCTestCase {
+    func compression(_ policy: CompressionPolicy = CompressionPolicy()) -> [any HTTPClientMiddleware] {
+        [CompressionMiddleware(policy: policy)]
+    }
+
+    /// JSON-ish text that compresses about 5:1, like real API responses.
+    let sample: [UInt8] = {
+        var text = ""
+        for index in 0..<4000 { text += #"{"id":\#(index),"name":"item \#(index * 7919 % 1000)","ok":true},"# }
+        return Array(text.utf8)
+    }()
+
+    func encoded(_ bytes: [UInt8], _ coding: ContentCoding) throws -> [UInt8] {
+        let deflater = Deflater(encoding: coding)
+        var output: [UInt8] = []
+        try bytes.withUnsafeBytes { input in
+            try deflater.compress(input) { output.append(contentsOf: $0) }
+            try deflater.finish { output.append(contentsOf: $0) }
+        }
+        return output
+    }
+
+    func gzipReply(_ bytes: [UInt8], chunkSize: Int? = nil, coding: String = "gzip") throws -> ScriptedPeer.Reply {
+        let body = try encoded(bytes, .gzip)
+        let headers = HTTPFields([("Content-Encoding", coding), ("Content-Length", "\(body.count)"),
+                                  ("Content-Type", "application/json")])
+        guard let chunkSize else { return .init(.ok, headers: headers, body: body) }
+        let chunks = stride(from: 0, to: body.count, by: chunkSize).map { Array(body[$0..<min($0 + chunkSize, body.count)]) }
+        return .init(.ok, headers: headers, chunks: chunks)
+    }
+
+    // MARK: Accept-Encoding
+
+    func testAcceptEncodingGzipDeflateIsSentByDefault() async throws {
+        let peer = ScriptedPeer([.init(.ok)])
+        _ = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        XCTAssertEqual(peer.requests[0].headers[.acceptEncoding], "gzip, deflate")
+    }
+
+    func testAcceptEncodingIsNotSentWhenTurnedOffPerRequestOrForTheClient() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/")
+        request.acceptsCompressedResponse = false
+        let peer = ScriptedPeer([.init(.ok)])
+        _ = try await peer.send(request, through: compression())
+        XCTAssertNil(peer.requests[0].headers[.acceptEncoding])
+
+        let clientOff = ScriptedPeer([.init(.ok)])
+        _ = try await clientOff.send(HTTPClientRequest(url: "http://a.test/"),
+                                     through: compression(.init(acceptsCompressedResponses: false)))
+        XCTAssertNil(clientOff.requests[0].headers[.acceptEncoding])
+
+        var on = HTTPClientRequest(url: "http://a.test/")
+        on.acceptsCompressedResponse = true
+        let requestOn = ScriptedPeer([.init(.ok)])
+        _ = try await requestOn.send(on, through: compression(.init(acceptsCompressedResponses: false)))
+        XCTAssertEqual(requestOn.requests[0].headers[.acceptEncoding], "gzip, deflate", "the request overrides the client")
+    }
+
+    // MARK: Decoding
+
+    func testGzipResponseIsInflatedAndLosesItsEncodingHeaders() async throws {
+        let peer = ScriptedPeer([try gzipReply(sample)])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        XCTAssertTrue(response.isCompressed)
+        XCTAssertNil(response.headers[.contentEncoding], "it no longer describes the body")
+        XCTAssertNil(response.headers[.contentLength], "it gave the compressed size")
+        XCTAssertEqual(response.headers[.contentType], "application/json")
+        let body = try await response.body.collect(upTo: 1 << 20)
+        XCTAssertEqual(body, sample)
+    }
+
+    func testDeflateResponsesInZlibAndRawFormsAreInflated() async throws {
+        let zlibWrapped = try encoded(sample, .deflate)
+        // Raw deflate (RFC 1951), as some servers send for "deflate": the zlib stream minus header and Adler-32.
+        let raw = Array(zlibWrapped.dropFirst(2).dropLast(4))
+        for body in [zlibWrapped, raw] {
+            let peer = ScriptedPeer([.init(.ok, headers: HTTPFields([("Content-Encoding", "deflate")]), body: body)])
+            let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+            let decoded = try await response.body.collect(upTo: 1 << 20)
+            XCTAssertEqual(decoded, sample)
+        }
+    }
+
+    func testCompressedBodyArrivingOneByteAtATimeInflatesToTheSameBytes() async throws {
+        let peer = ScriptedPeer([try gzipReply(Array(sample.prefix(20_000)), chunkSize: 1)])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        let body = try await response.body.collect(upTo: 1 << 20)
+        XCTAssertEqual(body, Array(sample.prefix(20_000)))
+    }
+
+    func testContentEncodingIsMatchedCaseInsensitivelyAndXGzipIsGzip() async throws {
+        for coding in ["GZIP", "x-gzip", " gzip "] {
+            let peer = ScriptedPeer([try gzipReply(sample, coding: coding)])
+            let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+            let body = try await response.body.collect(upTo: 1 << 20)
+            XCTAssertEqual(body, sample, coding)
+        }
+    }
+
+    func testEmptyBodyLabelledGzipIsAnEmptyBody() async throws {
+        let peer = ScriptedPeer([.init(.ok, headers: HTTPFields([("Content-Encoding", "gzip"), ("Content-Length", "0")]))])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        let body = try await response.body.collect(upTo: 100)
+        XCTAssertEqual(body, [])
+    }
+
+    func testTruncatedGzipFailsWithDecompressionFailedInsteadOfEndingShort() async throws {
+        let whole = try encoded(sample, .gzip)
+        let cut = Array(whole.prefix(whole.count / 2))
+        let peer = ScriptedPeer([.init(.ok, headers: HTTPFields([("Content-Encoding", "gzip")]), chunks: [cut])])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        var received = 0
+        let error = await assertThrowsHTTPError(.decompressionFailed) {
+            for try await chunk in response.body { received += chunk.count }
+        }
+        XCTAssertTrue(error?.message.contains("truncated") ?? false, error?.message ?? "")
+        XCTAssertLessThan(received, sample.count)
+    }
+
+    func testTruncatedGzipTrailerFails() async throws {
+        let whole = try encoded(sample, .gzip)
+        // Everything but the last 4 bytes (ISIZE): the data is all there, but the stream did not end.
+        let peer = ScriptedPeer([.init(.ok, headers: HTTPFields([("Content-Encoding", "gzip")]), body: Array(whole.dropLast(4)))])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        await assertThrowsHTTPError(.decompressionFailed) { try await response.body.collect(upTo: 1 << 20) }
+    }
+
+    func testCorruptGzipFailsWithDecompressionFailed() async throws {
+        var body = try encoded(sample, .gzip)
+        for index in stride(from: 20, to: 60, by: 1) { body[index] ^= 0x5A }
+        let peer = ScriptedPeer([.init(.ok, headers: HTTPFields([("Content-Encoding", "gzip")]), body: body)])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        await assertThrowsHTTPError(.decompressionFailed) { try await response.body.collect(upTo: 1 << 20) }
+    }
+
+    func testBodyThatIsNotGzipAtAllFails() async throws {
+        let peer = ScriptedPeer([.init(.ok, headers: HTTPFields([("Content-Encoding", "gzip")]), body: Array("plain text".utf8))])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        await assertThrowsHTTPError(.decompressionFailed) { try await response.body.collect(upTo: 1 << 20) }
+    }
+
+    func testDecompressionBombIsStoppedByTheRatioLimit() async throws {
+        let zeros = [UInt8](repeating: 0, count: 50 << 20)  // 50 MiB of zeros gzip to about 50 KiB
+        let peer = ScriptedPeer([try gzipReply(zeros, chunkSize: 16 * 1024)])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        var received = 0
+        let error = await assertThrowsHTTPError(.bodyLimitExceeded) {
+            for try await chunk in response.body { received += chunk.count }
+        }
+        XCTAssertTrue(error?.message.contains("200 times") ?? false, error?.message ?? "")
+        XCTAssertLessThan(received, 4 << 20, "stopped early, not after inflating it all")
+    }
+
+    func testMaxDecompressedBytesCapsTheBody() async throws {
+        let peer = ScriptedPeer([try gzipReply(sample)])
+        let policy = CompressionPolicy(maxDecompressedBytes: 10_000, maxDecompressionRatio: nil)
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression(policy))
+        var received = 0
+        await assertThrowsHTTPError(.bodyLimitExceeded) {
+            for try await chunk in response.body { received += chunk.count }
+        }
+        XCTAssertLessThanOrEqual(received, 10_000, "never more than the limit reaches the caller")
+    }
+
+    func testCollectLimitCountsDecodedBytes() async throws {
+        let peer = ScriptedPeer([try gzipReply(sample)])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        let encodedSize = try encoded(sample, .gzip).count
+        await assertThrowsHTTPError(.bodyLimitExceeded) { try await response.body.collect(upTo: encodedSize + 1) }
+    }
+
+    func testRawCompressedBytesAreKeptWhenAsked() async throws {
+        let compressed = try encoded(sample, .gzip)
+        var request = HTTPClientRequest(url: "http://a.test/")
+        request.keepsRawCompressedBody = true
+        let peer = ScriptedPeer([try gzipReply(sample, chunkSize: 1000)])
+        let response = try await peer.send(request, through: compression())
+        let body = try await response.body.collect(upTo: 1 << 20)
+        XCTAssertEqual(body, sample)
+        XCTAssertEqual(response.rawCompressedBody, compressed, "ASIHTTPRequest's rawResponseData")
+
+        let notAsked = ScriptedPeer([try gzipReply(sample)])
+        let plain = try await notAsked.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        XCTAssertNil(plain.rawCompressedBody)
+    }
+
+    func testCallerWhoSetsAcceptEncodingGetsTheEncodedBytes() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/")
+        request.headers[.acceptEncoding] = "gzip"
+        let compressed = try encoded(sample, .gzip)
+        let peer = ScriptedPeer([try gzipReply(sample)])
+        let response = try await peer.send(request, through: compression())
+        XCTAssertEqual(peer.requests[0].headers[.acceptEncoding], "gzip")
+        XCTAssertTrue(response.isCompressed)
+        XCTAssertEqual(response.headers[.contentEncoding], "gzip", "still encoded, so still labelled")
+        let body = try await response.body.collect(upTo: 1 << 20)
+        XCTAssertEqual(body, compressed)
+    }
+
+    func testRequestWithCompressionOffGetsTheEncodedBytesOfAServerThatCompressesAnyway() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/")
+        request.acceptsCompressedResponse = false
+        let peer = ScriptedPeer([try gzipReply(sample)])
+        let response = try await peer.send(request, through: compression())
+        XCTAssertTrue(response.isCompressed)
+        XCTAssertEqual(response.headers[.contentEncoding], "gzip")
+    }
+
+    func testResponsesWithoutContentAreNotDecoded() async throws {
+        let headers = HTTPFields([("Content-Encoding", "gzip")])
+        var head = HTTPClientRequest(url: "http://a.test/")
+        head.method = .head
+        for (request, status) in [(head, HTTPResponse.Status.ok), (HTTPClientRequest(url: "http://a.test/"), .noContent),
+                                  (HTTPClientRequest(url: "http://a.test/"), .notModified)] {
+            let peer = ScriptedPeer([.init(status, headers: headers)])
+            let response = try await peer.send(request, through: compression())
+            XCTAssertEqual(response.headers[.contentEncoding], "gzip", "\(request.method) \(status)")
+            let body = try await response.body.collect(upTo: 100)
+            XCTAssertEqual(body, [])
+        }
+    }
+
+    func testUnknownOrStackedCodingsArePassedThrough() async throws {
+        for coding in ["br", "gzip, gzip"] {
+            let peer = ScriptedPeer([.init(.ok, headers: HTTPFields([("Content-Encoding", coding)]), body: [1, 2, 3])])
+            let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+            XCTAssertTrue(response.isCompressed)
+            XCTAssertEqual(response.headers[.contentEncoding], coding)
+            let body = try await response.body.collect(upTo: 100)
+            XCTAssertEqual(body, [1, 2, 3])
+        }
+    }
+
+    func testIdentityIsNotCompressed() async throws {
+        let peer = ScriptedPeer([.init(.ok, headers: HTTPFields([("Content-Encoding", "identity")]), body: [1])])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        XCTAssertFalse(response.isCompressed)
+    }
+
+    // MARK: Request bodies
+
+    func testBytesBodyIsGzippedWithContentEncodingAndStaysReplayable() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/upload")
+        request.method = .post
+        request.body = .bytes(sample)
+        request.compressesBody = true
+        let peer = ScriptedPeer([.init(.ok)])
+        _ = try await peer.send(request, through: compression())
+        let sent = peer.requests[0]
+        XCTAssertEqual(sent.headers[.contentEncoding], "gzip")
+        XCTAssertTrue(sent.body?.isReplayable ?? false)
+        let maybeBytes = try await bodyBytes(sent.body)
+        let bytes = try XCTUnwrap(maybeBytes)
+        XCTAssertEqual(sent.body?.length, bytes.count)
+        XCTAssertLessThan(bytes.count, sample.count / 3)
+        XCTAssertEqual(try Inflater.decompress(bytes, encoding: .gzip), sample)
+    }
+
+    func testStreamBodyIsGzippedAsItIsSentWithUnknownLength() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/upload")
+        request.method = .put
+        let parts = stride(from: 0, to: sample.count, by: 7000).map { Array(sample[$0..<min($0 + 7000, sample.count)]) }
+        request.body = .stream(oneShotStream(parts), length: .known(sample.count))
+        request.compressesBody = true
+        let peer = ScriptedPeer([.init(.ok)])
+        _ = try await peer.send(request, through: compression())
+        let sent = peer.requests[0]
+        XCTAssertEqual(sent.headers[.contentEncoding], "gzip")
+        XCTAssertNil(sent.body?.length, "the compressed length is not known up front: sent chunked")
+        let maybeBytes = try await bodyBytes(sent.body)
+        let bytes = try XCTUnwrap(maybeBytes)
+        XCTAssertEqual(try Inflater.decompress(bytes, encoding: .gzip), sample)
+    }
+
+    func testEmptyStreamBodyGzipsToAValidEmptyMember() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/upload")
+        request.method = .post
+        request.body = .stream(oneShotStream([]))
+        request.compressesBody = true
+        let peer = ScriptedPeer([.init(.ok)])
+        _ = try await peer.send(request, through: compression())
+        let maybeBytes = try await bodyBytes(peer.requests[0].body)
+        let bytes = try XCTUnwrap(maybeBytes)
+        XCTAssertFalse(bytes.isEmpty)
+        XCTAssertEqual(try Inflater.decompress(bytes, encoding: .gzip), [])
+    }
+
+    func testBodyWithAContentEncodingAlreadyIsSentAsItIs() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/upload")
+        request.method = .post
+        request.body = .bytes([1, 2, 3])
+        request.headers[.contentEncoding] = "br"
+        request.compressesBody = true
+        let peer = ScriptedPeer([.init(.ok)])
+        _ = try await peer.send(request, through: compression())
+        let sent = try await bodyBytes(peer.requests[0].body)
+        XCTAssertEqual(sent, [1, 2, 3])
+        XCTAssertEqual(peer.requests[0].headers[.contentEncoding], "br")
+    }
+
+    func testBodyIsNotCompressedUnlessAsked() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/upload")
+        request.method = .post
+        request.body = .bytes(sample)
+        let peer = ScriptedPeer([.init(.ok)])
+        _ = try await peer.send(request, through: compression())
+        XCTAssertNil(peer.requests[0].headers[.contentEncoding])
+        let sent = try await bodyBytes(peer.requests[0].body)
+        XCTAssertEqual(sent, sample)
+    }
+
+    // MARK: Text
+
+    func testTextOfAGzippedISO8859Body() async throws {
+        let latin1: [UInt8] = Array("caf".utf8) + [0xE9]  // "café" in ISO-8859-1
+        let body = try encoded(latin1, .gzip)
+        let peer = ScriptedPeer([.init(.ok, headers: HTTPFields([("Content-Encoding", "gzip"),
+                                                                ("Content-Type", "text/plain; charset=ISO-8859-1")]), body: body)])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        let text = try await response.text(upTo: 1000)
+        XCTAssertEqual(text, "café")
+    }
+
+    func testTextFallbackComesFromTheRequestThenTheClient() async throws {
+        let bytes: [UInt8] = [0x93, 0x68, 0x69, 0x94]  // “hi” in Windows-1252, not valid UTF-8, no charset
+        let chain: [any HTTPClientMiddleware] = [RedirectMiddleware(textDecodingFallback: .init(encoding: .windows1252))]
+
+        let client = ScriptedPeer([.init(.ok, body: bytes)])
+        let fromClient = try await client.send(HTTPClientRequest(url: "http://a.test/"), through: chain)
+        let clientText = try await fromClient.text(upTo: 100)
+        XCTAssertEqual(clientText, "\u{201C}hi\u{201D}")
+
+        var request = HTTPClientRequest(url: "http://a.test/")
+        request.textDecodingFallback = .init(encoding: .isoLatin1)
+        let perRequest = ScriptedPeer([.init(.ok, body: bytes)])
+        let fromRequest = try await perRequest.send(request, through: chain)
+        let requestText = try await fromRequest.text(upTo: 100)
+        XCTAssertEqual(requestText, "\u{93}hi\u{94}", "ISO-8859-1 maps 0x93 to the C1 control U+0093")
+
+        let bare = ScriptedPeer([.init(.ok, body: bytes)])
+        let plain = try await bare.send(HTTPClientRequest(url: "http://a.test/"), through: [])
+        let defaultText = try await plain.text(upTo: 100)
+        XCTAssertEqual(defaultText, "\u{93}hi\u{94}", "ISO-8859-1 by default, as ASIHTTPRequest")
+    }
+}

@@ -1,0 +1,355 @@
+import HTTPTypes
+import XCTest
+
+@testable import AsyncHTTP
+
+/// The redirect middleware against a scripted peer: every rule of `RedirectPolicy`, no sockets.
+final class RedirectMiddlewareTests: XCTestCase {
+    let xApiKey = HTTPField.Name("X-Api-Key")!
+    let host = HTTPField.Name("Host")!
+
+    func redirect(_ policy: RedirectPolicy = RedirectPolicy()) -> [any HTTPClientMiddleware] {
+        [RedirectMiddleware(policy: policy)]
+    }
+
+    func post(_ url: String, body: String = "name=pen") -> HTTPClientRequest {
+        var request = HTTPClientRequest(url: url)
+        request.method = .post
+        request.headers[.contentType] = "application/x-www-form-urlencoded"
+        request.headers[.contentLanguage] = "en"
+        request.body = .bytes(Array(body.utf8))
+        return request
+    }
+
+    // MARK: Methods and bodies
+
+    func testPostAnswered301Or302Or303IsFollowedAsGetWithoutBodyOrBodyHeaders() async throws {
+        for code in [301, 302, 303] {
+            let peer = ScriptedPeer([.redirect(code, to: "/done"), .init(.ok)])
+            let response = try await peer.send(post("http://a.test/form"), through: redirect())
+            XCTAssertEqual(response.status, .ok)
+            let next = peer.requests[1]
+            XCTAssertEqual(next.method, .get, "\(code)")
+            XCTAssertNil(next.body, "\(code)")
+            XCTAssertNil(next.headers[.contentType], "\(code): Fetch drops the body's headers with it")
+            XCTAssertNil(next.headers[.contentLanguage], "\(code)")
+            XCTAssertEqual(next.url, "http://a.test/done")
+        }
+    }
+
+    func testPutAnswered302IsFollowedAsGetLikeASIHTTPRequestAndGo() async throws {
+        var request = post("http://a.test/item")
+        request.method = .put
+        let peer = ScriptedPeer([.redirect(302, to: "/item/1"), .init(.ok)])
+        _ = try await peer.send(request, through: redirect())
+        XCTAssertEqual(peer.requests[1].method, .get)
+    }
+
+    func testHeadStaysHeadOn301And302And303() async throws {
+        for code in [301, 302, 303] {
+            var request = HTTPClientRequest(url: "http://a.test/x")
+            request.method = .head
+            let peer = ScriptedPeer([.redirect(code, to: "/y"), .init(.ok)])
+            _ = try await peer.send(request, through: redirect())
+            XCTAssertEqual(peer.requests[1].method, .head, "\(code)")
+        }
+    }
+
+    func testRFC2616BehaviourKeepsMethodAndBodyOn301And302ButNotOn303() async throws {
+        let policy = RedirectPolicy(keepsMethodOn301And302: true)
+        for code in [301, 302] {
+            let peer = ScriptedPeer([.redirect(code, to: "/again"), .init(.ok)])
+            _ = try await peer.send(post("http://a.test/form"), through: redirect(policy))
+            let next = peer.requests[1]
+            XCTAssertEqual(next.method, .post, "\(code)")
+            let body = try await bodyBytes(next.body)
+            XCTAssertEqual(body, Array("name=pen".utf8), "\(code)")
+            XCTAssertEqual(next.headers[.contentType], "application/x-www-form-urlencoded")
+        }
+        let peer = ScriptedPeer([.redirect(303, to: "/see"), .init(.ok)])
+        _ = try await peer.send(post("http://a.test/form"), through: redirect(policy))
+        XCTAssertEqual(peer.requests[1].method, .get)
+        XCTAssertNil(peer.requests[1].body)
+    }
+
+    func test307And308KeepMethodAndBody() async throws {
+        for code in [307, 308] {
+            let peer = ScriptedPeer([.redirect(code, to: "/elsewhere"), .init(.created)])
+            let response = try await peer.send(post("http://a.test/upload", body: "payload"), through: redirect())
+            XCTAssertEqual(response.status, .created)
+            let next = peer.requests[1]
+            XCTAssertEqual(next.method, .post, "\(code)")
+            let body = try await bodyBytes(next.body)
+            XCTAssertEqual(body, Array("payload".utf8), "\(code)")
+            XCTAssertEqual(next.headers[.contentType], "application/x-www-form-urlencoded")
+        }
+    }
+
+    func test307WithAOneShotStreamBodyFailsWithBodyNotReplayable() async throws {
+        var request = post("http://a.test/upload")
+        request.body = .stream(oneShotStream([Array("part".utf8)]))
+        let peer = ScriptedPeer([.redirect(307, to: "/elsewhere"), .init(.ok)])
+        let error = await assertThrowsHTTPError(.bodyNotReplayable) {
+            try await peer.send(request, through: self.redirect())
+        }
+        XCTAssertTrue(error?.message.contains("307") ?? false, error?.message ?? "")
+        XCTAssertEqual(peer.requests.count, 1, "nothing sent twice")
+    }
+
+    func test302WithAStreamBodyIsFollowedBecauseTheBodyIsDropped() async throws {
+        var request = post("http://a.test/upload")
+        request.body = .stream(oneShotStream([Array("part".utf8)]))
+        let peer = ScriptedPeer([.redirect(302, to: "/done"), .init(.ok)])
+        let response = try await peer.send(request, through: redirect())
+        XCTAssertEqual(response.status, .ok)
+        XCTAssertNil(peer.requests[1].body)
+    }
+
+    // MARK: Location
+
+    func testLocationIsResolvedAgainstTheURLThatSentIt() async throws {
+        let peer = ScriptedPeer([
+            .redirect(302, to: "../c/d?x=1"),              // from /a/b/page → /a/c/d?x=1
+            .redirect(302, to: "e"),                       // → /a/c/e
+            .redirect(302, to: "?q=2"),                    // → /a/c/e?q=2
+            .redirect(302, to: "//b.test:8080/f"),         // → http://b.test:8080/f
+            .redirect(302, to: "/g/./h/../i"),             // → http://b.test:8080/g/i
+            .init(.ok),
+        ])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/a/b/page"), through: redirect())
+        XCTAssertEqual(peer.requests.map(\.url), [
+            "http://a.test/a/b/page", "http://a.test/a/c/d?x=1", "http://a.test/a/c/e", "http://a.test/a/c/e?q=2",
+            "http://b.test:8080/f", "http://b.test:8080/g/i",
+        ])
+        XCTAssertEqual(response.url.description, "http://b.test:8080/g/i")
+    }
+
+    func testLocationWithRawSpacesAndUTF8IsPercentEncodedAsCurlDoes() async throws {
+        let peer = ScriptedPeer([.redirect(302, to: " /files/my report é.pdf "), .init(.ok)])
+        _ = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: redirect())
+        XCTAssertEqual(peer.requests[1].url, "http://a.test/files/my%20report%20%C3%A9.pdf")
+    }
+
+    func testFragmentOfTheRequestIsKeptWhenTheLocationHasNone() async throws {
+        let peer = ScriptedPeer([.redirect(301, to: "/new"), .init(.ok)])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/old#section"), through: redirect())
+        XCTAssertEqual(response.url.path, "/new")
+        XCTAssertEqual(response.url.fragment, "section", "RFC 9110 §10.2.2")
+    }
+
+    func testRedirectToAnotherSchemeIsRefused() async throws {
+        let peer = ScriptedPeer([.redirect(302, to: "ftp://a.test/file"), .init(.ok)])
+        await assertThrowsHTTPError(.redirectRefused) {
+            try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: self.redirect())
+        }
+        XCTAssertEqual(peer.requests.count, 1)
+    }
+
+    func testUnusableLocationIsAMalformedResponse() async throws {
+        let peer = ScriptedPeer([.redirect(302, to: "http://exa mple.test:99999/"), .init(.ok)])
+        await assertThrowsHTTPError(.malformedResponse) {
+            try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: self.redirect())
+        }
+    }
+
+    func testResponsesThatAreNotRedirectsToFollowAreReturned() async throws {
+        // 300 (a preference only), 304 (not a redirect), and a 302 without Location (RFC 9110 §15.4).
+        let replies: [ScriptedPeer.Reply] = [
+            .redirect(300, to: "/choice"), .redirect(304, to: "/cached"), .init(HTTPResponse.Status(code: 302)),
+        ]
+        for reply in replies {
+            let peer = ScriptedPeer([reply, .init(.ok)])
+            let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: redirect())
+            XCTAssertEqual(response.status.code, reply.status.code)
+            XCTAssertEqual(peer.requests.count, 1)
+            XCTAssertTrue(response.history.isEmpty)
+        }
+    }
+
+    // MARK: Limits
+
+    func testExactlyMaxRedirectsAreFollowed() async throws {
+        let peer = ScriptedPeer { _, index in index < 3 ? .redirect(302, to: "/\(index + 1)") : .init(.ok) }
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/0"), through: redirect(.init(maxRedirects: 3)))
+        XCTAssertEqual(response.status, .ok)
+        XCTAssertEqual(response.history.count, 3)
+    }
+
+    func testOneRedirectMoreThanTheMaximumThrowsTooManyRedirects() async throws {
+        let peer = ScriptedPeer { _, index in .redirect(302, to: "/\(index + 1)") }
+        await assertThrowsHTTPError(.tooManyRedirects) {
+            try await peer.send(HTTPClientRequest(url: "http://a.test/0"), through: self.redirect())
+        }
+        XCTAssertEqual(peer.requests.count, 11, "the original and 10 redirects (the default), no more")
+    }
+
+    func testRedirectBackToAURLAlreadyRequestedIsALoop() async throws {
+        let peer = ScriptedPeer { request, _ in
+            request.url.hasSuffix("/a") ? .redirect(302, to: "/b") : .redirect(302, to: "/a")
+        }
+        let error = await assertThrowsHTTPError(.redirectLoop) {
+            try await peer.send(HTTPClientRequest(url: "http://a.test/a"), through: self.redirect())
+        }
+        XCTAssertEqual(peer.requests.count, 2, "a → b → a is detected before a is requested again")
+        XCTAssertTrue(error?.message.contains("http://a.test/a") ?? false, error?.message ?? "")
+    }
+
+    func testRedirectToItselfIsALoop() async throws {
+        let peer = ScriptedPeer([.redirect(301, to: "/self")])
+        await assertThrowsHTTPError(.redirectLoop) {
+            try await peer.send(HTTPClientRequest(url: "http://a.test/self"), through: self.redirect())
+        }
+    }
+
+    func testRevisitingAURLAfterASetCookieIsNotALoop() async throws {
+        // The login pattern: /app sets a session cookie and redirects to /app, which now answers.
+        let peer = ScriptedPeer([
+            .redirect(302, to: "/app", extra: HTTPFields([("Set-Cookie", "session=1")])), .init(.ok),
+        ])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/app"), through: redirect())
+        XCTAssertEqual(response.status, .ok)
+        XCTAssertEqual(response.history.count, 1)
+    }
+
+    func testSameURLWithAnotherMethodIsNotALoop() async throws {
+        // POST /form → 303 → GET /form is the post/redirect/get pattern.
+        let peer = ScriptedPeer([.redirect(303, to: "/form"), .init(.ok)])
+        let response = try await peer.send(post("http://a.test/form"), through: redirect())
+        XCTAssertEqual(response.status, .ok)
+    }
+
+    // MARK: Security
+
+    func testCrossOriginRedirectDropsCredentialsAndSensitiveHeaders() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/")
+        request.headers[.authorization] = "Basic dXNlcjpwYXNz"
+        request.headers[.proxyAuthorization] = "Basic cHJveHk6cGFzcw=="
+        request.headers[.cookie] = "mine=1"
+        request.headers[xApiKey] = "secret"
+        request.headers[.accept] = "text/html"
+        request.sensitiveHeaders = [xApiKey]
+        let peer = ScriptedPeer([.redirect(302, to: "/same"), .redirect(302, to: "http://b.test/other"), .init(.ok)])
+        _ = try await peer.send(request, through: redirect())
+
+        let sameOrigin = peer.requests[1]
+        XCTAssertEqual(sameOrigin.headers[.authorization], "Basic dXNlcjpwYXNz", "same origin keeps credentials")
+        XCTAssertEqual(sameOrigin.headers[.cookie], "mine=1")
+        XCTAssertEqual(sameOrigin.headers[xApiKey], "secret")
+
+        let crossOrigin = peer.requests[2]
+        XCTAssertNil(crossOrigin.headers[.authorization])
+        XCTAssertNil(crossOrigin.headers[.proxyAuthorization])
+        XCTAssertNil(crossOrigin.headers[.cookie])
+        XCTAssertNil(crossOrigin.headers[xApiKey])
+        XCTAssertEqual(crossOrigin.headers[.accept], "text/html", "other headers go on")
+    }
+
+    func testChangeOfPortOrSchemeIsAChangeOfOrigin() async throws {
+        for target in ["http://a.test:8080/", "https://a.test/"] {
+            var request = HTTPClientRequest(url: "http://a.test/")
+            request.headers[.authorization] = "Bearer t"
+            let peer = ScriptedPeer([.redirect(302, to: target), .init(.ok)])
+            _ = try await peer.send(request, through: redirect())
+            XCTAssertNil(peer.requests[1].headers[.authorization], target)
+        }
+    }
+
+    func testPolicySensitiveHeadersAreDroppedAcrossOrigins() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/")
+        request.headers[xApiKey] = "secret"
+        request.headers[host] = "a.test"
+        let peer = ScriptedPeer([.redirect(302, to: "http://b.test/"), .init(.ok)])
+        _ = try await peer.send(request, through: redirect(.init(sensitiveHeaders: [xApiKey])))
+        XCTAssertNil(peer.requests[1].headers[xApiKey])
+        XCTAssertNil(peer.requests[1].headers[host], "a Host set for a.test must not go to b.test")
+    }
+
+    func testCredentialsDroppedOnLeavingTheOriginStayDroppedOnReturn() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/")
+        request.headers[.authorization] = "Bearer t"
+        let peer = ScriptedPeer([.redirect(302, to: "http://b.test/"), .redirect(302, to: "http://a.test/back"), .init(.ok)])
+        _ = try await peer.send(request, through: redirect())
+        XCTAssertNil(peer.requests[2].headers[.authorization], "as in Fetch: b.test chose where to send them")
+    }
+
+    func testHTTPSToHTTPRedirectIsRefusedUnlessAllowed() async throws {
+        let refused = ScriptedPeer([.redirect(302, to: "http://a.test/plain"), .init(.ok)])
+        await assertThrowsHTTPError(.redirectRefused) {
+            try await refused.send(HTTPClientRequest(url: "https://a.test/"), through: self.redirect())
+        }
+        XCTAssertEqual(refused.requests.count, 1)
+
+        let allowed = ScriptedPeer([.redirect(302, to: "http://a.test/plain"), .init(.ok)])
+        let response = try await allowed.send(HTTPClientRequest(url: "https://a.test/"),
+                                              through: redirect(.init(allowsHTTPSToHTTP: true)))
+        XCTAssertEqual(response.url.description, "http://a.test/plain")
+    }
+
+    func testHTTPToHTTPSIsFollowed() async throws {
+        let peer = ScriptedPeer([.redirect(301, to: "https://a.test/"), .init(.ok)])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: redirect())
+        XCTAssertEqual(response.url.description, "https://a.test/")
+    }
+
+    // MARK: Switches and results
+
+    func testDisabledPolicyReturnsTheRedirectItself() async throws {
+        let peer = ScriptedPeer([.redirect(302, to: "/next"), .init(.ok)])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: redirect(.disabled))
+        XCTAssertEqual(response.status.code, 302)
+        XCTAssertEqual(response.headers[.location], "/next")
+        XCTAssertEqual(peer.requests.count, 1)
+    }
+
+    func testPerRequestPolicyOverridesTheClients() async throws {
+        var off = HTTPClientRequest(url: "http://a.test/")
+        off.redirectPolicy = .disabled
+        let peer = ScriptedPeer([.redirect(302, to: "/next"), .init(.ok)])
+        let response = try await peer.send(off, through: redirect())
+        XCTAssertEqual(response.status.code, 302, "ASIHTTPRequest's shouldRedirect = NO")
+
+        var on = HTTPClientRequest(url: "http://a.test/")
+        on.redirectPolicy = RedirectPolicy()
+        let second = ScriptedPeer([.redirect(302, to: "/next"), .init(.ok)])
+        let followed = try await second.send(on, through: redirect(.disabled))
+        XCTAssertEqual(followed.status, .ok)
+    }
+
+    func testResponseCarriesFinalURLOriginalURLAndHistory() async throws {
+        let peer = ScriptedPeer([
+            .redirect(301, to: "/b", extra: HTTPFields([("Set-Cookie", "x=1")])),
+            .redirect(307, to: "http://c.test/c"),
+            .init(.ok, body: Array("done".utf8)),
+        ])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/a"), through: redirect())
+        XCTAssertEqual(response.url.description, "http://c.test/c")
+        XCTAssertEqual(response.originalURL.description, "http://a.test/a")
+        XCTAssertEqual(response.history.map(\.url.description), ["http://a.test/a", "http://a.test/b"])
+        XCTAssertEqual(response.history.map(\.status.code), [301, 307])
+        XCTAssertEqual(response.history.map(\.method), [.get, .get])
+        XCTAssertEqual(response.history[0].headers[.setCookie], "x=1")
+        let body = try await response.body.collect(upTo: 100)
+        XCTAssertEqual(body, Array("done".utf8))
+    }
+
+    func testWithoutRedirectsOriginalURLIsTheURL() async throws {
+        let peer = ScriptedPeer([.init(.ok)])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/x?y=1"), through: redirect())
+        XCTAssertEqual(response.originalURL, response.url)
+        XCTAssertTrue(response.history.isEmpty)
+    }
+
+    func testRedirectBodiesAreReadToTheirEndBeforeTheNextHop() async throws {
+        let peer = ScriptedPeer { _, index in index < 2 ? .redirect(302, to: "/\(index + 1)") : .init(.ok, body: [1]) }
+        _ = try await peer.send(HTTPClientRequest(url: "http://a.test/0"), through: redirect())
+        XCTAssertEqual(peer.completedBodies, 2, "both redirect bodies drained (their connections can be reused); the final one is the caller's")
+    }
+
+    func testInvalidRequestURLFailsAsInvalidURL() async throws {
+        let peer = ScriptedPeer([.init(.ok)])
+        await assertThrowsHTTPError(.invalidURL) {
+            try await peer.send(HTTPClientRequest(url: "not a url"), through: self.redirect())
+        }
+        XCTAssertTrue(peer.requests.isEmpty)
+    }
+}

@@ -1,0 +1,150 @@
+import HTTPTypes
+import XCTest
+@testable import AsyncHTTP
+
+/// TLS against the in-process server with a CA generated at test time.
+final class TLSTests: XCTestCase {
+    func client(_ configure: (inout TLSConfiguration) -> Void = { _ in }) throws -> HTTPClient {
+        var tls = TLSConfiguration()
+        tls.trustRoots = .file(TestTLS.shared.caFile)
+        configure(&tls)
+        var configuration = HTTPClient.Configuration(tls: tls)
+        configuration.connectTimeout = .seconds(5)
+        return HTTPClient(configuration: configuration)
+    }
+
+    func testTrustedCertificateByNameAndByIPAddress() async throws {
+        let server = try await NIOTestServer(tls: .trusted)
+        let client = try client()
+        for host in ["localhost", "127.0.0.1"] {
+            let response = try await client.send(HTTPClientRequest(url: "https://\(host):\(server.port)/hello"))
+            let value1 = try await response.body.collect(upTo: 100)
+            XCTAssertEqual(value1, Array("hello".utf8), host)
+        }
+        try await client.shutdown()
+        try await server.shutdown()
+    }
+
+    func testKeepAliveOverTLS() async throws {
+        let server = try await NIOTestServer(tls: .trusted)
+        let client = try client()
+        for _ in 0..<10 {
+            _ = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/bytes?n=70000")).body.collect(upTo: 1 << 20)
+        }
+        XCTAssertEqual(server.connectionsAccepted, 1)
+        try await client.shutdown()
+        try await server.shutdown()
+    }
+
+    func testLargeBodiesBothWaysOverTLS() async throws {
+        let server = try await NIOTestServer(tls: .trusted)
+        let client = try client()
+        var request = HTTPClientRequest(url: "https://localhost:\(server.port)/echo")
+        request.method = .post
+        let payload = (0..<(3 << 20)).map { UInt8($0 % 241) }
+        request.body = .stream(ChunkSequence(stride(from: 0, to: payload.count, by: 100_000).map {
+            Array(payload[$0..<min($0 + 100_000, payload.count)])
+        }))
+        let echoed = try await client.send(request).body.collect(upTo: 8 << 20)
+        XCTAssertEqual(echoed, payload)
+        try await client.shutdown()
+        try await server.shutdown()
+    }
+
+    func testSelfSignedCertificateIsRejected() async throws {
+        let server = try await NIOTestServer(tls: .selfSigned)
+        let client = try client()
+        let error = await assertThrows(.certificateInvalid) {
+            _ = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/hello"))
+        }
+        XCTAssertNotNil(error?.tlsReason)
+        try await client.shutdown()
+        try await server.shutdown()
+    }
+
+    func testExpiredCertificateIsRejected() async throws {
+        let server = try await NIOTestServer(tls: .expired)
+        let client = try client()
+        await assertThrows(.certificateInvalid, containing: "expired") {
+            _ = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/hello"))
+        }
+        try await client.shutdown()
+        try await server.shutdown()
+    }
+
+    func testCertificateForAnotherHostIsRejected() async throws {
+        let server = try await NIOTestServer(tls: .wrongHost)
+        let client = try client()
+        await assertThrows(.certificateInvalid, containing: "mismatch") {
+            _ = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/hello"))
+        }
+        try await client.shutdown()
+        try await server.shutdown()
+    }
+
+    func testVerificationOffAcceptsAnyCertificate() async throws {
+        let server = try await NIOTestServer(tls: .selfSigned)
+        let client = HTTPClient(configuration: .init(tls: .insecure))
+        let response = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/hello"))
+        XCTAssertEqual(response.status, .ok)
+        try await client.shutdown()
+        try await server.shutdown()
+    }
+
+    func testSystemTrustStoreDoesNotTrustTheTestCA() async throws {
+        let server = try await NIOTestServer(tls: .trusted)
+        let client = HTTPClient()
+        await assertThrows(.certificateInvalid) {
+            _ = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/hello"))
+        }
+        try await client.shutdown()
+        try await server.shutdown()
+    }
+
+    func testServerRequiringAClientCertificate() async throws {
+        let server = try await NIOTestServer(tls: .trusted(requireClientCertificate: true))
+        let url = "https://localhost:\(server.port)/hello"
+        let anonymous = try client()
+        do {
+            // TLS 1.3 reports the missing certificate after the handshake, as an alert on the first read.
+            _ = try await anonymous.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            XCTFail("a server requiring a client certificate accepted none")
+        } catch let error as HTTPClientError {
+            XCTAssertTrue([.tlsHandshakeFailed, .ioFailure, .connectionClosed].contains(error.code), "\(error)")
+        }
+        try await anonymous.shutdown()
+
+        let tls = TestTLS.shared
+        let authenticated = try client {
+            $0.clientCertificate = .init(certificateFile: tls.clientCertFile, privateKeyFile: tls.clientKeyFile)
+        }
+        let response = try await authenticated.send(HTTPClientRequest(url: url))
+        XCTAssertEqual(response.headers[HTTPField.Name("X-Client-Cert-Subject")!], TestTLS.clientCommonName)
+        try await authenticated.shutdown()
+        try await server.shutdown()
+    }
+
+    func testMissingClientKeyFileIsATypedError() async throws {
+        let server = try await NIOTestServer(tls: .trusted)
+        let client = try client { $0.clientCertificate = .init(certificateFile: "/nonexistent.pem", privateKeyFile: "/nonexistent.key") }
+        await assertThrows(.tlsHandshakeFailed, containing: "/nonexistent.pem") {
+            _ = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/hello"))
+        }
+        try await client.shutdown()
+        try await server.shutdown()
+    }
+
+    func testReconnectsResumeTheTLSSession() async throws {
+        let server = try await NIOTestServer(tls: .trusted)
+        let client = try client()
+        for _ in 0..<3 {
+            var request = HTTPClientRequest(url: "https://localhost:\(server.port)/hello")
+            request.persistentConnection = false
+            _ = try await client.send(request).body.collect(upTo: 100)
+        }
+        XCTAssertEqual(server.connectionsAccepted, 3)
+        XCTAssertEqual(client.tlsSessionsResumed, 2, "every reconnect after the first resumed")
+        try await client.shutdown()
+        try await server.shutdown()
+    }
+}
