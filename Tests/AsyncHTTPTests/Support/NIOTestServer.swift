@@ -257,6 +257,7 @@ private final class TestServerHandler: ChannelInboundHandler, RemovableChannelHa
     private var collectsBody = false
     private var stream: BodyStream?
     private var isPumping = false
+    private var pumpAgain = false
     private var closeAfterResponse = false
     private var timer: Scheduled<Void>?
 
@@ -479,9 +480,20 @@ private final class TestServerHandler: ChannelInboundHandler, RemovableChannelHa
     /// A flush can turn the channel writable again and call back in here synchronously, hence
     /// `isPumping`: the outer loop simply carries on.
     private func pump(context: ChannelHandlerContext) {
-        guard !isPumping else { return }
+        guard !isPumping else {
+            // Re-entered from a flush that made the channel writable again: the outer call goes round once more.
+            pumpAgain = true
+            return
+        }
         isPumping = true
         defer { isPumping = false }
+        repeat {
+            pumpAgain = false
+            pumpOnce(context: context)
+        } while pumpAgain && stream != nil
+    }
+
+    private func pumpOnce(context: ChannelHandlerContext) {
         var unflushed = 0
         while let current = stream, current.remaining > 0, context.channel.isWritable {
             let n = min(current.pieceSize, current.remaining)

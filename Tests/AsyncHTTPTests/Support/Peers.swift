@@ -23,16 +23,16 @@ enum Peers {
         return (http, https, try variable("ASYNCHTTP_NGINX_CA", notRunning))
     }
 
-    /// The `.peers` directory `./scripts/test.sh` prepared; nginx's document root is `<dir>/www`,
-    /// so tests can compare downloads with the files on disk.
-    static func directory() throws -> String {
-        try variable("ASYNCHTTP_PEERS_DIR", "peers directory is unknown: run ./scripts/test.sh")
-    }
-
     /// httpbin (the PyPI package, run by gunicorn) on 127.0.0.1, as a base URL without a trailing slash:
     /// `http://127.0.0.1:<port>`. Its routes: https://httpbin.org/ (`/redirect/n`, `/cookies/set`, `/gzip`, …).
     static func httpbin() throws -> String {
         try variable("ASYNCHTTP_HTTPBIN_URL", "httpbin peer is not running: run ./scripts/test.sh")
+    }
+
+    /// The `.peers` directory `./scripts/test.sh` prepared; nginx's document root is `<dir>/www`,
+    /// so tests can compare downloads with the files on disk.
+    static func directory() throws -> String {
+        try variable("ASYNCHTTP_PEERS_DIR", "peers directory is unknown: run ./scripts/test.sh")
     }
 
     private static func variable(_ name: String, _ message: String) throws -> String {

@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# Runs the test suite with its external peers: `./scripts/test.sh [swift test arguments…]`.
+#
+# - installs missing tools (one `need <binary> <apt package>` line each);
+# - prepares .peers/ (gitignored): a self-signed certificate, static files and an nginx config;
+# - starts nginx in the foreground as a child on two free 127.0.0.1 ports (HTTP and HTTPS);
+# - exports ASYNCHTTP_NGINX_HTTP_PORT, ASYNCHTTP_NGINX_HTTPS_PORT, ASYNCHTTP_NGINX_CA, ASYNCHTTP_PEERS_DIR;
+# - starts httpbin (PyPI, pinned in scripts/requirements-httpbin.txt, in a virtualenv under .peers) with
+#   gunicorn on a free 127.0.0.1 port, and exports ASYNCHTTP_HTTPBIN_URL;
+# - runs `swift test "$@"` (SANITIZE=thread adds --sanitize=thread, built in .build/tsan so the
+#   sanitized and plain builds do not keep invalidating each other);
+# - stops nginx and httpbin on exit, whatever happened.
+# Tests that need a peer fail (never skip) when run without this script.
+set -euo pipefail
+
+# The whole script is one { } group: bash parses it completely before running it, so editing this
+# file while a (long) run is in progress cannot change what the running copy does.
+{
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PEERS="$ROOT/.peers"
+export PATH="$PATH:/usr/sbin:/sbin"   # nginx lives in /usr/sbin on Debian/Ubuntu
+
+log() { printf 'test.sh: %s\n' "$*" >&2; }
+
+# --- tools -----------------------------------------------------------------------------------
+APT_UPDATED=0
+present() {  # present <binary or /absolute/path>
+    case "$1" in
+        /*) [ -e "$1" ] ;;
+        *) command -v "$1" >/dev/null 2>&1 ;;
+    esac
+}
+
+need() {  # need <binary or /absolute/file> <apt package>: install the package only if it is missing
+    local binary="$1" package="$2"
+    present "$binary" && return 0
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || { log "$binary is missing and there is no sudo to install $package"; exit 1; }
+        sudo="sudo"
+    fi
+    if [ "$APT_UPDATED" -eq 0 ]; then
+        log "apt-get update"
+        $sudo apt-get update -qq
+        APT_UPDATED=1
+    fi
+    log "installing $package (for $binary)"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$package" >/dev/null
+    present "$binary" || { log "$package did not provide $binary"; exit 1; }
+}
+
+need pkg-config pkg-config                     # SwiftPM finds the system libraries through it
+need /usr/include/openssl/ssl.h libssl-dev     # COpenSSL
+need /usr/include/zlib.h zlib1g-dev            # CZlib
+need python3 python3
+need openssl openssl
+need curl curl
+need nginx nginx-light
+# Debian ships venv's ensurepip separately (python3-venv); pyenv and python.org builds include it.
+python3 -c 'import ensurepip' >/dev/null 2>&1 ||
+    need "$(python3 -c 'import sys; print("/usr/lib/python3.%d/ensurepip/__init__.py" % sys.version_info[1])')" python3-venv
+
+# --- files -----------------------------------------------------------------------------------
+mkdir -p "$PEERS/www" "$PEERS/nginx/tmp" "$PEERS/tls"
+
+CERT="$PEERS/tls/nginx.pem"
+KEY="$PEERS/tls/nginx.key"
+if [ ! -s "$CERT" ] || [ ! -s "$KEY" ] || ! openssl x509 -checkend 86400 -noout -in "$CERT" >/dev/null 2>&1; then
+    log "generating self-signed certificate for localhost/127.0.0.1/::1"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 825 \
+        -keyout "$KEY" -out "$CERT" -subj "/CN=localhost" \
+        -addext "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1" 2>/dev/null
+fi
+
+# small.txt: exactly 1 KiB of repetitive text (so gzip visibly shrinks it), deterministic.
+if [ "$(stat -c %s "$PEERS/www/small.txt" 2>/dev/null || echo 0)" != 1024 ]; then
+    python3 -c 'import sys; line = b"AsyncHTTP nginx peer test line.\n"; sys.stdout.buffer.write((line * 32)[:1024])' \
+        > "$PEERS/www/small.txt"
+fi
+# big.bin: 8 MiB of random bytes (incompressible); tests compare downloads with this file.
+if [ "$(stat -c %s "$PEERS/www/big.bin" 2>/dev/null || echo 0)" != 8388608 ]; then
+    head -c 8388608 /dev/urandom > "$PEERS/www/big.bin"
+fi
+printf '<!doctype html>\n<html><head><title>AsyncHTTP peer</title></head><body><p>AsyncHTTP nginx peer</p></body></html>\n' \
+    > "$PEERS/www/index.html"
+
+free_ports() {  # prints two distinct free TCP ports on 127.0.0.1
+    python3 - <<'PY'
+import socket
+sockets = []
+for _ in range(2):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    sockets.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in sockets))
+for s in sockets:
+    s.close()
+PY
+}
+
+write_nginx_conf() {  # write_nginx_conf <http port> <https port>
+    local user_line="" mime_line="types { text/html html; text/plain txt; application/octet-stream bin; }"
+    # As root, nginx would run its worker as "nobody", which may not be able to read the repo.
+    [ "$(id -u)" -eq 0 ] && user_line="user root;"
+    [ -f /etc/nginx/mime.types ] && mime_line="include /etc/nginx/mime.types;"
+    cat > "$PEERS/nginx/nginx.conf" <<EOF
+# Generated by scripts/test.sh; do not edit.
+$user_line
+worker_processes 1;
+daemon off;
+pid $PEERS/nginx/nginx.pid;
+error_log $PEERS/nginx/error.log warn;
+events { worker_connections 256; }
+http {
+    $mime_line
+    default_type application/octet-stream;
+    access_log off;
+    keepalive_timeout 2s;
+    keepalive_requests 1000;
+    sendfile on;
+    client_body_temp_path $PEERS/nginx/tmp/client_body;
+    proxy_temp_path $PEERS/nginx/tmp/proxy;
+    fastcgi_temp_path $PEERS/nginx/tmp/fastcgi;
+    uwsgi_temp_path $PEERS/nginx/tmp/uwsgi;
+    scgi_temp_path $PEERS/nginx/tmp/scgi;
+    gzip on;
+    gzip_vary on;
+    gzip_min_length 20;
+    gzip_types text/plain text/css text/xml application/json application/javascript;
+    server {
+        listen 127.0.0.1:$1;
+        root $PEERS/www;
+    }
+    server {
+        listen 127.0.0.1:$2 ssl;
+        ssl_certificate $CERT;
+        ssl_certificate_key $KEY;
+        root $PEERS/www;
+    }
+}
+EOF
+}
+
+# --- nginx -----------------------------------------------------------------------------------
+NGINX_PID=""
+HTTPBIN_PID=""
+cleanup() {
+    local status=$?
+    for pid in "$NGINX_PID" "$HTTPBIN_PID"; do
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# -e (nginx >= 1.19.5) sets the error log before the config is read, so nginx never touches /var/log.
+NGINX_ERROR_FLAG=()
+nginx -h 2>&1 | grep -q -- '-e filename' && NGINX_ERROR_FLAG=(-e "$PEERS/nginx/error.log")
+
+started=0
+for attempt in 1 2 3; do  # a free port can be taken between choosing it and nginx binding it: retry
+    read -r HTTP_PORT HTTPS_PORT < <(free_ports)
+    write_nginx_conf "$HTTP_PORT" "$HTTPS_PORT"
+    : > "$PEERS/nginx/error.log"
+    nginx -p "$PEERS/nginx" ${NGINX_ERROR_FLAG[@]+"${NGINX_ERROR_FLAG[@]}"} -c "$PEERS/nginx/nginx.conf" &
+    NGINX_PID=$!
+    for _ in $(seq 50); do  # up to 5 s
+        kill -0 "$NGINX_PID" 2>/dev/null || break
+        if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$HTTP_PORT/small.txt" 2>/dev/null &&
+            curl -fsS -o /dev/null --max-time 1 --cacert "$CERT" "https://127.0.0.1:$HTTPS_PORT/small.txt" 2>/dev/null; then
+            started=1
+            break
+        fi
+        sleep 0.1
+    done
+    [ "$started" -eq 1 ] && break
+    log "nginx did not come up (attempt $attempt):"
+    tail -n 5 "$PEERS/nginx/error.log" >&2 || true
+    kill -TERM "$NGINX_PID" 2>/dev/null || true
+    wait "$NGINX_PID" 2>/dev/null || true
+    NGINX_PID=""
+done
+[ "$started" -eq 1 ] || { log "giving up: nginx peer could not be started"; exit 1; }
+log "nginx on http://127.0.0.1:$HTTP_PORT and https://127.0.0.1:$HTTPS_PORT (pid $NGINX_PID)"
+
+export ASYNCHTTP_NGINX_HTTP_PORT="$HTTP_PORT"
+export ASYNCHTTP_NGINX_HTTPS_PORT="$HTTPS_PORT"
+export ASYNCHTTP_NGINX_CA="$CERT"
+export ASYNCHTTP_PEERS_DIR="$PEERS"
+
+# --- httpbin ---------------------------------------------------------------------------------
+HTTPBIN_VENV="$PEERS/httpbin-venv"
+HTTPBIN_REQUIREMENTS="$ROOT/scripts/requirements-httpbin.txt"
+if ! cmp -s "$HTTPBIN_REQUIREMENTS" "$HTTPBIN_VENV/requirements.txt"; then
+    log "installing httpbin into $HTTPBIN_VENV"
+    rm -rf "$HTTPBIN_VENV"
+    python3 -m venv "$HTTPBIN_VENV"
+    "$HTTPBIN_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HTTPBIN_REQUIREMENTS"
+    cp "$HTTPBIN_REQUIREMENTS" "$HTTPBIN_VENV/requirements.txt"  # marks the install complete
+fi
+
+started=0
+for attempt in 1 2 3; do  # as for nginx: the free port can be taken before gunicorn binds it
+    read -r HTTPBIN_PORT _ < <(free_ports)
+    # gthread: keep-alive connections (the sync worker closes after each response); no control socket,
+    # which gunicorn >= 24 would put at a fixed path shared by every run on the machine.
+    "$HTTPBIN_VENV/bin/gunicorn" --bind "127.0.0.1:$HTTPBIN_PORT" --worker-class gthread --workers 1 --threads 8 \
+        --keep-alive 5 --no-control-socket --log-level warning --error-logfile "$PEERS/httpbin.log" httpbin:app &
+    HTTPBIN_PID=$!
+    for _ in $(seq 100); do  # up to 10 s: the first start compiles Flask's modules
+        kill -0 "$HTTPBIN_PID" 2>/dev/null || break
+        if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$HTTPBIN_PORT/get" 2>/dev/null; then
+            started=1
+            break
+        fi
+        sleep 0.1
+    done
+    [ "$started" -eq 1 ] && break
+    log "httpbin did not come up (attempt $attempt):"
+    tail -n 5 "$PEERS/httpbin.log" >&2 || true
+    kill -TERM "$HTTPBIN_PID" 2>/dev/null || true
+    wait "$HTTPBIN_PID" 2>/dev/null || true
+    HTTPBIN_PID=""
+done
+[ "$started" -eq 1 ] || { log "giving up: httpbin peer could not be started"; exit 1; }
+log "httpbin on http://127.0.0.1:$HTTPBIN_PORT (pid $HTTPBIN_PID)"
+export ASYNCHTTP_HTTPBIN_URL="http://127.0.0.1:$HTTPBIN_PORT"
+
+# --- tests -----------------------------------------------------------------------------------
+SWIFT_ARGS=()
+case "${SANITIZE:-}" in
+    "") ;;
+    thread) SWIFT_ARGS+=(--sanitize=thread --scratch-path "$ROOT/.build/tsan") ;;
+    *) log "unsupported SANITIZE=${SANITIZE} (supported: thread)"; exit 2 ;;
+esac
+
+cd "$ROOT"
+swift test ${SWIFT_ARGS[@]+"${SWIFT_ARGS[@]}"} "$@"
+exit
+}
