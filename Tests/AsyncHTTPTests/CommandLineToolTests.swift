@@ -1,0 +1,73 @@
+import Foundation
+import XCTest
+
+/// The `ahttp` executable, run as a user would, against the in-process server.
+final class CommandLineToolTests: XCTestCase {
+    var server: NIOTestServer!
+
+    override func setUp() async throws {
+        server = try await NIOTestServer()
+    }
+
+    override func tearDown() async throws {
+        try await server?.shutdown()
+    }
+
+    /// `swift test` builds every product next to the test bundle.
+    func ahttp(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        var tool = directory.appendingPathComponent("ahttp")
+        if !FileManager.default.fileExists(atPath: tool.path) {
+            tool = directory.deletingLastPathComponent().appendingPathComponent("ahttp")
+        }
+        let process = Process()
+        process.executableURL = tool
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+
+    func testSeveralURLsShareTheConnectionAndWriteOutReports() throws {
+        let result = try ahttp(["-s", "-o", "/dev/null", "-w", "%{http_code} %{size_download} %{num_connects}\\n",
+                                server.url("/hello"), server.url("/bytes?n=5000"), server.url("/status/404")])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "200 5 1\n200 5000 0\n404 0 0\n")
+        XCTAssertEqual(server.connectionsAccepted, 1)
+    }
+
+    func testHeadRequestPrintsTheHead() throws {
+        let result = try ahttp(["-I", server.url("/bytes?n=10")])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.hasPrefix("HTTP/1.1 200 OK\r\n"), result.stdout)
+        XCTAssertTrue(result.stdout.lowercased().contains("content-length: 10"), result.stdout)
+    }
+
+    func testPostDataAndCustomHeader() throws {
+        let result = try ahttp(["-d", "a=1", "-H", "X-Test: yes", "-X", "PUT", server.url("/echo")])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "a=1")
+    }
+
+    func testTransportFailuresUseCurlsExitCodes() throws {
+        let refused = try ahttp(["http://127.0.0.1:\(try unusedPort())/"])
+        XCTAssertEqual(refused.status, 7, "curl: couldn't connect")
+        XCTAssertTrue(refused.stderr.contains("connectFailed"), refused.stderr)
+        XCTAssertEqual(refused.stderr.split(separator: "\n").count, 1, "one line")
+        XCTAssertEqual(try ahttp(["ftp://127.0.0.1/"]).status, 3, "curl: malformed URL")
+        XCTAssertEqual(try ahttp(["-m", "0.2", server.url("/slow-head?ms=3000")]).status, 28, "curl: timeout")
+        XCTAssertEqual(try ahttp(["-H", "X-A: b\rc", server.url("/hello")]).status, 43)
+    }
+
+    func testUsageErrorsExitWithTwo() throws {
+        let result = try ahttp(["--no-such-option", server.url("/hello")])
+        XCTAssertEqual(result.status, 2)
+        XCTAssertTrue(result.stderr.contains("unknown option"), result.stderr)
+    }
+}
