@@ -265,6 +265,14 @@ final class ClientBehaviourTests: XCTestCase {
         XCTAssertEqual(error?.errno, ECONNREFUSED)
     }
 
+    func testIPv6LiteralURL() async throws {
+        let v6 = try await NIOTestServer(host: "::1")
+        let response = try await client.send(HTTPClientRequest(url: "http://[::1]:\(v6.port)/headers"))
+        let text = String(decoding: try await response.body.collect(upTo: 1 << 16), as: UTF8.self).lowercased()
+        XCTAssertTrue(text.contains("host: [::1]:\(v6.port)"), text)
+        try await v6.shutdown()
+    }
+
     func testLocalhostIsResolvedByName() async throws {
         let response = try await client.send(HTTPClientRequest(url: "http://localhost:\(server.port)/hello"))
         let value5 = try await response.body.collect(upTo: 100)
