@@ -223,3 +223,16 @@ final class HTTP1RequestEncoderTests: XCTestCase {
         XCTAssertEqual(offset, wire.count)
     }
 }
+
+final class HTTP1RequestEncoderCookieTests: XCTestCase {
+    func testCookiePairsSplitByHTTPFieldsGoOutAsOneCookieLine() throws {
+        var headers = HTTPFields()
+        headers[.cookie] = "a=1; b=2"
+        var buffer: [UInt8] = []
+        try HTTP1RequestEncoder.encodeHead(method: .get, target: "/", host: "h", headers: headers, framing: .none,
+                                           version: .http1_1, userAgent: nil, into: &buffer)
+        let text = String(decoding: buffer, as: UTF8.self)
+        XCTAssertEqual(text.components(separatedBy: "Cookie:").count - 1, 1, text)
+        XCTAssertTrue(text.contains("Cookie: a=1; b=2\r\n"), text)
+    }
+}

@@ -32,9 +32,9 @@ final class ScriptedPeer: Sendable {
         }
     }
 
-    private let received = Mutex<[HTTPClientRequest]>([])
+    private let received = Locked<[HTTPClientRequest]>([])
     /// How many redirect bodies were read to their end before the next request went out.
-    private let bodiesReadToEnd = Mutex(0)
+    private let bodiesReadToEnd = Locked(0)
     private let respond: @Sendable (_ request: HTTPClientRequest, _ index: Int) throws -> Reply
 
     init(_ respond: @escaping @Sendable (_ request: HTTPClientRequest, _ index: Int) throws -> Reply) {

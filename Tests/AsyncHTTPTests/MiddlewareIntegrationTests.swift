@@ -278,7 +278,7 @@ final class MiddlewareIntegrationTests: XCTestCase {
 
     /// Answers every request with what `reply(n)` says, `n` counting requests across connections.
     func server(_ reply: @escaping @Sendable (Int) -> FaultAction) throws -> FaultServer {
-        let count = Mutex(0)
+        let count = Locked(0)
         return try FaultServer(script: FaultScript { _, _ in
             let n = count.withLock { n in
                 defer { n += 1 }

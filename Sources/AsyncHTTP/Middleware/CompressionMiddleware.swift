@@ -1,5 +1,4 @@
 import HTTPTypes
-import Synchronization
 
 /// How a client asks for compressed responses and guards against decompression bombs.
 ///
@@ -212,7 +211,7 @@ struct InflatingBody: AsyncSequence, Sendable {
 ///
 /// `@unchecked` is not needed: the bytes live in a `Mutex`. The body's reader appends, anyone may read.
 final class RawBodyRecorder: Sendable {
-    private let storage = Mutex<[UInt8]>([])
+    private let storage = Locked<[UInt8]>([])
 
     func append(_ chunk: ArraySlice<UInt8>) {
         storage.withLock { $0.append(contentsOf: chunk) }

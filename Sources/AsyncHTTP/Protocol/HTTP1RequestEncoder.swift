@@ -62,6 +62,10 @@ enum HTTP1RequestEncoder {
         if !headers.contains(hostFieldName) {
             append(name: "Host", value: host, into: &buffer)
         }
+        // RFC 6265 §5.4: at most one Cookie field. `HTTPFields` splits a Cookie value at "; " into separate
+        // fields (HTTP/2's RFC 9113 §8.2.3), and HTTP/1 servers join repeated fields with ", ", which breaks
+        // the pairs (Werkzeug reads "a=1; b=2" sent as two fields as a="1, b=2"). Fold them back.
+        var cookies: [String] = []
         for field in headers {
             let name = field.name
             if name == .contentLength || name == .transferEncoding { continue }
@@ -74,7 +78,14 @@ enum HTTP1RequestEncoder {
                 buffer.removeSubrange(start...)  // leave no half-written head behind
                 throw error
             }
+            if name == .cookie {
+                cookies.append(value)
+                continue
+            }
             append(name: name.rawName, value: value, into: &buffer)
+        }
+        if !cookies.isEmpty {
+            append(name: "Cookie", value: cookies.joined(separator: "; "), into: &buffer)
         }
         if !hasUserAgent, let userAgent {
             do throws(HTTPClientError) {

@@ -3,7 +3,6 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import Synchronization
 #if os(Linux)
 import CEpoll
 #endif
@@ -103,7 +102,7 @@ final class EpollEventLoop: IOEventNotifier {
 
     private let epollFD: Int32
     private let wakeFD: Int32
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private init() {
         epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))

@@ -4,7 +4,6 @@ import Glibc
 import Darwin
 #endif
 import Dispatch
-import Synchronization
 
 /// Name resolution that never blocks Swift's cooperative pool.
 ///
@@ -17,7 +16,7 @@ enum Resolver {
 
     static func resolve(host: String, port: Int, deadline: ContinuousClock.Instant?) async throws(HTTPClientError) -> [SocketAddress] {
         if let address = SocketAddress(numericHost: host, port: port) { return [address] }
-        let once = Mutex<UnsafeContinuation<Result<[SocketAddress], HTTPClientError>, Never>?>(nil)
+        let once = Locked<UnsafeContinuation<Result<[SocketAddress], HTTPClientError>, Never>?>(nil)
         let finish: @Sendable (Result<[SocketAddress], HTTPClientError>) -> Void = { result in
             once.withLock { continuation in
                 continuation?.resume(returning: result)

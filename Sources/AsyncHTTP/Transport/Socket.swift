@@ -3,7 +3,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 #if canImport(Glibc)
 private let libcConnect = Glibc.connect
@@ -97,7 +96,7 @@ final class Socket: @unchecked Sendable {
     let fd: Int32
     let notifier: any IOEventNotifier
     let remote: SocketAddress
-    private let closeLock = Mutex(false)
+    private let closeLock = Locked(false)
 
     private init(fd: Int32, remote: SocketAddress, notifier: any IOEventNotifier) {
         self.fd = fd

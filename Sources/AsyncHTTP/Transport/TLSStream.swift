@@ -1,5 +1,4 @@
 import COpenSSL
-import Synchronization
 
 /// One OpenSSL `SSL_CTX` per ``TLSConfiguration``, with a per-host session cache.
 ///
@@ -10,7 +9,7 @@ final class TLSContext: @unchecked Sendable {
     let context: OpaquePointer
     let configuration: TLSConfiguration
     /// The most recent resumable session per "host:port". Owned references (freed on replacement).
-    private let sessions = Mutex<[String: SessionReference]>([:])
+    private let sessions = Locked<[String: SessionReference]>([:])
 
     /// An owned `SSL_SESSION` reference.
     private struct SessionReference: @unchecked Sendable {
@@ -113,7 +112,7 @@ final class TLSStream: @unchecked Sendable {
     let context: TLSContext
     let sessionKey: String
     private let ssl: OpaquePointer
-    private let lock = Mutex(false)
+    private let lock = Locked(false)
 
     private static let exDataIndex: Int32 = ahttp_SSL_get_ex_new_index()
     private static let bioMethod = BIOMethod()

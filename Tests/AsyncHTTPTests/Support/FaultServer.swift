@@ -1,3 +1,4 @@
+@testable import AsyncHTTP
 import Dispatch
 import Foundation
 import Glibc
@@ -132,7 +133,7 @@ final class FaultServer: Sendable {
 
     private let shared: FaultServerShared
     private let wakeWriteFD: Int32
-    private let stopped = Mutex(false)
+    private let stopped = Locked(false)
 
     init(script: FaultScript, host: String = "127.0.0.1") throws {
         let (listenFD, port) = try Self.listen(host: host)
@@ -241,7 +242,7 @@ private final class FaultServerShared: Sendable {
         var heads: [String] = []
         var stopRequested = false
     }
-    let state = Mutex(State())
+    let state = Locked(State())
     /// Signalled once when the thread has closed every socket and is about to exit.
     let finished = DispatchSemaphore(value: 0)
 }

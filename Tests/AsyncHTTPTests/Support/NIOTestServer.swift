@@ -1,3 +1,4 @@
+@testable import AsyncHTTP
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -70,7 +71,7 @@ final class NIOTestServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let serverChannel: any Channel
     private let stats: Stats
-    private let isShutDown = Mutex(false)
+    private let isShutDown = Locked(false)
 
     /// Starts a server; `tls` makes it HTTPS with the given certificate (see ``TestTLS/ServerConfig``).
     init(tls: TestTLS.ServerConfig? = nil, host: String = "127.0.0.1") async throws {
@@ -163,7 +164,7 @@ private final class Stats: Sendable {
         var requests = 0
         var open = 0
     }
-    let counters = Mutex(Counters())
+    let counters = Locked(Counters())
 }
 
 /// The deterministic body of `/bytes` and `/stream`: byte i is `UInt8(i % 251)`.
