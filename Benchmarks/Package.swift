@@ -16,14 +16,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
-        // zlib for the gzip scenario of clients that do not inflate themselves. Named apart from the root
-        // package's CZlib: two modules of one name cannot share a build graph.
-        .systemLibrary(
-            name: "CBenchZlib",
-            pkgConfig: "zlib",
-            providers: [.apt(["zlib1g-dev"])]
-        ),
-        .target(name: "BenchCore", dependencies: ["CBenchZlib"]),
+        // What the clients share: command line, scenarios, timing, memory figures, JSON output.
+        .target(name: "BenchCore"),
         .executableTarget(
             name: "bench-asynchttp",
             dependencies: [

@@ -4,17 +4,36 @@ import Glibc
 import Darwin
 #endif
 
+#if canImport(Glibc)
+// Glibc imports RUSAGE_SELF as an enum case; getrusage wants its raw value.
+private let RUSAGE_SELF_WHO = __rusage_who_t(RUSAGE_SELF.rawValue)
+#else
+private let RUSAGE_SELF_WHO = RUSAGE_SELF
+#endif
+
 /// Process memory, as the kernel counts it.
 public enum Memory {
     /// The peak resident set size in KiB (`getrusage(RUSAGE_SELF).ru_maxrss`, which Linux reports in KiB).
     public static func peakRSSKiB() -> Int {
         var usage = rusage()
-        guard getrusage(RUSAGE_SELF, &usage) == 0 else { return -1 }
+        guard getrusage(RUSAGE_SELF_WHO, &usage) == 0 else { return -1 }
         #if canImport(Darwin)
         return Int(usage.ru_maxrss) / 1024  // bytes on Darwin
         #else
         return Int(usage.ru_maxrss)
         #endif
+    }
+
+    /// The current anonymous resident memory in KiB (`RssAnon` in `/proc/self/status`): the heap, stacks and
+    /// buffers the process itself dirtied, without the shared-library pages that dominate a small process's
+    /// RSS. -1 where there is no procfs.
+    public static func anonymousRSSKiB() -> Int {
+        guard let status = try? Files.read("/proc/self/status") else { return -1 }
+        for line in status.split(separator: UInt8(ascii: "\n")) where line.starts(with: Array("RssAnon:".utf8)) {
+            let digits = line.filter { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+            return Int(String(decoding: digits, as: UTF8.self)) ?? -1
+        }
+        return -1
     }
 
     /// The current resident set size in KiB: the second field of `/proc/self/statm` (pages), times the page
@@ -42,6 +61,8 @@ public struct Report: Sendable {
     public var bytes = 0
     public var errors = 0
     public var peakRSSKiB = -1
+    /// Anonymous resident memory at the end of the run (see ``Memory/anonymousRSSKiB()``).
+    public var anonymousRSSKiB = -1
     public var rssAfter100KiB: Int?
     public var rssAfter4000KiB: Int?
     /// The first error, to stderr, so a failing client is visible without changing the JSON.
@@ -61,6 +82,7 @@ public struct Report: Sendable {
             ("client", quoted(client)), ("scenario", quoted(scenario)), ("requests", "\(requests)"),
             ("seconds", fixed(seconds, 4)), ("req_per_s", fixed(requestsPerSecond, 1)), ("bytes", "\(bytes)"),
             ("mb_per_s", fixed(megabytesPerSecond, 2)), ("errors", "\(errors)"), ("peak_rss_kb", "\(peakRSSKiB)"),
+            ("rss_anon_kb", "\(anonymousRSSKiB)"),
         ]
         if let rssAfter100KiB { fields.append(("rss_after_100_kb", "\(rssAfter100KiB)")) }
         if let rssAfter4000KiB { fields.append(("rss_after_4000_kb", "\(rssAfter4000KiB)")) }
@@ -68,10 +90,15 @@ public struct Report: Sendable {
     }
 
     public func print() {
-        if let firstError { fputs("\(client) \(scenario): \(errors) error(s), first: \(firstError)\n", stderr) }
+        if let firstError { printToStandardError("\(client) \(scenario): \(errors) error(s), first: \(firstError)") }
         Swift.print(jsonLine)
-        fflush(stdout)
     }
+}
+
+/// Writes one line to standard error (file descriptor 2, without touching C's shared `stderr` variable).
+public func printToStandardError(_ line: String) {
+    var text = line + "\n"
+    text.withUTF8 { bytes in _ = write(2, bytes.baseAddress, bytes.count) }
 }
 
 /// A JSON string literal (the few characters JSON requires escaped).

@@ -25,7 +25,8 @@ public enum Scenario: String, Sendable, CaseIterable {
     case tlsSeq = "tls-seq"
     /// A new TLS connection per sequential 1 KiB GET, for `--seconds`.
     case tlsNew = "tls-new"
-    /// `--requests` (4,000 in run.sh) new TLS connections; resident memory after 100 and at the end.
+    /// `--requests` (4,000 in run.sh) new TLS connections, or as many as `--seconds` allow (at least 100);
+    /// resident memory after 100 and at the end.
     case memory
 
     /// The path requested, relative to `--url`.
@@ -114,7 +115,7 @@ public struct Options: Sendable {
 
         """
         if let problem {
-            fputs("error: \(problem)\n\(text)", stderr)
+            printToStandardError("error: \(problem)\n\(text)")
             exit(2)
         }
         print(text, terminator: "")

@@ -13,7 +13,8 @@ public protocol BenchDriver: Sendable {
     /// `newConnection` the request must go out on a connection of its own that is closed afterwards.
     /// Throws for a status other than 200.
     func get(_ url: String, newConnection: Bool) async throws -> Int
-    /// GETs `url` with `Accept-Encoding: gzip` and returns the number of decompressed body bytes.
+    /// GETs `url` asking for a compressed response in the client's own way, and returns the number of
+    /// decompressed body bytes.
     func getDecompressed(_ url: String) async throws -> Int
     /// PUTs `total` bytes (a multiple of `chunk.count`), streamed as `chunk` repeated, with a `Content-Length`.
     /// Returns the bytes sent. Throws for a status other than 2xx.
@@ -106,16 +107,21 @@ public enum Bench {
             }
             report.seconds = seconds(clock.now - start)
         case .memory:
-            // Sequential new TLS connections; resident memory is sampled after 100 and after the last.
+            // Sequential new TLS connections; resident memory is sampled after 100 and after the last. Bounded by
+            // `--seconds` too, for a client whose handshakes are slow (`requests` then says how far it got).
             let checkpoint = min(100, options.requests)
             let start = clock.now
+            let deadline = start + .seconds(options.seconds)
             for index in 1...options.requests {
                 await tally.record { try await driver.get(url, newConnection: true) }
                 if index == checkpoint { report.rssAfter100KiB = Memory.currentRSSKiB() }
+                if index > checkpoint && clock.now >= deadline { break }
             }
             report.seconds = seconds(clock.now - start)
             report.rssAfter4000KiB = Memory.currentRSSKiB()
         }
+        // Before shutdown: what the client holds while it is in use.
+        report.anonymousRSSKiB = Memory.anonymousRSSKiB()
         report.requests = tally.succeeded
         report.bytes = tally.bytes
         report.errors = tally.failed

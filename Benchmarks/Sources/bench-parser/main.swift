@@ -66,7 +66,7 @@ enum Corpus {
 }
 
 func fail(_ message: String) -> Never {
-    fputs("bench-parser: \(message)\n", stderr)
+    printToStandardError("bench-parser: \(message)")
     exit(2)
 }
 

@@ -1,9 +1,0 @@
-#ifndef CBENCHZLIB_SHIM_H
-#define CBENCHZLIB_SHIM_H
-#include <zlib.h>
-
-// inflateInit2 is a macro; Swift cannot call it.
-static inline int cbench_inflateInit2(z_streamp stream, int windowBits) {
-    return inflateInit2(stream, windowBits);
-}
-#endif
