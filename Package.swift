@@ -39,9 +39,12 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            exclude: ["Resources/public_suffix_list.LICENSE", "Resources/public_suffix_list.SOURCE"],
-            // The Public Suffix List (MPL-2.0; licence and source beside it) for the cookie jar.
-            resources: [.copy("Resources/public_suffix_list.dat")]
+            // The Public Suffix List for the cookie jar, shipped with its MPL-2.0 licence and where it came from.
+            resources: [
+                .copy("Resources/public_suffix_list.dat"),
+                .copy("Resources/public_suffix_list.LICENSE"),
+                .copy("Resources/public_suffix_list.SOURCE"),
+            ]
         ),
         .executableTarget(
             name: "ahttp",

@@ -283,7 +283,6 @@ func run() async -> Int32 {
     configuration.cookieJar = jar
     if options.verbose { configuration.middleware.append(VerboseHeads(userAgent: configuration.userAgent)) }
     let client = HTTPClient(configuration: configuration)
-    defer { Task { try? await client.shutdown() } }
 
     let sink: Sink
     do { sink = try Sink(path: options.output) } catch let error as UsageError {
@@ -399,4 +398,7 @@ struct VerboseHeads: HTTPClientMiddleware {
     }
 }
 
-exit(await run())
+// `_exit`, not `exit`: every byte went out through write(2), so there is no stdio buffer to flush, and
+// skipping the C atexit destructors keeps them from racing the event-loop thread, which never stops.
+let status = await run()
+_exit(status)

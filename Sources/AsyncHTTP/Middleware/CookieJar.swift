@@ -59,7 +59,21 @@ public actor CookieJar {
     /// The most cookies kept in all.
     public nonisolated let maxCookies: Int
     private let storage: (any CookieStorage)?
-    private let publicSuffixList: PublicSuffixList?
+    /// Where the Public Suffix List comes from. The bundled list is read on the first cookie, not when the
+    /// jar is made: parsing it costs tens of milliseconds, which a client that never sees a cookie should not pay.
+    private enum SuffixListSource {
+        case bundled
+        case given(PublicSuffixList?)
+    }
+
+    private let suffixListSource: SuffixListSource
+
+    private var publicSuffixList: PublicSuffixList? {
+        switch suffixListSource {
+        case .bundled: .shared
+        case .given(let list): list
+        }
+    }
 
     /// Cookies by their `domain`, in arrival order. A request for `a.b.example.com` looks up at most one
     /// bucket per label of its host.
@@ -77,12 +91,21 @@ public actor CookieJar {
     ///   - publicSuffixList: the list that refuses `Domain` attributes like `com`; nil turns the check off.
     public init(
         storage: (any CookieStorage)? = nil, maxCookiesPerDomain: Int = 50, maxCookies: Int = 3000,
-        publicSuffixList: PublicSuffixList? = .shared
+        publicSuffixList: PublicSuffixList?
     ) {
         self.storage = storage
         self.maxCookiesPerDomain = max(1, maxCookiesPerDomain)
         self.maxCookies = max(1, maxCookies)
-        self.publicSuffixList = publicSuffixList
+        self.suffixListSource = .given(publicSuffixList)
+    }
+
+    /// Creates an empty jar that checks `Domain` attributes against the bundled Public Suffix List
+    /// (``PublicSuffixList/shared``), loaded when the first cookie arrives.
+    public init(storage: (any CookieStorage)? = nil, maxCookiesPerDomain: Int = 50, maxCookies: Int = 3000) {
+        self.storage = storage
+        self.maxCookiesPerDomain = max(1, maxCookiesPerDomain)
+        self.maxCookies = max(1, maxCookies)
+        self.suffixListSource = .bundled
     }
 
     /// The system clock, in seconds since 1970: the default for every `now:` parameter.
