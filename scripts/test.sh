@@ -7,9 +7,20 @@
 # - exports ASYNCHTTP_NGINX_HTTP_PORT, ASYNCHTTP_NGINX_HTTPS_PORT, ASYNCHTTP_NGINX_CA, ASYNCHTTP_PEERS_DIR;
 # - starts httpbin (PyPI, pinned in scripts/requirements-httpbin.txt, in a virtualenv under .peers) with
 #   gunicorn on a free 127.0.0.1 port, and exports ASYNCHTTP_HTTPBIN_URL;
+# - starts the authentication and proxy peers, each in the foreground as a child on free 127.0.0.1 ports,
+#   with its configuration, logs and pid files under .peers/<peer>/, and exports (see Peers.swift):
+#     tinyproxy without authentication     ASYNCHTTP_TINYPROXY_URL
+#     tinyproxy with Basic authentication  ASYNCHTTP_TINYPROXY_AUTH_URL, _USER, _PASSWORD
+#     squid with Digest authentication     ASYNCHTTP_SQUID_URL, _USER, _PASSWORD, _REALM
+#     dante SOCKS5 without authentication  ASYNCHTTP_SOCKS5_URL
+#     SOCKS5 with username/password        ASYNCHTTP_SOCKS5_AUTH_URL, _USER, _PASSWORD, _LOG
+#       (scripts/peers/socks5_server.py: dante's username method would need a system account)
+#     NTLM origin and proxy                ASYNCHTTP_NTLM_URL, ASYNCHTTP_NTLM_PROXY_URL, _USER, _PASSWORD, _DOMAIN
+#       (scripts/peers/ntlm_server.py with pyspnego, pinned in scripts/requirements-ntlm.txt);
+#   the proxies only reach loopback destinations, and CONNECT is allowed to any port;
 # - runs `swift test "$@"` (SANITIZE=thread adds --sanitize=thread, built in .build/tsan so the
 #   sanitized and plain builds do not keep invalidating each other);
-# - stops nginx and httpbin on exit, whatever happened.
+# - stops every peer on exit, whatever happened.
 # Tests that need a peer fail (never skip) when run without this script.
 set -euo pipefail
 
@@ -56,6 +67,9 @@ need python3 python3
 need openssl openssl
 need curl curl
 need nginx nginx-light
+need tinyproxy tinyproxy-bin                   # the executable alone, without a system service
+need squid squid                               # also brings /usr/lib/squid/digest_file_auth
+need danted dante-server
 # Debian ships venv's ensurepip separately (python3-venv); pyenv and python.org builds include it.
 python3 -c 'import ensurepip' >/dev/null 2>&1 ||
     need "$(python3 -c 'import sys; print("/usr/lib/python3.%d/ensurepip/__init__.py" % sys.version_info[1])')" python3-venv
@@ -144,9 +158,11 @@ EOF
 # --- nginx -----------------------------------------------------------------------------------
 NGINX_PID=""
 HTTPBIN_PID=""
+PEER_PIDS=()     # the peers start_peer started
+STARTING_PID=""  # the one start_peer is waiting for
 cleanup() {
     local status=$?
-    for pid in "$NGINX_PID" "$HTTPBIN_PID"; do
+    for pid in "$NGINX_PID" "$HTTPBIN_PID" "$STARTING_PID" ${PEER_PIDS[@]+"${PEER_PIDS[@]}"}; do
         if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
             kill -TERM "$pid" 2>/dev/null || true
             wait "$pid" 2>/dev/null || true
@@ -230,6 +246,244 @@ done
 [ "$started" -eq 1 ] || { log "giving up: httpbin peer could not be started"; exit 1; }
 log "httpbin on http://127.0.0.1:$HTTPBIN_PORT (pid $HTTPBIN_PID)"
 export ASYNCHTTP_HTTPBIN_URL="http://127.0.0.1:$HTTPBIN_PORT"
+
+# --- authentication and proxy peers ----------------------------------------------------------
+# start_peer <name> <tries> <launch function> <ready function> <log file>...
+# Up to 3 attempts, each on fresh ports PORT_A and PORT_B from free_ports (one can be taken between
+# choosing it and the peer binding it). The launch function writes the peer's configuration for those
+# ports and starts it in the background, setting PEER_PID; the ready function succeeds once the peer
+# serves; it is tried <tries> times, 0.1 s apart. Fails the script, with the logs' ends, if the peer
+# never becomes ready.
+start_peer() {
+    local name="$1" tries="$2" launch="$3" ready="$4" attempt started=0
+    shift 4
+    for attempt in 1 2 3; do
+        read -r PORT_A PORT_B < <(free_ports)
+        PEER_PID=""
+        "$launch"
+        STARTING_PID="$PEER_PID"
+        for _ in $(seq "$tries"); do
+            kill -0 "$PEER_PID" 2>/dev/null || break
+            if "$ready" >/dev/null 2>&1; then
+                started=1
+                break
+            fi
+            sleep 0.1
+        done
+        if [ "$started" -eq 1 ]; then
+            PEER_PIDS+=("$PEER_PID")
+            STARTING_PID=""
+            log "$name on 127.0.0.1:$PORT_A (pid $PEER_PID)"
+            return 0
+        fi
+        log "$name did not come up (attempt $attempt):"
+        local file
+        for file in "$@"; do
+            if [ -f "$file" ]; then tail -n 5 "$file" >&2; fi
+        done
+        kill -TERM "$PEER_PID" 2>/dev/null || true
+        wait "$PEER_PID" 2>/dev/null || true
+        STARTING_PID=""
+    done
+    log "giving up: $name peer could not be started"
+    exit 1
+}
+
+# The HTTP and SOCKS proxies are ready once this file can be fetched through them.
+ORIGIN_URL="http://127.0.0.1:$HTTP_PORT/small.txt"
+# The Python peers' imports must not leave __pycache__ directories in scripts/peers.
+export PYTHONPYCACHEPREFIX="$PEERS/pycache"
+
+# tinyproxy: two instances, as BasicAuth applies to a whole instance. No ConnectPort line: CONNECT to
+# every port (tinyproxy.conf(5)). The filter lets only loopback host names through (403 otherwise).
+# As root it stays root (no User line: "Using current user instead").
+TINYPROXY_USER=proxyuser
+TINYPROXY_PASSWORD=proxypass
+mkdir -p "$PEERS/tinyproxy"
+printf '%s\n' 127.0.0.1 localhost ::1 '[::1]' > "$PEERS/tinyproxy/loopback.filter"
+launch_tinyproxy() {  # TINYPROXY_NAME: open or auth
+    local dir="$PEERS/tinyproxy" auth_line=""
+    if [ "$TINYPROXY_NAME" = auth ]; then auth_line="BasicAuth $TINYPROXY_USER $TINYPROXY_PASSWORD"; fi
+    cat > "$dir/$TINYPROXY_NAME.conf" <<EOF
+# Generated by scripts/test.sh; do not edit.
+Listen 127.0.0.1
+Port $PORT_A
+Timeout 60
+MaxClients 100
+Allow 127.0.0.1
+LogFile "$dir/$TINYPROXY_NAME.log"
+LogLevel Info
+PidFile "$dir/$TINYPROXY_NAME.pid"
+Filter "$dir/loopback.filter"
+FilterType fnmatch
+FilterDefaultDeny Yes
+$auth_line
+EOF
+    : > "$dir/$TINYPROXY_NAME.log"
+    tinyproxy -d -c "$dir/$TINYPROXY_NAME.conf" >> "$dir/$TINYPROXY_NAME.log" 2>&1 &
+    PEER_PID=$!
+}
+tinyproxy_ready() {
+    local auth=()
+    if [ "$TINYPROXY_NAME" = auth ]; then auth=(--proxy-user "$TINYPROXY_USER:$TINYPROXY_PASSWORD"); fi
+    curl -fsS -o /dev/null --max-time 1 -x "http://127.0.0.1:$PORT_A" ${auth[@]+"${auth[@]}"} "$ORIGIN_URL"
+}
+TINYPROXY_NAME=open
+start_peer "tinyproxy (no authentication)" 50 launch_tinyproxy tinyproxy_ready "$PEERS/tinyproxy/open.log"
+export ASYNCHTTP_TINYPROXY_URL="http://127.0.0.1:$PORT_A"
+TINYPROXY_NAME=auth
+start_peer "tinyproxy (Basic authentication)" 50 launch_tinyproxy tinyproxy_ready "$PEERS/tinyproxy/auth.log"
+export ASYNCHTTP_TINYPROXY_AUTH_URL="http://127.0.0.1:$PORT_A"
+export ASYNCHTTP_TINYPROXY_USER="$TINYPROXY_USER"
+export ASYNCHTTP_TINYPROXY_PASSWORD="$TINYPROXY_PASSWORD"
+
+# squid: Digest proxy authentication from a user:realm:HA1 file (digest_file_auth -c), memory only,
+# no cache. Squid refuses to run as root: as root it switches to cache_effective_user (Debian's
+# "proxy"), which must then own its directory; otherwise it runs as the current user.
+SQUID_USER=digestuser
+SQUID_PASSWORD=digestpass
+SQUID_REALM=asynchttp-squid
+mkdir -p "$PEERS/squid"
+launch_squid() {
+    local dir="$PEERS/squid" user_line="" owner=""
+    if [ "$(id -u)" -eq 0 ]; then
+        owner=proxy
+        id -u "$owner" >/dev/null 2>&1 || owner=nobody
+        user_line="cache_effective_user $owner"
+    fi
+    printf '%s:%s:%s\n' "$SQUID_USER" "$SQUID_REALM" \
+        "$(printf '%s:%s:%s' "$SQUID_USER" "$SQUID_REALM" "$SQUID_PASSWORD" | md5sum | cut -d' ' -f1)" \
+        > "$dir/digest.passwd"
+    cat > "$dir/squid.conf" <<EOF
+# Generated by scripts/test.sh; do not edit.
+http_port 127.0.0.1:$PORT_A
+visible_hostname asynchttp-squid
+$user_line
+pid_filename $dir/squid.pid
+cache_log $dir/cache.log
+access_log stdio:$dir/access.log
+cache_store_log none
+netdb_filename none
+coredump_dir $dir
+cache deny all
+cache_mem 8 MB
+pinger_enable off
+icp_port 0
+htcp_port 0
+shutdown_lifetime 0 seconds
+auth_param digest program /usr/lib/squid/digest_file_auth -c $dir/digest.passwd
+auth_param digest children 5 startup=1 idle=1
+auth_param digest realm $SQUID_REALM
+auth_param digest nonce_max_duration 30 minutes
+acl loopback_destination dst 127.0.0.0/8 ::1
+acl digest_users proxy_auth REQUIRED
+http_access deny !loopback_destination
+http_access allow digest_users
+http_access deny all
+EOF
+    rm -f "$dir/squid.pid" "$dir/cache.log" "$dir/access.log"
+    if [ -n "$owner" ]; then chown -R "$owner" "$dir"; fi
+    # -n: a service name of our own, which names squid's /dev/shm segments (removed when it stops), so
+    # that it does not share them with a system squid or another run's.
+    squid -N -n "asynchttp$PORT_A" -f "$dir/squid.conf" > "$dir/squid.out" 2>&1 &
+    PEER_PID=$!
+}
+squid_ready() {
+    curl -fsS -o /dev/null --max-time 1 -x "http://127.0.0.1:$PORT_A" --proxy-digest \
+        --proxy-user "$SQUID_USER:$SQUID_PASSWORD" "$ORIGIN_URL"
+}
+start_peer "squid (Digest authentication)" 100 launch_squid squid_ready "$PEERS/squid/squid.out" "$PEERS/squid/cache.log"
+export ASYNCHTTP_SQUID_URL="http://127.0.0.1:$PORT_A"
+export ASYNCHTTP_SQUID_USER="$SQUID_USER"
+export ASYNCHTTP_SQUID_PASSWORD="$SQUID_PASSWORD"
+export ASYNCHTTP_SQUID_REALM="$SQUID_REALM"
+
+# dante: SOCKS5 without authentication (its "username" method checks system accounts, so the
+# authenticating SOCKS5 peer below is scripts/peers/socks5_server.py). In the foreground without -D.
+mkdir -p "$PEERS/dante"
+launch_dante() {
+    local dir="$PEERS/dante"
+    cat > "$dir/danted.conf" <<EOF
+# Generated by scripts/test.sh; do not edit.
+logoutput: $dir/danted.log
+internal: 127.0.0.1 port = $PORT_A
+external: 127.0.0.1
+socksmethod: none
+clientmethod: none
+timeout.io: 120
+client pass {
+    from: 127.0.0.1/32 to: 0.0.0.0/0
+    log: error
+}
+socks pass {
+    from: 127.0.0.1/32 to: 127.0.0.0/8
+    command: connect
+    log: connect error
+}
+EOF
+    : > "$dir/danted.log"
+    danted -f "$dir/danted.conf" -p "$dir/danted.pid" >> "$dir/danted.log" 2>&1 &
+    PEER_PID=$!
+}
+dante_ready() {
+    curl -fsS -o /dev/null --max-time 1 -x "socks5://127.0.0.1:$PORT_A" "$ORIGIN_URL"
+}
+start_peer "dante (SOCKS5, no authentication)" 50 launch_dante dante_ready "$PEERS/dante/danted.log"
+export ASYNCHTTP_SOCKS5_URL="socks5://127.0.0.1:$PORT_A"
+
+# SOCKS5 with RFC 1929 username/password: standard library Python, one log line per request.
+SOCKS5_USER=socksuser
+SOCKS5_PASSWORD=sockspass
+mkdir -p "$PEERS/socks5"
+launch_socks5() {
+    local dir="$PEERS/socks5"
+    : > "$dir/requests.log"
+    python3 "$ROOT/scripts/peers/socks5_server.py" --port "$PORT_A" \
+        --username "$SOCKS5_USER" --password "$SOCKS5_PASSWORD" --log "$dir/requests.log" \
+        > "$dir/server.log" 2>&1 &
+    PEER_PID=$!
+}
+socks5_ready() {
+    curl -fsS -o /dev/null --max-time 1 -x "socks5://$SOCKS5_USER:$SOCKS5_PASSWORD@127.0.0.1:$PORT_A" "$ORIGIN_URL"
+}
+start_peer "SOCKS5 (username/password)" 50 launch_socks5 socks5_ready "$PEERS/socks5/server.log" "$PEERS/socks5/requests.log"
+export ASYNCHTTP_SOCKS5_AUTH_URL="socks5://127.0.0.1:$PORT_A"
+export ASYNCHTTP_SOCKS5_USER="$SOCKS5_USER"
+export ASYNCHTTP_SOCKS5_PASSWORD="$SOCKS5_PASSWORD"
+export ASYNCHTTP_SOCKS5_AUTH_LOG="$PEERS/socks5/requests.log"
+
+# NTLM origin and proxy: pyspnego (PyPI) in its own virtualenv; it reads the accepted users from the
+# file NTLM_USER_FILE names.
+NTLM_USER=ntlmuser
+NTLM_PASSWORD=ntlmpass
+NTLM_DOMAIN=TESTDOM
+NTLM_VENV="$PEERS/ntlm-venv"
+NTLM_REQUIREMENTS="$ROOT/scripts/requirements-ntlm.txt"
+if ! cmp -s "$NTLM_REQUIREMENTS" "$NTLM_VENV/requirements.txt"; then
+    log "installing pyspnego into $NTLM_VENV"
+    rm -rf "$NTLM_VENV"
+    python3 -m venv "$NTLM_VENV"
+    "$NTLM_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$NTLM_REQUIREMENTS"
+    cp "$NTLM_REQUIREMENTS" "$NTLM_VENV/requirements.txt"  # marks the install complete
+fi
+mkdir -p "$PEERS/ntlm"
+printf '%s:%s:%s\n' "$NTLM_DOMAIN" "$NTLM_USER" "$NTLM_PASSWORD" > "$PEERS/ntlm/users"
+launch_ntlm() {
+    NTLM_USER_FILE="$PEERS/ntlm/users" "$NTLM_VENV/bin/python" "$ROOT/scripts/peers/ntlm_server.py" \
+        --origin-port "$PORT_A" --proxy-port "$PORT_B" > "$PEERS/ntlm/server.log" 2>&1 &
+    PEER_PID=$!
+}
+ntlm_ready() {
+    curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$PORT_A/stats" &&
+        curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$PORT_B/stats"
+}
+start_peer "NTLM origin" 100 launch_ntlm ntlm_ready "$PEERS/ntlm/server.log"
+log "NTLM proxy on 127.0.0.1:$PORT_B (same process)"
+export ASYNCHTTP_NTLM_URL="http://127.0.0.1:$PORT_A"
+export ASYNCHTTP_NTLM_PROXY_URL="http://127.0.0.1:$PORT_B"
+export ASYNCHTTP_NTLM_USER="$NTLM_USER"
+export ASYNCHTTP_NTLM_PASSWORD="$NTLM_PASSWORD"
+export ASYNCHTTP_NTLM_DOMAIN="$NTLM_DOMAIN"
 
 # --- tests -----------------------------------------------------------------------------------
 SWIFT_ARGS=()

@@ -244,6 +244,115 @@ extension PeerSelfTests {
     }
 }
 
+// MARK: proxy and authentication peers (started by ./scripts/test.sh), checked with curl through nginx
+
+extension PeerSelfTests {
+    /// curl fetching nginx's `small.txt` (1 KiB) over `scheme` with extra arguments (the proxy), printing only
+    /// `<status> <CONNECT status> <bytes>`, e.g. `200 200 1024` through a tunnel or `200 000 1024` without one.
+    /// curl's own error message, if any, comes first.
+    private func curlSmallFile(
+        _ scheme: String, _ arguments: [String], host: String = "127.0.0.1"
+    ) throws -> (status: Int32, output: String) {
+        let nginx = try Peers.nginx()
+        let url = scheme == "https"
+            ? "https://\(host):\(nginx.httpsPort)/small.txt" : "http://\(host):\(nginx.httpPort)/small.txt"
+        return try TestTLS.run("curl", [
+            "-sS", "-o", "/dev/null", "--max-time", "10", "--cacert", nginx.caFile,
+            "-w", "%{http_code} %{http_connect} %{size_download}",
+        ] + arguments + [url])
+    }
+
+    func testTinyproxyPeersForwardAndTunnelWithAndWithoutBasicAuthentication() throws {
+        let open = try Peers.tinyproxy()
+        XCTAssertEqual(try curlSmallFile("http", ["-x", open.url]).output, "200 000 1024")
+        XCTAssertEqual(try curlSmallFile("https", ["-x", open.url]).output, "200 200 1024")
+
+        let auth = try Peers.tinyproxyAuth()
+        let refused = try curlSmallFile("http", ["-x", auth.url])
+        XCTAssertTrue(refused.output.hasPrefix("407 "), refused.output)
+        let credentials = ["-x", auth.url, "--proxy-basic", "--proxy-user", "\(auth.user):\(auth.password)"]
+        XCTAssertEqual(try curlSmallFile("http", credentials).output, "200 000 1024")
+        XCTAssertEqual(try curlSmallFile("https", credentials).output, "200 200 1024")
+    }
+
+    func testSquidPeerWantsDigestProxyAuthenticationAndThenForwardsAndTunnels() throws {
+        let squid = try Peers.squidDigest()
+        let nginx = try Peers.nginx()
+        let challenge = try TestTLS.run("curl", [
+            "-sS", "-o", "/dev/null", "-D", "-", "--max-time", "10", "-x", squid.url,
+            "http://127.0.0.1:\(nginx.httpPort)/small.txt",
+        ])
+        XCTAssertTrue(challenge.output.hasPrefix("HTTP/1.1 407 "), challenge.output)
+        XCTAssertTrue(
+            challenge.output.contains("Proxy-Authenticate: Digest realm=\"\(squid.realm ?? "")\""), challenge.output
+        )
+
+        let digest = ["-x", squid.url, "--proxy-digest", "--proxy-user", "\(squid.user):\(squid.password)"]
+        XCTAssertEqual(try curlSmallFile("http", digest).output, "200 000 1024")
+        XCTAssertEqual(try curlSmallFile("https", digest).output, "200 200 1024")
+        let basic = try curlSmallFile(
+            "http", ["-x", squid.url, "--proxy-basic", "--proxy-user", "\(squid.user):\(squid.password)"]
+        )
+        XCTAssertTrue(basic.output.hasPrefix("407 "), "squid must accept Digest only: \(basic.output)")
+    }
+
+    func testSOCKS5PeersConnectWithAndWithoutUsernamePassword() throws {
+        let open = try Peers.socks5()
+        XCTAssertEqual(try curlSmallFile("http", ["-x", open.url]).output, "200 000 1024")
+        let byName = try curlSmallFile("https", ["--socks5-hostname", "127.0.0.1:\(open.port)"], host: "localhost")
+        XCTAssertEqual(byName.output, "200 000 1024")
+
+        let auth = try Peers.socks5Auth()
+        let refused = try curlSmallFile("http", ["--socks5", "127.0.0.1:\(auth.port)"])
+        XCTAssertEqual(refused.status, 97, "curl exit 97 is 'SOCKS proxy handshake failed': \(refused.output)")
+        let https = try curlSmallFile(
+            "https", ["--socks5-hostname", "127.0.0.1:\(auth.port)", "--proxy-user", "\(auth.user):\(auth.password)"],
+            host: "localhost"
+        )
+        XCTAssertEqual(https.output, "200 000 1024")
+        let log = try String(contentsOfFile: try XCTUnwrap(auth.logFile), encoding: .utf8)
+        let httpsPort = try Peers.nginx().httpsPort
+        XCTAssertTrue(log.contains("user=\(auth.user) atyp=domain target=localhost:\(httpsPort) reply=0x00"), log)
+    }
+
+    func testNTLMPeerAuthenticatesAConnectionAndRefusesATypeThreeMessageOnAnother() throws {
+        let ntlm = try Peers.ntlm()
+        let curl = try TestTLS.run("curl", [
+            "-sS", "--max-time", "10", "--ntlm", "--user", "\(ntlm.qualifiedUser):\(ntlm.password)",
+            ntlm.url + "/ntlm/self-test",
+        ])
+        XCTAssertEqual(curl.status, 0, curl.output)
+        let answer = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(curl.output.utf8)) as? [String: Any], curl.output
+        )
+        XCTAssertEqual(answer["authenticated"] as? Bool, true)
+        XCTAssertEqual(answer["user"] as? String, ntlm.qualifiedUser)
+        XCTAssertEqual(answer["handshakesOnConnection"] as? Int, 1)
+
+        // A type 3 message (signature, type, then zeros) on a connection that sent no type 1 has no context.
+        let typeThreeBytes: [UInt8] = Array("NTLMSSP".utf8) + [0, 3, 0, 0, 0] + [UInt8](repeating: 0, count: 52)
+        let typeThree = Data(typeThreeBytes).base64EncodedString()
+        let connection = try RawConnection(port: ntlm.port)
+        try connection.send("GET /ntlm/orphan HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: NTLM \(typeThree)\r\n\r\n")
+        let orphan = try connection.readResponse()
+        XCTAssertEqual(orphan.statusLine, "HTTP/1.1 401 Unauthorized")
+        XCTAssertEqual(orphan.headers["www-authenticate"], "NTLM")
+        try connection.send("GET /stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let statsBody = try connection.readResponse().body
+        let stats = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(statsBody)) as? [String: Any])
+        XCTAssertGreaterThanOrEqual(stats["orphanType3"] as? Int ?? 0, 1, "\(stats)")
+    }
+
+    func testNTLMProxyPeerForwardsAndTunnelsAfterAuthentication() throws {
+        let proxy = try Peers.ntlmProxy()
+        let refused = try curlSmallFile("http", ["-x", proxy.url])
+        XCTAssertTrue(refused.output.hasPrefix("407 "), refused.output)
+        let credentials = ["-x", proxy.url, "--proxy-ntlm", "--proxy-user", "\(proxy.qualifiedUser):\(proxy.password)"]
+        XCTAssertEqual(try curlSmallFile("http", credentials).output, "200 000 1024")
+        XCTAssertEqual(try curlSmallFile("https", credentials).output, "200 200 1024")
+    }
+}
+
 /// A blocking client socket with 10 s send/receive timeouts, so a broken peer fails a test instead of hanging it.
 final class RawConnection {
     struct Response {
