@@ -76,6 +76,22 @@ struct AuthChallenge: Sendable, Equatable {
     static func canBeQuoted(_ value: String) -> Bool {
         value.utf8.allSatisfy { $0 == 0x09 || (0x20...0x7E).contains($0) }
     }
+
+    /// Whether `byte` is a tchar (RFC 9110 §5.6.2): ALPHA, DIGIT, the backtick, or one of
+    /// `! # $ % & ' * + - . ^ _ | ~`.
+    static func isTokenCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            true
+        default:
+            false
+        }
+    }
 }
 
 // MARK: - The parser
@@ -155,7 +171,7 @@ extension AuthChallenge {
         /// token = 1*tchar (RFC 9110 §5.6.2).
         mutating func token() -> [UInt8]? {
             let start = index
-            while index < bytes.count && Self.isTokenCharacter(bytes[index]) { index += 1 }
+            while index < bytes.count && AuthChallenge.isTokenCharacter(bytes[index]) { index += 1 }
             return index > start ? Array(bytes[start..<index]) : nil
         }
 
@@ -259,22 +275,6 @@ extension AuthChallenge {
         func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
 
         // MARK: Character classes
-
-        /// tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~"
-        ///       / DIGIT / ALPHA
-        static func isTokenCharacter(_ byte: UInt8) -> Bool {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"):
-                true
-            case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
-                UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
-                UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
-                true
-            default:
-                false
-            }
-        }
 
         /// token68 characters before the trailing `=`: ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/".
         static func isToken68Character(_ byte: UInt8) -> Bool {
