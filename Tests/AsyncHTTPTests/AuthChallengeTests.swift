@@ -158,13 +158,18 @@ final class AuthChallengeTests: XCTestCase {
     }
 
     func testControlCharactersInAQuotedStringDropTheParameter() {
-        XCTAssertEqual(parse("Basic realm=\"a\u{1}b\", charset=\"UTF-8\""), [AuthChallenge(scheme: "basic", parameters: ["charset": "UTF-8"])])
+        XCTAssertEqual(
+            parse("Basic realm=\"a\u{1}b\", charset=\"UTF-8\""),
+            [AuthChallenge(scheme: "basic", parameters: ["charset": "UTF-8"])])
     }
 
     func testJunkAfterAValueIsDroppedButTheValueKept() {
         XCTAssertEqual(
             parse(#"Basic realm="a" junk "more", Digest realm="b""#),
-            [AuthChallenge(scheme: "basic", parameters: ["realm": "a"]), AuthChallenge(scheme: "digest", parameters: ["realm": "b"])])
+            [
+                AuthChallenge(scheme: "basic", parameters: ["realm": "a"]),
+                AuthChallenge(scheme: "digest", parameters: ["realm": "b"]),
+            ])
     }
 
     func testEveryPrefixOfARealHeaderParsesWithoutTrapping() {

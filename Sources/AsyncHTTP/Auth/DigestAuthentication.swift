@@ -216,18 +216,21 @@ struct DigestState: Sendable {
             qop = "auth"
         } else {
             throw HTTPClientError(
-                .authenticationFailed, "Digest: the server accepts only qop=auth-int, which needs the whole request body")
+                .authenticationFailed,
+                "Digest: the server accepts only qop=auth-int, which needs the whole request body")
         }
 
         // The client nonce: pinned for -sess (see sessionClientNonce), fresh otherwise.
         var clientNonce = cnonce
         if qop != nil {
-            guard !cnonce.isEmpty, AuthChallenge.canBeQuoted(cnonce), !cnonce.contains(where: { $0 == "\"" || $0 == "\\" })
+            guard !cnonce.isEmpty, AuthChallenge.canBeQuoted(cnonce),
+                !cnonce.contains(where: { $0 == "\"" || $0 == "\\" })
             else {
                 throw .invalidRequest("Digest: the cnonce must be printable ASCII without quotes or backslashes")
             }
             guard nonceCount < UInt32.max else {
-                throw HTTPClientError(.authenticationFailed, "Digest: the nonce count is exhausted; a new nonce is needed")
+                throw HTTPClientError(
+                    .authenticationFailed, "Digest: the nonce count is exhausted; a new nonce is needed")
             }
             if challenge.algorithm.isSession {
                 if let pinned = sessionClientNonce { clientNonce = pinned } else { sessionClientNonce = cnonce }

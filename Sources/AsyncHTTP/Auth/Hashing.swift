@@ -55,7 +55,7 @@ enum HashFunction: Sendable, Hashable, CaseIterable {
     /// The digest of `bytes`.
     func hash(_ bytes: UnsafeRawBufferPointer) throws(HTTPClientError) -> [UInt8] {
         guard let digest = digest(bytes) else {
-            throw HTTPClientError(.authenticationFailed, "OpenSSL could not compute \(name) (disabled by its configuration?)")
+            throw refused(name)
         }
         return digest
     }
@@ -63,7 +63,7 @@ enum HashFunction: Sendable, Hashable, CaseIterable {
     /// The digest of `bytes`.
     func hash(_ bytes: [UInt8]) throws(HTTPClientError) -> [UInt8] {
         guard let digest = bytes.withUnsafeBytes({ digest($0) }) else {
-            throw HTTPClientError(.authenticationFailed, "OpenSSL could not compute \(name) (disabled by its configuration?)")
+            throw refused(name)
         }
         return digest
     }
@@ -106,11 +106,16 @@ enum HashFunction: Sendable, Hashable, CaseIterable {
             }
         }
         guard result != nil, Int(length) == outputByteCount else {
-            throw HTTPClientError(.authenticationFailed, "OpenSSL could not compute HMAC-\(name) (disabled by its configuration?)")
+            throw refused("HMAC-" + name)
         }
         output.removeLast(output.count - Int(length))
         return output
     }
+}
+
+/// The error for a digest OpenSSL will not compute.
+private func refused(_ name: String) -> HTTPClientError {
+    HTTPClientError(.authenticationFailed, "OpenSSL could not compute \(name) (disabled by its configuration?)")
 }
 
 /// Calls `body` with a base address that is never `nil`: an empty buffer may have none, and OpenSSL's

@@ -28,7 +28,9 @@ enum MD4 {
         tail.append(0x80)
         while tail.count % 64 != 56 { tail.append(0) }
         let bitLength = UInt64(message.count) &* 8
-        for shift in stride(from: 0, to: 64, by: 8) { tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        for shift in stride(from: 0, to: 64, by: 8) {
+            tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+        }
         tail.withUnsafeBytes { tailBytes in
             for offset in stride(from: 0, to: tailBytes.count, by: 64) {
                 compress(&state, UnsafeRawBufferPointer(rebasing: tailBytes[offset..<(offset + 64)]))
@@ -39,7 +41,9 @@ enum MD4 {
         var digest: [UInt8] = []
         digest.reserveCapacity(16)
         for word in [state.0, state.1, state.2, state.3] {
-            for shift in stride(from: 0, to: 32, by: 8) { digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift))) }
+            for shift in stride(from: 0, to: 32, by: 8) {
+                digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift)))
+            }
         }
         return digest
     }
