@@ -2,7 +2,9 @@
 //
 //   ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v] [-s] [-k]
 //         [--cacert FILE] [-m SECONDS] [-w FORMAT] [-L] [--max-redirs N] [-b FILE|DATA] [-c FILE]
-//         [--compressed] URL [URL…]
+//         [--compressed] [-u USER:PASS] [--basic|--digest|--ntlm|--anyauth] [--oauth2-bearer TOKEN]
+//         [-x PROXY] [-U USER:PASS] [--socks5 HOST:PORT] [--socks5-hostname HOST:PORT] [--noproxy LIST]
+//         [-E CERT] [--key KEY] URL [URL…]
 //
 // Several URLs are fetched in order over the same pool, as curl does. The exit status is 0 whatever
 // the HTTP status, and curl's number for a transport, TLS or protocol failure (6, 7, 28, 35, 60, …),
@@ -40,7 +42,40 @@ struct Options {
     var cookieJarFile: String?
     /// --compressed: ask for gzip/deflate and decode (curl sends no Accept-Encoding without it).
     var compressed = false
+    /// -u: credentials for the server. With no scheme option they go out as Basic before any challenge, as curl.
+    var user: HTTPCredentials?
+    /// --basic / --digest / --ntlm / --anyauth: which scheme answers (curl's default is Basic, sent at once).
+    var authSchemes: Set<HTTPAuthenticationScheme>?
+    var bearer: String?
+    /// -x, --socks5, --socks5-hostname: the proxy (the last one given wins, as curl).
+    var proxy: ProxyConfiguration?
+    var proxyUser: HTTPCredentials?
+    var noProxy: String?
+    var certificate: String?
+    var key: String?
     var urls: [String] = []
+}
+
+/// `user:password`, with `DOMAIN\user` for NTLM, as curl's -u and -U take it. No colon: an empty password
+/// (curl would prompt).
+func parseUser(_ text: String) -> HTTPCredentials {
+    let (user, password) = text.firstIndex(of: ":").map { (String(text[..<$0]), String(text[text.index(after: $0)...])) }
+        ?? (text, "")
+    if let slash = user.firstIndex(of: "\\") {
+        return HTTPCredentials(username: String(user[user.index(after: slash)...]), password: password,
+                               domain: String(user[..<slash]))
+    }
+    return HTTPCredentials(username: user, password: password)
+}
+
+func parseProxy(_ text: String, kind: ProxyConfiguration.Kind?) throws -> ProxyConfiguration {
+    do {
+        var proxy = try ProxyConfiguration(url: kind.map { "\($0.rawValue)://" + text } ?? text)
+        if kind == nil, !text.contains("://") { proxy.kind = .http }
+        return proxy
+    } catch {
+        throw UsageError(message: "invalid proxy '\(text)': \(error.message)")
+    }
 }
 
 struct UsageError: Error { var message: String }
@@ -100,6 +135,24 @@ func parse(_ arguments: [String]) throws -> Options {
             if text.contains("=") { options.cookieStrings.append(text) } else { options.cookieFiles.append(text) }
         case "-c", "--cookie-jar": options.cookieJarFile = try value(argument)
         case "--compressed": options.compressed = true
+        case "-u", "--user": options.user = parseUser(try value(argument))
+        case "--basic": options.authSchemes = [.basic]
+        case "--digest": options.authSchemes = [.digest]
+        case "--ntlm": options.authSchemes = [.ntlm]
+        case "--anyauth": options.authSchemes = Set(HTTPAuthenticationScheme.allCases)
+        case "--oauth2-bearer": options.bearer = try value(argument)
+        case "-x", "--proxy": options.proxy = try parseProxy(try value(argument), kind: nil)
+        case "-U", "--proxy-user": options.proxyUser = parseUser(try value(argument))
+        case "--socks5": options.proxy = try parseProxy(try value(argument), kind: .socks5)
+        case "--socks5-hostname": options.proxy = try parseProxy(try value(argument), kind: .socks5h)
+        case "--noproxy": options.noProxy = try value(argument)
+        case "-E", "--cert":
+            let text = try value(argument)
+            guard !text.contains(":") else {
+                throw UsageError(message: "-E: encrypted keys (CERT:PASSWORD) are not supported; give an unencrypted key with --key")
+            }
+            options.certificate = text
+        case "--key": options.key = try value(argument)
         case "-h", "--help":
             printStdout(usage + "\n")
             exit(0)
@@ -118,9 +171,13 @@ func parse(_ arguments: [String]) throws -> Options {
 let usage = """
 usage: ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v] [-s] [-k]
              [--cacert FILE] [-m SECONDS] [-w FORMAT] [-L] [--max-redirs N] [-b FILE|NAME=VALUE]
-             [-c FILE] [--compressed] URL [URL…]
+             [-c FILE] [--compressed] [-u USER:PASS] [--basic|--digest|--ntlm|--anyauth]
+             [--oauth2-bearer TOKEN] [-x [SCHEME://]HOST[:PORT]] [-U USER:PASS] [--socks5 HOST[:PORT]]
+             [--socks5-hostname HOST[:PORT]] [--noproxy LIST] [-E CERT.pem] [--key KEY.pem] URL [URL…]
   -L follows redirects (at most 10, or --max-redirs; never https → http)
   -b reads a Netscape cookies.txt (curl's format) or sends NAME=VALUE; -c writes all cookies there at the end
+  -u sends Basic at once unless --digest, --ntlm or --anyauth is given (DOMAIN\\user for NTLM)
+  -x takes http://, socks5:// or socks5h:// proxies; without -x, http_proxy/https_proxy/all_proxy/no_proxy apply
   -w knows %{http_code} %{size_download} %{num_connects} %{num_redirects} %{url_effective} %{time_total} and \\n
 """
 
@@ -281,6 +338,19 @@ func run() async -> Int32 {
         }
     }
     configuration.cookieJar = jar
+    if let certificate = options.certificate {
+        configuration.tls.clientCertificate = .init(certificateFile: certificate, privateKeyFile: options.key ?? certificate)
+    }
+    // As curl: credentials given with -u go where the user sent them, plain http included.
+    if options.user != nil { configuration.authentication.allowsBasicOverPlainHTTP = true }
+    if var proxy = options.proxy {
+        if let proxyUser = options.proxyUser { proxy.credentials = proxyUser }
+        configuration.proxy = .proxy(proxy, bypass: options.noProxy ?? "")
+    } else if let noProxy = options.noProxy {
+        // --noproxy overrides no_proxy for the environment's proxies.
+        setenv("no_proxy", noProxy, 1)
+        unsetenv("NO_PROXY")
+    }
     if options.verbose { configuration.middleware.append(VerboseHeads(userAgent: configuration.userAgent)) }
     let client = HTTPClient(configuration: configuration)
 
@@ -302,6 +372,12 @@ func run() async -> Int32 {
         if let method = options.method { request.method = method }
         for (name, value) in options.headers { request.setHeader(name, value) }
         for cookies in options.cookieStrings { request.addHeader("Cookie", cookies) }
+        if let user = options.user {
+            request.credentials = user
+            request.authenticationSchemes = options.authSchemes
+            request.sendsCredentialsPreemptively = options.authSchemes == nil || options.authSchemes == [.basic]
+        }
+        if let bearer = options.bearer { request.bearerToken = bearer }
 
         let start = ContinuousClock.now
         do {

@@ -50,6 +50,15 @@ extension HTTPClient {
         /// has no byte order mark and is not valid UTF-8: ISO-8859-1 (ASIHTTPRequest's `defaultResponseEncoding`).
         public var textDecodingFallback = TextDecodingFallback()
 
+        /// Where credentials for `401` and `407` challenges come from, and what may be sent (see
+        /// ``AuthenticationConfiguration``): an in-memory session store, no persistent store, no callback,
+        /// and no Basic over plain `http`.
+        public var authentication = AuthenticationConfiguration()
+        /// Which proxy requests go through. `.environment` by default: `http_proxy`, `https_proxy`,
+        /// `all_proxy` and `no_proxy` as curl reads them (Go's `ProxyFromEnvironment` is the default there too),
+        /// with loopback hosts always direct. ``HTTPClientRequest/proxy`` overrides it per request.
+        public var proxy: ProxySetting = .environment
+
         public init() {}
 
         public init(tls: TLSConfiguration) {

@@ -16,12 +16,15 @@ extension HTTPClient {
     /// Redirect and compression are always present, because a request can turn either on when the client
     /// has it off (``HTTPClientRequest/redirectPolicy``, ``HTTPClientRequest/acceptsCompressedResponse``),
     /// and the redirect step also records ``HTTPClientResponse/originalURL`` and ``HTTPClientResponse/history``.
+    /// Auth is always present: any request can carry credentials or meet a challenge.
     /// The cookie step is present when the configuration has a ``Configuration/cookieJar``.
-    static func builtInMiddleware(_ configuration: Configuration) -> [any HTTPClientMiddleware] {
+    static func builtInMiddleware(
+        _ configuration: Configuration, authenticator: Authenticator, proxies: ProxyResolver
+    ) -> [any HTTPClientMiddleware] {
         var chain: [any HTTPClientMiddleware] = [
-            RedirectMiddleware(policy: configuration.redirectPolicy, textDecodingFallback: configuration.textDecodingFallback)
+            RedirectMiddleware(policy: configuration.redirectPolicy, textDecodingFallback: configuration.textDecodingFallback),
+            AuthMiddleware(authenticator: authenticator, proxies: proxies),
         ]
-        // 2. auth: not built yet.
         if let jar = configuration.cookieJar {
             chain.append(CookieMiddleware(jar: jar))
         }

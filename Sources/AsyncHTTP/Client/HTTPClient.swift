@@ -29,6 +29,10 @@ public final class HTTPClient: Sendable {
     /// The whole chain, outermost first: built-in members, then the configuration's own.
     let middleware: [any HTTPClientMiddleware]
     let pool: ConnectionPool
+    /// Credentials, callbacks and Digest state, shared by the auth middleware and CONNECT tunnels.
+    let authenticator: Authenticator
+    /// The client's proxy choice, with the environment read once at creation.
+    let proxies: ProxyResolver
     private let tlsContext: Result<TLSContext, HTTPClientError>
     private let isShared: Bool
     private let connectionIDs = Atomic<Int>(0)
@@ -42,7 +46,10 @@ public final class HTTPClient: Sendable {
     private init(configuration: Configuration = .init(), isShared: Bool) {
         self.configuration = configuration
         self.isShared = isShared
-        self.middleware = Self.builtInMiddleware(configuration) + configuration.middleware
+        self.authenticator = Authenticator(configuration: configuration.authentication, logger: configuration.logger)
+        self.proxies = ProxyResolver(configuration.proxy)
+        self.middleware = Self.builtInMiddleware(configuration, authenticator: authenticator, proxies: proxies)
+            + configuration.middleware
         self.pool = ConnectionPool(limit: max(1, configuration.maxConnectionsPerHost),
                                    idleTimeout: configuration.idleTimeout, logger: configuration.logger)
         // A bad CA file or client key is reported by the first https request, as a typed error.
@@ -86,13 +93,18 @@ public final class HTTPClient: Sendable {
             inactivity: request.inactivityTimeout ?? configuration.inactivityTimeout,
             total: (request.timeout ?? configuration.totalTimeout).map { .now + $0 }
         )
-        let key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.port)
-        let prepared = try PreparedRequest(request, url: url, userAgent: configuration.userAgent)
+        let resolver = request.proxy.map { ProxyResolver($0) } ?? proxies
+        if let problem = resolver.problem { throw problem }
+        let proxy = resolver.proxy(for: url)
+        let key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.port, proxy: proxy)
+        let prepared = try PreparedRequest(request, url: url, userAgent: configuration.userAgent,
+                                           absoluteForm: proxy?.kind == .http && !url.isSecure)
+        let pin = request.connectionPin
         var timeoutRetries = request.retriesOnTimeout ?? configuration.retriesOnTimeout
         var fresh = !request.persistentConnection
         while true {
             do {
-                return try await attempt(prepared, key: key, fresh: fresh, deadlines: deadlines)
+                return try await attempt(prepared, key: key, fresh: fresh, pin: pin, deadlines: deadlines)
             } catch {
                 switch error {
                 case .stale(let error, let connectionID):
@@ -121,11 +133,22 @@ public final class HTTPClient: Sendable {
 
     /// One try: lease or open a connection, write the request, read the head.
     private func attempt(
-        _ request: PreparedRequest, key: ConnectionKey, fresh: Bool, deadlines: Deadlines
+        _ request: PreparedRequest, key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines
     ) async throws(AttemptFailure) -> HTTPClientResponse {
         let connection: HTTP1Connection
         do {
-            connection = try await connectionFor(key, fresh: fresh, deadlines: deadlines)
+            if let pinned = pin?.take() {
+                if pinned.looksReusable() {
+                    connection = pinned
+                } else {
+                    // The server closed the handshake's connection; the handshake will fail and say so.
+                    pinned.close()
+                    await pool.discard(pinned.key)
+                    connection = try await connectionFor(key, fresh: true, deadlines: deadlines)
+                }
+            } else {
+                connection = try await connectionFor(key, fresh: fresh, deadlines: deadlines)
+            }
         } catch {
             throw .final(error)
         }
@@ -133,7 +156,7 @@ public final class HTTPClient: Sendable {
             connection.startRequest(method: request.method)
             try await request.write(to: connection, deadlines: deadlines)
             let head = try await connection.readHead(deadlines: deadlines)
-            return try await response(for: request, head: head, connection: connection, deadlines: deadlines)
+            return try await response(for: request, head: head, connection: connection, pin: pin, deadlines: deadlines)
         } catch {
             connection.close()
             await pool.discard(key)
@@ -152,17 +175,19 @@ public final class HTTPClient: Sendable {
     }
 
     private func response(
-        for request: PreparedRequest, head: HTTP1ResponseHead, connection: HTTP1Connection, deadlines: Deadlines
+        for request: PreparedRequest, head: HTTP1ResponseHead, connection: HTTP1Connection, pin: ConnectionPin?,
+        deadlines: Deadlines
     ) async throws(HTTPClientError) -> HTTPClientResponse {
         let keepAlive = request.persistentConnection
         let body: HTTPClientResponse.Body
         if let chunks = try connection.takeBufferedBodyIfComplete() {
             // The whole body came with the head: hand the connection back before the caller even reads.
-            await pool.release(connection, reusable: keepAlive && connection.isReusable)
+            await ResponseBodyStream.release(connection, reusable: keepAlive && connection.isReusable, pool: pool, pin: pin)
             body = .init(storage: .buffered(chunks))
         } else {
             body = .init(storage: .connection(ResponseBodyStream(
-                connection: connection, pool: pool, deadlines: deadlines, keepAlive: keepAlive, logger: configuration.logger)))
+                connection: connection, pool: pool, pin: pin, deadlines: deadlines, keepAlive: keepAlive,
+                logger: configuration.logger)))
         }
         return HTTPClientResponse(status: head.status, headers: head.headers, version: head.version, body: body, url: request.url)
     }
@@ -199,23 +224,24 @@ public final class HTTPClient: Sendable {
 
     private func openConnection(_ key: ConnectionKey, deadlines: Deadlines) async throws(HTTPClientError) -> HTTP1Connection {
         let connectDeadline = earliest(.now + configuration.connectTimeout, deadlines.total)
-        let addresses = try await Resolver.resolve(host: key.host, port: key.port, deadline: connectDeadline)
-        var failures: [HTTPClientError] = []
-        var socket: Socket?
-        for address in addresses {
-            do {
-                socket = try await Socket.connect(to: address, deadline: connectDeadline, notifier: EpollEventLoop.shared)
-                break
-            } catch where error.code == .connectFailed {
-                failures.append(error) // try the next address (IPv6 and IPv4 in the resolver's order)
+        var socket: Socket
+        if let proxy = key.proxy {
+            socket = try await connectSocket(host: proxy.host, port: proxy.port, deadline: connectDeadline, what: "proxy \(proxy)")
+            switch proxy.kind {
+            case .socks5, .socks5h:
+                try await SOCKS5.connect(socket, through: proxy, to: key.host, port: key.port, deadline: connectDeadline)
+            case .http where key.isTLS:
+                socket = try await ProxyTunnel.open(
+                    on: socket, through: proxy, to: key.host, port: key.port, authenticator: authenticator,
+                    userAgent: configuration.userAgent, limits: configuration.parserLimits, deadline: connectDeadline,
+                    reconnect: { () async throws(HTTPClientError) -> Socket in
+                        try await self.connectSocket(host: proxy.host, port: proxy.port, deadline: connectDeadline, what: "proxy \(proxy)")
+                    })
+            case .http:
+                break // plain http goes to the proxy in absolute form
             }
-        }
-        guard let socket else {
-            var error = failures.last ?? HTTPClientError(.connectFailed, "no address to connect to")
-            if failures.count > 1 {
-                error.message = "could not connect to \(key): " + failures.map(\.message).joined(separator: "; ")
-            }
-            throw error
+        } else {
+            socket = try await connectSocket(host: key.host, port: key.port, deadline: connectDeadline, what: key.description)
         }
         var tls: TLSStream?
         if key.isTLS {
@@ -231,6 +257,24 @@ public final class HTTPClient: Sendable {
         }
         let id = connectionIDs.add(1, ordering: .relaxed).newValue
         return HTTP1Connection(id: id, key: key, socket: socket, tls: tls, limits: configuration.parserLimits)
+    }
+
+    /// A TCP connection to `host`, trying each resolved address in turn.
+    private func connectSocket(host: String, port: Int, deadline: ContinuousClock.Instant, what: String) async throws(HTTPClientError) -> Socket {
+        let addresses = try await Resolver.resolve(host: host, port: port, deadline: deadline)
+        var failures: [HTTPClientError] = []
+        for address in addresses {
+            do {
+                return try await Socket.connect(to: address, deadline: deadline, notifier: EpollEventLoop.shared)
+            } catch where error.code == .connectFailed {
+                failures.append(error) // try the next address (IPv6 and IPv4 in the resolver's order)
+            }
+        }
+        var error = failures.last ?? HTTPClientError(.connectFailed, "no address to connect to")
+        if failures.count > 1 {
+            error.message = "could not connect to \(what): " + failures.map(\.message).joined(separator: "; ")
+        }
+        throw error
     }
 }
 

@@ -66,6 +66,28 @@ public struct HTTPClientRequest: Sendable {
     /// client's ``HTTPClient/Configuration/textDecodingFallback`` (ASIHTTPRequest's `defaultResponseEncoding`).
     public var textDecodingFallback: TextDecodingFallback?
 
+    // MARK: Authentication and proxies
+
+    /// Credentials for this request's origin (ASIHTTPRequest's `username`, `password` and `domain`). Used to
+    /// answer a `401` after the URL's own userinfo and before the client's stores and callback (see
+    /// ``AuthenticationConfiguration``). Dropped when a redirect leaves the origin.
+    public var credentials: HTTPCredentials?
+    /// The schemes this request may answer a challenge with; nil allows every supported scheme, strongest
+    /// first (Digest, NTLM, Basic: curl's order). curl's `--digest` is `[.digest]`.
+    public var authenticationSchemes: Set<HTTPAuthenticationScheme>?
+    /// Send Basic credentials (the URL's userinfo or ``credentials``) with the first request, before any
+    /// challenge (ASIHTTPRequest's `authenticationScheme = Basic` with `shouldPresentCredentialsBeforeChallenge`;
+    /// curl's `-u` does this). It also lets a one-shot body go out authenticated. Off by default.
+    public var sendsCredentialsPreemptively = false
+    /// An OAuth 2.0 bearer token (RFC 6750), sent as `Authorization: Bearer …` to this request's origin only;
+    /// on a `401` the client's ``AuthenticationConfiguration/refreshBearerToken`` may replace it once.
+    public var bearerToken: String?
+    /// The proxy for this request, overriding the client's ``HTTPClient/Configuration/proxy``.
+    public var proxy: ProxySetting?
+
+    /// Keeps this request on the connection of an NTLM handshake (set by the auth middleware).
+    var connectionPin: ConnectionPin?
+
     /// Problems found by ``setHeader(_:_:)``, reported when the request is sent.
     var headerProblems: [HTTPClientError] = []
 

@@ -8,7 +8,8 @@ struct PreparedRequest: Sendable {
     let body: HTTPClientRequest.Body?
     let persistentConnection: Bool
 
-    init(_ request: HTTPClientRequest, url: HTTPURL, userAgent: String?) throws(HTTPClientError) {
+    /// `absoluteForm`: the request goes to an HTTP proxy, which needs the whole URL as the target (RFC 9112 §3.2.2).
+    init(_ request: HTTPClientRequest, url: HTTPURL, userAgent: String?, absoluteForm: Bool = false) throws(HTTPClientError) {
         self.url = url
         self.method = request.method
         self.body = request.body
@@ -41,7 +42,7 @@ struct PreparedRequest: Sendable {
         var head: [UInt8] = []
         head.reserveCapacity(256)
         try HTTP1RequestEncoder.encodeHead(
-            method: request.method, target: url.requestTarget, host: url.hostHeader, headers: headers,
+            method: request.method, target: absoluteForm ? url.absoluteFormTarget : url.requestTarget, host: url.hostHeader, headers: headers,
             framing: framing, version: request.version, userAgent: userAgent, into: &head)
         self.head = head
     }

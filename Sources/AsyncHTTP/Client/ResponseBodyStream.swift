@@ -9,6 +9,7 @@ final class ResponseBodyStream: @unchecked Sendable {
     // @unchecked: single-consumer ownership as described above.
     private var connection: HTTP1Connection?
     private let pool: ConnectionPool
+    private let pin: ConnectionPin?
     private let deadlines: Deadlines
     private let keepAlive: Bool
     private let logger: Logger
@@ -18,9 +19,10 @@ final class ResponseBodyStream: @unchecked Sendable {
     /// drains up to 256 KiB for the same reason).
     static let drainLimit = 64 * 1024
 
-    init(connection: HTTP1Connection, pool: ConnectionPool, deadlines: Deadlines, keepAlive: Bool, logger: Logger) {
+    init(connection: HTTP1Connection, pool: ConnectionPool, pin: ConnectionPin?, deadlines: Deadlines, keepAlive: Bool, logger: Logger) {
         self.connection = connection
         self.pool = pool
+        self.pin = pin
         self.deadlines = deadlines
         self.keepAlive = keepAlive
         self.logger = logger
@@ -42,8 +44,17 @@ final class ResponseBodyStream: @unchecked Sendable {
         self.connection = nil
         let reusable = keepAlive && connection.isReusable
         logger.trace("response complete", metadata: ["connection": "\(connection.id)", "reusable": "\(reusable)"])
-        await pool.release(connection, reusable: reusable)
+        await Self.release(connection, reusable: reusable, pool: pool, pin: pin)
         return nil
+    }
+
+    /// Hands a connection whose response ended back: to the pin of an NTLM handshake in progress, else the pool.
+    static func release(_ connection: HTTP1Connection, reusable: Bool, pool: ConnectionPool, pin: ConnectionPin?) async {
+        if let pin, pin.isHolding, reusable {
+            pin.hold(connection, pool: pool)
+        } else {
+            await pool.release(connection, reusable: reusable)
+        }
     }
 
     /// Gives up on the rest of the body: the connection is closed, not reused.
@@ -58,13 +69,14 @@ final class ResponseBodyStream: @unchecked Sendable {
         guard let connection else { return }
         // Dropped unread. Drain a small remainder so the connection can be reused; otherwise close.
         let pool = self.pool
+        let pin = self.pin
         let keepAlive = self.keepAlive
         let logger = self.logger
         Task {
             let drained = await Self.drain(connection, keepAlive: keepAlive)
             logger.debug("unread body \(drained ? "drained" : "not drainable, closing")", metadata: ["connection": "\(connection.id)"])
             if drained {
-                await pool.release(connection, reusable: connection.isReusable)
+                await Self.release(connection, reusable: connection.isReusable, pool: pool, pin: pin)
             } else {
                 connection.close()
                 await pool.discard(connection.key)

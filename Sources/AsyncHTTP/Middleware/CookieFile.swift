@@ -53,7 +53,7 @@ public struct NetscapeCookieFile: CookieStorage {
     /// as curl skips them. Cookies come back oldest first: curl and ``save(_:)`` write the newest first.
     /// Their creation and last-access times are 0 (the format does not record them).
     public func load() throws -> [HTTPCookie] {
-        guard let bytes = try Self.readFile(atPath: path) else { return [] }
+        guard let bytes = try PrivateFile.contents(atPath: path, what: "cookie file") else { return [] }
         return Self.parse(String(decoding: bytes, as: UTF8.self))
     }
 
@@ -62,7 +62,7 @@ public struct NetscapeCookieFile: CookieStorage {
     /// The file is created with mode 0600: cookies are credentials.
     public func save(_ cookies: [HTTPCookie]) throws {
         let text = Self.serialize(cookies, includeSessionCookies: includeSessionCookies)
-        try Self.writeAtomically(Array(text.utf8), toPath: path)
+        try PrivateFile.writeAtomically(Array(text.utf8), toPath: path)
     }
 
     // MARK: Format
@@ -138,67 +138,4 @@ public struct NetscapeCookieFile: CookieStorage {
         return text
     }
 
-    // MARK: File I/O
-
-    /// The file's bytes, or nil if it does not exist.
-    static func readFile(atPath path: String) throws -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT { return nil }
-            throw fileError("could not open cookie file \(path)")
-        }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let readCount = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if readCount < 0 {
-                if errno == EINTR { continue }
-                throw fileError("could not read cookie file \(path)")
-            }
-            if readCount == 0 { return bytes }
-            bytes.append(contentsOf: chunk[..<readCount])
-        }
-    }
-
-    /// Write-to-temporary, fsync, rename, fsync the directory: the usual recipe for a crash-safe replace
-    /// (curl writes to a temporary file and renames it too, `Curl_fopen`).
-    static func writeAtomically(_ bytes: [UInt8], toPath path: String) throws {
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        let fileName = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        let unique = "\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
-        let temporaryPath = (directory == "/" ? "" : directory) + "/.\(fileName).\(unique).tmp"
-
-        let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw fileError("could not create \(temporaryPath) to save cookies") }
-        var succeeded = false
-        defer { if !succeeded { unlink(temporaryPath) } }
-        do {
-            defer { close(fd) }
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw fileError("could not write \(temporaryPath)")
-                }
-                offset += written
-            }
-            guard fsync(fd) == 0 else { throw fileError("could not flush \(temporaryPath) to disk") }
-        }
-        guard rename(temporaryPath, path) == 0 else { throw fileError("could not rename \(temporaryPath) to \(path)") }
-        succeeded = true
-        // Make the rename itself durable. Best effort: some file systems refuse fsync on a directory.
-        let directoryFD = open(directory, O_RDONLY | O_CLOEXEC)
-        if directoryFD >= 0 {
-            _ = fsync(directoryFD)
-            close(directoryFD)
-        }
-    }
-
-    private static func fileError(_ message: String) -> HTTPClientError {
-        let code = errno
-        return HTTPClientError(.ioFailure, "\(message): \(String(cString: strerror(code)))", errno: code)
-    }
 }

@@ -155,6 +155,10 @@ struct RedirectMiddleware: HTTPClientMiddleware {
             }
             if !Self.sameOrigin(currentURL, step.url) {
                 for name in Self.credentialHeaders { nextRequest.headers[name] = nil }
+                // Credentials belong to the origin they were given for (curl's --location-trusted is not the default).
+                nextRequest.credentials = nil
+                nextRequest.bearerToken = nil
+                nextRequest.sendsCredentialsPreemptively = false
                 for name in policy.sensitiveHeaders.union(request.sensitiveHeaders) { nextRequest.headers[name] = nil }
                 nextRequest.headers[Self.hostHeader] = nil  // the new URL's host, not a Host the caller set (as Go)
             }

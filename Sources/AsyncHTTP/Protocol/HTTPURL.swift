@@ -69,6 +69,14 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
         return path
     }
 
+    /// The absolute-form request target (RFC 9112 §3.2.2), sent to an HTTP proxy: no userinfo, no fragment.
+    public var absoluteFormTarget: String {
+        scheme + "://" + hostHeader + requestTarget
+    }
+
+    /// The URL without its userinfo, for logs, errors and callbacks: a password never leaves in it.
+    public var redactedDescription: String { absoluteFormTarget }
+
     /// The `Host` header value (RFC 9110 §7.2): the host, in brackets if IPv6, with `:port` only when the
     /// port is not the scheme's default.
     public var hostHeader: String {

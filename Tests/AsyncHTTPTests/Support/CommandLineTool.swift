@@ -1,7 +1,9 @@
 import Foundation
 
 /// Runs the `ahttp` executable as a user would. `swift test` builds every product next to the test bundle.
-func runAhttp(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+/// `environment` is added to (and overrides) the test process's own; every proxy variable is cleared first
+/// so that a proxy set on the machine cannot change what a test sees.
+func runAhttp(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
     let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     var tool = directory.appendingPathComponent("ahttp")
     if !FileManager.default.fileExists(atPath: tool.path) {
@@ -10,6 +12,13 @@ func runAhttp(_ arguments: [String]) throws -> (status: Int32, stdout: String, s
     let process = Process()
     process.executableURL = tool
     process.arguments = arguments
+    var variables = ProcessInfo.processInfo.environment
+    for name in ["http_proxy", "https_proxy", "all_proxy", "no_proxy"] {
+        variables[name] = nil
+        variables[name.uppercased()] = nil
+    }
+    variables.merge(environment) { _, new in new }
+    process.environment = variables
     let out = Pipe()
     let err = Pipe()
     process.standardOutput = out

@@ -37,6 +37,9 @@ import Synchronization
 /// - `GET /slow-body?ms=M` → head and `part1-` (Content-Length 11), waits M ms, then `part2`.
 /// - `GET /keepalive-timeout?s=N` → `ok` with `Keep-Alive: timeout=N` (the server does not enforce it).
 /// - `GET /big-head?n=N` → `ok` with a response head of at least N bytes (`X-Padding-i` headers of ≤ 1000 bytes).
+/// - `ANY /auth/basic?user=U&pass=P` → `200` with `user=U cookie=<Cookie header>` when `Authorization` is Basic
+///   for U:P; otherwise `401` with `WWW-Authenticate: Basic realm="nio"` and `Set-Cookie: challenge=seen; Path=/`
+///   (counted in ``challengesSent``). The body of an upload is read and ignored.
 /// - Any other path → 404; a known path with the wrong method → 405.
 /// `Expect: 100-continue` on `/echo` and `/discard` is answered with `100 Continue`.
 /// A request without keep-alive (`Connection: close`, or HTTP/1.0 without keep-alive) gets
@@ -54,6 +57,8 @@ final class NIOTestServer: Sendable {
     /// Server-side connections currently open. The server lives in the test process, so its sockets
     /// count in `/proc/self/fd` too: wait for this to reach 0 before comparing descriptor counts.
     var connectionsOpen: Int { stats.counters.withLock { $0.open } }
+    /// `401` challenges sent by `/auth/basic` so far.
+    var challengesSent: Int { stats.counters.withLock { $0.challenges } }
 
     /// Returns once every accepted connection has been closed on the server side; throws after `timeout`.
     func waitUntilAllConnectionsClosed(timeout: Duration = .seconds(5)) async throws {
@@ -163,6 +168,8 @@ private final class Stats: Sendable {
         var connections = 0
         var requests = 0
         var open = 0
+        /// 401 responses sent by `/auth/basic`.
+        var challenges = 0
     }
     let counters = Locked(Counters())
 }
@@ -373,6 +380,18 @@ private final class TestServerHandler: ChannelInboundHandler, RemovableChannelHa
             var headers = HTTPHeaders()
             if let location = query["location"] { headers.add(name: "Location", value: location) }
             sendWhole(head, status: status, headers: headers, body: "", context: context)
+
+        case "/auth/basic":
+            let expected = "Basic " + Data("\(query["user"] ?? ""):\(query["pass"] ?? "")".utf8).base64EncodedString()
+            if head.headers["Authorization"].first == expected {
+                let cookie = head.headers["Cookie"].joined(separator: "; ")
+                sendWhole(head, status: .ok, body: "user=\(query["user"] ?? "") cookie=\(cookie)", context: context)
+            } else {
+                stats.counters.withLock { $0.challenges += 1 }
+                sendWhole(head, status: .unauthorized, headers: [
+                    "WWW-Authenticate": #"Basic realm="nio""#, "Set-Cookie": "challenge=seen; Path=/",
+                ], body: "who are you?", context: context)
+            }
 
         case "/close" where isGET:
             closeAfterResponse = true

@@ -1,0 +1,358 @@
+import HTTPTypes
+import Logging
+
+/// Where the credentials of an attempt came from, in lookup order.
+enum CredentialSource: Int, Sendable, Comparable {
+    case url, request, session, persistent, callback
+
+    static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// What one request has done so far to satisfy one side's challenges (the origin's `401`s, or a proxy's
+/// `407`s). A value owned by the request; the ``Authenticator`` reads and advances it.
+struct AuthExchange: Sendable {
+    /// The server being authenticated to: the origin, or the proxy.
+    let isProxy: Bool
+    let scheme: String
+    let host: String
+    let port: Int
+    /// The URL of the request, for the callback and the logs.
+    let url: String
+    /// The request's own credentials: the URL's userinfo, then ``HTTPClientRequest/credentials``
+    /// (for a proxy: the proxy's credentials).
+    let urlCredentials: HTTPCredentials?
+    let requestCredentials: HTTPCredentials?
+    /// Schemes the request allows (nil: all).
+    let allowedSchemes: Set<HTTPAuthenticationScheme>?
+
+    /// The attempt in flight: what was sent with the last request.
+    var current: Attempt?
+    /// Sources already tried, so a refused source is not offered again.
+    var triedSources: Set<Int> = []
+    var callbackAsks = 0
+    var failures = 0
+    var rounds = 0
+
+    struct Attempt: Sendable {
+        var space: ProtectionSpace
+        var credentials: HTTPCredentials
+        var source: CredentialSource
+        var ntlm: NTLMPhase = .none
+    }
+
+    enum NTLMPhase: Sendable {
+        case none
+        /// The negotiate message went out; the next challenge carries the server's challenge message.
+        case negotiateSent
+        /// The authenticate message went out.
+        case authenticateSent
+    }
+
+    /// Whether the next request must go out on the connection the last one used (NTLM mid-handshake).
+    var needsSameConnection: Bool {
+        if case .negotiateSent? = current?.ntlm { return true }
+        return false
+    }
+}
+
+/// One header to send with the next request: `Authorization` or `Proxy-Authorization`.
+struct AuthorizationValue: Sendable {
+    var value: String
+    /// True for NTLM's negotiate message: the connection must be kept for the rest of the handshake.
+    var startsConnectionHandshake: Bool
+    /// True for NTLM's authenticate message: the handshake ends with this request.
+    var endsConnectionHandshake: Bool
+}
+
+/// The client's authentication state: credential lookup in order, the callback asked once at a time, Digest
+/// nonce counts, and the spaces where credentials succeeded (for sending them before a challenge).
+///
+/// Shared by the auth middleware (origin `401`s, and `407`s from an HTTP proxy on plain `http` requests) and
+/// the transport's CONNECT tunnel (a proxy's `407` to `CONNECT`). It never touches a socket.
+actor Authenticator {
+    let configuration: AuthenticationConfiguration
+    private let logger: Logger
+    /// Per space, the Digest challenge in use and its nonce count.
+    private var digest: [ProtectionSpace: DigestState] = [:]
+    /// Per origin (or proxy), the space whose credentials last succeeded there.
+    private var succeeded: [Endpoint: (space: ProtectionSpace, credentials: HTTPCredentials)] = [:]
+    /// Callback answers not yet confirmed by a success, so that requests waiting for the same space use them.
+    private var answered: [ProtectionSpace: HTTPCredentials] = [:]
+    private var asking: [ProtectionSpace: Task<HTTPCredentials?, Never>] = [:]
+    /// The previous callback, so that the next waits for it: one question at a time, as ASIHTTPRequest.
+    private var lastQuestion: Task<Void, Never>?
+
+    private struct Endpoint: Hashable {
+        var scheme: String
+        var host: String
+        var port: Int
+        var isProxy: Bool
+    }
+
+    init(configuration: AuthenticationConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    // MARK: Before any challenge
+
+    /// Credentials to send before being challenged: after a success on the same origin (Basic, Digest), or
+    /// Basic when the request asks for it with credentials of its own.
+    func preemptiveAuthorization(
+        for exchange: inout AuthExchange, method: String, uri: String, body: [UInt8]?, basicRequested: Bool
+    ) throws(HTTPClientError) -> String? {
+        let endpoint = Endpoint(scheme: exchange.scheme, host: exchange.host, port: exchange.port, isProxy: exchange.isProxy)
+        if configuration.presentsCredentialsAfterSuccess, let known = succeeded[endpoint],
+           exchange.allowedSchemes?.contains(known.space.authenticationScheme) ?? true {
+            switch known.space.authenticationScheme {
+            case .basic:
+                exchange.current = .init(space: known.space, credentials: known.credentials, source: .session)
+                return Self.basic(known.credentials)
+            case .digest:
+                guard var state = digest[known.space] else { break }
+                let value = try state.authorization(
+                    username: known.credentials.username, password: known.credentials.password, method: method,
+                    uri: uri, body: body, cnonce: Self.cnonce())
+                digest[known.space] = state
+                exchange.current = .init(space: known.space, credentials: known.credentials, source: .session)
+                return value
+            case .ntlm, .bearer:
+                break
+            }
+        }
+        if basicRequested, exchange.allowedSchemes?.contains(.basic) ?? true,
+           let (credentials, source) = exchange.urlCredentials.map({ ($0, CredentialSource.url) })
+                ?? exchange.requestCredentials.map({ ($0, CredentialSource.request) }) {
+            // The realm is not known before the challenge; the space is completed when one arrives.
+            let space = ProtectionSpace(scheme: exchange.scheme, host: exchange.host, port: exchange.port, realm: nil,
+                                        authenticationScheme: .basic, isProxy: exchange.isProxy)
+            // Not marked as tried: if the server wants another scheme, the same credentials answer it.
+            exchange.current = .init(space: space, credentials: credentials, source: source)
+            return Self.basic(credentials)
+        }
+        return nil
+    }
+
+    // MARK: Answering a challenge
+
+    /// The header value that answers `challenges`, or nil to give up and return the response as it is.
+    /// Throws when giving up must be an error: the callback declined, or credentials the request carried
+    /// cannot be sent safely.
+    func respond(
+        to challenges: [AuthChallenge], exchange: inout AuthExchange, method: String, uri: String, body: [UInt8]?
+    ) async throws(HTTPClientError) -> AuthorizationValue? {
+        exchange.rounds += 1
+        // Bounded: NTLM takes two rounds, a stale nonce one more, and each refused credential one.
+        guard exchange.rounds <= 4 + configuration.maxCallbackAttempts + 2 else { return nil }
+
+        // NTLM mid-handshake: the server's challenge message answers our negotiate message.
+        if let attempt = exchange.current, case .negotiateSent = attempt.ntlm {
+            guard let challenge = challenges.first(where: { $0.scheme == "ntlm" }), let token = challenge.token68 else {
+                throw HTTPClientError(.authenticationFailed,
+                    "the \(side(exchange)) did not continue the NTLM handshake (no challenge message in its \(exchange.isProxy ? 407 : 401))")
+            }
+            let message = try NTLMAuthentication.authenticateValue(challengeToken: token, credentials: attempt.credentials)
+            exchange.current?.ntlm = .authenticateSent
+            return AuthorizationValue(value: message, startsConnectionHandshake: false, endsConnectionHandshake: true)
+        }
+
+        guard let (challenge, scheme) = choose(challenges, exchange: exchange) else {
+            if exchange.current != nil { noteFailure(&exchange) }
+            return nil
+        }
+        let space = ProtectionSpace(scheme: exchange.scheme, host: exchange.host, port: exchange.port,
+                                    realm: scheme == .ntlm ? nil : challenge.realm, authenticationScheme: scheme,
+                                    isProxy: exchange.isProxy)
+
+        // A stale Digest nonce: the credentials were right; answer the new nonce without asking again (RFC 7616 §3.3).
+        if scheme == .digest, let attempt = exchange.current, attempt.space.authenticationScheme == .digest,
+           let fresh = DigestChallenge(challenge), fresh.stale {
+            return try digestValue(fresh, space: space, credentials: attempt.credentials, exchange: &exchange,
+                                   source: attempt.source, method: method, uri: uri, body: body)
+        }
+        if exchange.current != nil { noteFailure(&exchange) }
+
+        if scheme == .basic, !exchange.isProxy, exchange.scheme == "http", !configuration.allowsBasicOverPlainHTTP {
+            let carried = exchange.urlCredentials != nil || exchange.requestCredentials != nil
+            logger.warning("not sending Basic credentials over plain http; set allowsBasicOverPlainHTTP to allow it",
+                           metadata: ["space": "\(space)"])
+            if carried {
+                throw HTTPClientError(.authenticationFailed,
+                    "\(exchange.host) asks for Basic authentication over plain http, which would send the password"
+                        + " unencrypted; set AuthenticationConfiguration.allowsBasicOverPlainHTTP to allow it")
+            }
+            return nil
+        }
+
+        guard let (credentials, source) = try await lookUp(space, exchange: &exchange) else { return nil }
+        exchange.triedSources.insert(source.rawValue)
+
+        switch scheme {
+        case .basic:
+            exchange.current = .init(space: space, credentials: credentials, source: source)
+            return AuthorizationValue(value: Self.basic(credentials), startsConnectionHandshake: false, endsConnectionHandshake: false)
+        case .digest:
+            guard let parsed = DigestChallenge(challenge) else { return nil }
+            return try digestValue(parsed, space: space, credentials: credentials, exchange: &exchange,
+                                   source: source, method: method, uri: uri, body: body)
+        case .ntlm:
+            exchange.current = .init(space: space, credentials: credentials, source: source, ntlm: .negotiateSent)
+            return AuthorizationValue(value: NTLMAuthentication.negotiateValue(credentials: credentials),
+                                      startsConnectionHandshake: true, endsConnectionHandshake: false)
+        case .bearer:
+            return nil // bearer tokens are the middleware's; see AuthMiddleware
+        }
+    }
+
+    /// The response was not a challenge: the credentials in flight worked.
+    func succeeded(_ exchange: AuthExchange) async {
+        guard let attempt = exchange.current else { return }
+        var space = attempt.space
+        if space.authenticationScheme == .basic, space.realm == nil, let known = succeeded[endpoint(exchange)]?.space {
+            space = known // a preemptive Basic that was accepted: keep the realm learnt earlier
+        }
+        answered[space] = nil
+        succeeded[endpoint(exchange)] = (space, attempt.credentials)
+        logger.debug("authenticated", metadata: ["space": "\(space)", "user": "\(attempt.credentials.username)"])
+        guard attempt.source != .session, space.realm != nil || space.authenticationScheme == .ntlm else { return }
+        await configuration.sessionStore?.store(attempt.credentials, for: space)
+        if attempt.source != .persistent, let store = configuration.persistentStore {
+            do {
+                try await store.store(attempt.credentials, for: space)
+            } catch {
+                logger.warning("could not save credentials to the persistent store", metadata: ["space": "\(space)", "error": "\(error)"])
+            }
+        }
+    }
+
+    // MARK: Pieces
+
+    private func side(_ exchange: AuthExchange) -> String { exchange.isProxy ? "proxy" : "server" }
+
+    private func endpoint(_ exchange: AuthExchange) -> Endpoint {
+        Endpoint(scheme: exchange.scheme, host: exchange.host, port: exchange.port, isProxy: exchange.isProxy)
+    }
+
+    /// The challenge to answer: the strongest scheme offered that the request allows and we support.
+    private func choose(_ challenges: [AuthChallenge], exchange: AuthExchange) -> (AuthChallenge, HTTPAuthenticationScheme)? {
+        for scheme in HTTPAuthenticationScheme.preference where scheme != .bearer {
+            guard exchange.allowedSchemes?.contains(scheme) ?? true else { continue }
+            if scheme == .digest {
+                // Several Digest challenges (SHA-256 and MD5, say): the strongest we support.
+                if let best = DigestChallenge.preferred(in: challenges),
+                   let challenge = challenges.first(where: { DigestChallenge($0) == best }) {
+                    return (challenge, scheme)
+                }
+                continue
+            }
+            if let challenge = challenges.first(where: { $0.scheme == scheme.rawValue.lowercased() }) {
+                return (challenge, scheme)
+            }
+        }
+        return nil
+    }
+
+    /// The credentials in flight were refused: forget them where they were kept.
+    private func noteFailure(_ exchange: inout AuthExchange) {
+        guard let attempt = exchange.current else { return }
+        exchange.failures += 1
+        exchange.current = nil
+        logger.debug("credentials refused", metadata: ["space": "\(attempt.space)", "user": "\(attempt.credentials.username)"])
+        let endpoint = endpoint(exchange)
+        if succeeded[endpoint]?.credentials == attempt.credentials { succeeded[endpoint] = nil }
+        answered[attempt.space] = nil
+        let space = attempt.space
+        let configuration = configuration
+        switch attempt.source {
+        case .session:
+            Task { await configuration.sessionStore?.removeCredentials(for: space) }
+        case .persistent:
+            Task { try? await configuration.persistentStore?.removeCredentials(for: space) }
+        case .url, .request, .callback:
+            break
+        }
+    }
+
+    private func lookUp(_ space: ProtectionSpace, exchange: inout AuthExchange) async throws(HTTPClientError) -> (HTTPCredentials, CredentialSource)? {
+        func untried(_ source: CredentialSource) -> Bool { !exchange.triedSources.contains(source.rawValue) }
+        if untried(.url), let credentials = exchange.urlCredentials { return (credentials, .url) }
+        if untried(.request), let credentials = exchange.requestCredentials { return (credentials, .request) }
+        if untried(.session) {
+            if let credentials = answered[space] { return (credentials, .callback) }
+            if let credentials = await configuration.sessionStore?.credentials(for: space) { return (credentials, .session) }
+        }
+        if untried(.persistent), let store = configuration.persistentStore {
+            do {
+                if let credentials = try await store.credentials(for: space) { return (credentials, .persistent) }
+            } catch {
+                logger.warning("the persistent credential store failed", metadata: ["space": "\(space)", "error": "\(error)"])
+            }
+        }
+        let handler = exchange.isProxy ? configuration.proxyAuthenticationNeeded : configuration.authenticationNeeded
+        guard let handler, exchange.callbackAsks < configuration.maxCallbackAttempts else { return nil }
+        exchange.callbackAsks += 1
+        let question = AuthenticationChallenge(space: space, url: exchange.url, failureCount: exchange.failures,
+                                               previousUsername: nil)
+        guard let credentials = try await ask(question, handler: handler) else {
+            throw HTTPClientError(.authenticationFailed,
+                "\(exchange.isProxy ? "proxyAuthenticationNeeded" : "authenticationNeeded") gave no credentials for \(space)")
+        }
+        return (credentials, .callback)
+    }
+
+    /// Asks `handler`, once per space at a time: a request needing a space that is being asked about waits for
+    /// that answer. Questions about different spaces are asked one after another.
+    private func ask(_ question: AuthenticationChallenge, handler: @escaping AuthenticationHandler) async throws(HTTPClientError) -> HTTPCredentials? {
+        let space = question.space
+        let task: Task<HTTPCredentials?, Never>
+        let initiated: Bool
+        if let pending = asking[space] {
+            task = pending
+            initiated = false
+        } else {
+            let previous = lastQuestion
+            task = Task {
+                await previous?.value
+                return await handler(question)
+            }
+            asking[space] = task
+            lastQuestion = Task { _ = await task.value }
+            initiated = true
+            logger.debug("asking for credentials", metadata: ["space": "\(space)"])
+        }
+        // Cancelling the request that asked cancels the question; every request waiting for it then fails.
+        let answer = await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            if initiated { task.cancel() }
+        }
+        if asking[space] == task {
+            asking[space] = nil
+            if let answer { answered[space] = answer }
+        }
+        if Task.isCancelled { throw .cancelled }
+        return answer
+    }
+
+    private func digestValue(
+        _ challenge: DigestChallenge, space: ProtectionSpace, credentials: HTTPCredentials, exchange: inout AuthExchange,
+        source: CredentialSource, method: String, uri: String, body: [UInt8]?
+    ) throws(HTTPClientError) -> AuthorizationValue {
+        var state = DigestState(challenge: challenge)
+        let value = try state.authorization(username: credentials.username, password: credentials.password,
+                                            method: method, uri: uri, body: body, cnonce: Self.cnonce())
+        digest[space] = state
+        exchange.current = .init(space: space, credentials: credentials, source: source)
+        return AuthorizationValue(value: value, startsConnectionHandshake: false, endsConnectionHandshake: false)
+    }
+
+    static func basic(_ credentials: HTTPCredentials) -> String {
+        // RFC 7617 §2.1: UTF-8 (the charset="UTF-8" servers ask for, and what curl and browsers send).
+        "Basic " + Base64.encode(Array("\(credentials.username):\(credentials.password)".utf8))
+    }
+
+    /// 16 random bytes in hex: RFC 7616 §3.4 wants a cnonce no one can predict.
+    static func cnonce() -> String {
+        hexString(secureRandomBytes(16))
+    }
+}

@@ -1,0 +1,154 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#elseif canImport(Foundation)
+import Foundation
+#endif
+
+/// A user name and password, with the NTLM domain and workstation when they matter.
+///
+/// `description` never shows the password, so credentials can be logged or interpolated safely.
+public struct HTTPCredentials: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var username: String
+    public var password: String
+    /// The NTLM domain (ASIHTTPRequest's `domain`). A user name written `DOMAIN\user` or `user@domain`
+    /// supplies it too.
+    public var domain: String?
+    /// The NTLM workstation name sent in the handshake; none by default, as curl.
+    public var workstation: String?
+
+    public init(username: String, password: String, domain: String? = nil, workstation: String? = nil) {
+        self.username = username
+        self.password = password
+        self.domain = domain
+        self.workstation = workstation
+    }
+
+    public var description: String {
+        "HTTPCredentials(\(domain.map { $0 + "\\" } ?? "")\(username), password: <redacted>)"
+    }
+}
+
+/// An HTTP authentication scheme AsyncHTTP can answer.
+public enum HTTPAuthenticationScheme: String, Sendable, Hashable, Codable, CaseIterable {
+    case basic = "Basic"
+    case digest = "Digest"
+    case ntlm = "NTLM"
+    case bearer = "Bearer"
+
+    /// The order a scheme is picked in when a server offers several: curl's (`pickoneauth`), strongest first.
+    static let preference: [HTTPAuthenticationScheme] = [.bearer, .digest, .ntlm, .basic]
+}
+
+/// Where a set of credentials applies: RFC 9110 §11.5's protection space, plus the scheme, as ASIHTTPRequest's
+/// session store and URLSession's `URLProtectionSpace` key it.
+public struct ProtectionSpace: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// `http` or `https` for a server; for a proxy, the proxy URL's scheme.
+    public var scheme: String
+    public var host: String
+    public var port: Int
+    /// The realm from the challenge; nil for NTLM, which has none.
+    public var realm: String?
+    public var authenticationScheme: HTTPAuthenticationScheme
+    /// Whether this is a proxy's space (`407`, `Proxy-Authenticate`) rather than the origin's.
+    public var isProxy: Bool
+
+    public init(scheme: String, host: String, port: Int, realm: String?, authenticationScheme: HTTPAuthenticationScheme, isProxy: Bool = false) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.realm = realm
+        self.authenticationScheme = authenticationScheme
+        self.isProxy = isProxy
+    }
+
+    public var description: String {
+        let hostText = host.contains(":") ? "[\(host)]" : host
+        return "\(isProxy ? "proxy " : "")\(scheme)://\(hostText):\(port) \(authenticationScheme.rawValue) realm=\(realm.map { "\"\($0)\"" } ?? "none")"
+    }
+}
+
+/// Somewhere credentials are kept between requests, looked up by protection space.
+///
+/// ``InMemoryCredentialStore`` is the session store (ASIHTTPRequest's `useSessionPersistence`);
+/// ``CredentialFile`` keeps credentials across runs (the role ASIHTTPRequest gave the keychain). Implement
+/// this protocol to put them somewhere else, such as the system keyring.
+public protocol CredentialStore: Sendable {
+    func credentials(for space: ProtectionSpace) async throws -> HTTPCredentials?
+    func store(_ credentials: HTTPCredentials, for space: ProtectionSpace) async throws
+    func removeCredentials(for space: ProtectionSpace) async throws
+}
+
+/// Credentials kept in memory for as long as the store lives. Each client has one by default.
+public actor InMemoryCredentialStore: CredentialStore {
+    private var entries: [ProtectionSpace: HTTPCredentials] = [:]
+
+    public init() {}
+
+    public func credentials(for space: ProtectionSpace) -> HTTPCredentials? { entries[space] }
+    public func store(_ credentials: HTTPCredentials, for space: ProtectionSpace) { entries[space] = credentials }
+    public func removeCredentials(for space: ProtectionSpace) { entries[space] = nil }
+    /// Forgets everything (ASIHTTPRequest's `clearSession`).
+    public func removeAll() { entries.removeAll() }
+    /// How many spaces have credentials.
+    public var count: Int { entries.count }
+}
+
+/// Credentials kept in a JSON file, readable by its owner only.
+///
+/// Every change rewrites the file whole: a temporary file in the same directory, created with mode 0600,
+/// then `rename(2)` over the old one, so a crash leaves either the old file or the new one and another user
+/// never sees the secrets. The file holds passwords in the clear, like curl's `.netrc`: keep it in a
+/// directory only you can read.
+public actor CredentialFile: CredentialStore {
+    public let path: String
+    private var entries: [ProtectionSpace: HTTPCredentials]
+
+    private struct Entry: Codable {
+        var space: ProtectionSpace
+        var credentials: HTTPCredentials
+    }
+
+    /// Opens the file at `path`, or starts empty when it does not exist yet (it is created on the first store).
+    public init(path: String) throws(HTTPClientError) {
+        self.path = path
+        self.entries = try Self.load(path)
+    }
+
+    public func credentials(for space: ProtectionSpace) -> HTTPCredentials? { entries[space] }
+
+    public func store(_ credentials: HTTPCredentials, for space: ProtectionSpace) throws(HTTPClientError) {
+        guard entries[space] != credentials else { return }
+        entries[space] = credentials
+        try save()
+    }
+
+    public func removeCredentials(for space: ProtectionSpace) throws(HTTPClientError) {
+        guard entries.removeValue(forKey: space) != nil else { return }
+        try save()
+    }
+
+    private static func load(_ path: String) throws(HTTPClientError) -> [ProtectionSpace: HTTPCredentials] {
+        guard let bytes = try PrivateFile.contents(atPath: path, what: "credential file"), !bytes.isEmpty else { return [:] }
+        do {
+            let list = try JSONDecoder().decode([Entry].self, from: Data(bytes))
+            return Dictionary(list.map { ($0.space, $0.credentials) }, uniquingKeysWith: { _, last in last })
+        } catch {
+            // Never echo the file's contents: they are secrets.
+            throw HTTPClientError(.invalidRequest, "the credential file \(path) is not valid JSON of credentials")
+        }
+    }
+
+    private func save() throws(HTTPClientError) {
+        let list = entries.map { Entry(space: $0.key, credentials: $0.value) }
+            .sorted { $0.space.description < $1.space.description }
+        let data: Data
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            data = try encoder.encode(list)
+        } catch {
+            throw HTTPClientError(.invalidRequest, "cannot encode credentials: \(type(of: error))")
+        }
+        try PrivateFile.writeAtomically(Array(data) + [UInt8(ascii: "\n")], toPath: path)
+    }
+}

@@ -1,0 +1,263 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One proxy server: an HTTP proxy or a SOCKS5 proxy, with optional credentials.
+///
+/// Through an HTTP proxy, `http` URLs are requested in absolute form (`GET http://host/path HTTP/1.1`)
+/// and `https` URLs through a `CONNECT` tunnel with TLS to the origin inside it. Through SOCKS5
+/// (RFC 1928) every URL gets a tunnel; credentials use RFC 1929's username/password method.
+///
+/// ```swift
+/// var configuration = HTTPClient.Configuration()
+/// configuration.proxy = .proxy(try ProxyConfiguration(url: "http://user:secret@proxy.internal:3128"))
+/// ```
+public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable {
+        /// An HTTP proxy (`http://` proxy URLs): absolute-form requests and CONNECT tunnels.
+        case http
+        /// A SOCKS5 proxy. The client resolves the host name itself (`socks5://`, as curl).
+        case socks5
+        /// A SOCKS5 proxy that is given the host name to resolve (`socks5h://`, as curl).
+        case socks5h
+    }
+
+    public var kind: Kind
+    public var host: String
+    public var port: Int
+    /// Credentials for the proxy (`Proxy-Authorization`, or SOCKS5 username/password). When nil, a 407
+    /// is answered from the session and persistent stores or
+    /// ``AuthenticationConfiguration/proxyAuthenticationNeeded``.
+    public var credentials: HTTPCredentials?
+
+    public init(kind: Kind, host: String, port: Int, credentials: HTTPCredentials? = nil) {
+        self.kind = kind
+        self.host = host
+        self.port = port
+        self.credentials = credentials
+    }
+
+    /// Parses a proxy URL as curl and the `*_proxy` variables write it: `[scheme://][user:password@]host[:port]`.
+    /// The scheme is `http` (the default), `socks5` or `socks5h`; the port defaults to 1080 for SOCKS
+    /// and to 1080 for HTTP too (curl's `CURL_DEFAULT_PROXY_PORT`).
+    public init(url: String) throws(HTTPClientError) {
+        var text = Substring(url).trimmingWhitespace()
+        var kind = Kind.http
+        if let range = text.range(of: "://") {
+            switch text[..<range.lowerBound].lowercased() {
+            case "http": kind = .http
+            case "socks5": kind = .socks5
+            case "socks5h": kind = .socks5h
+            case let other:
+                throw HTTPClientError(.invalidURL, "unsupported proxy scheme '\(other)' in proxy URL (use http, socks5 or socks5h)")
+            }
+            text = text[range.upperBound...]
+        }
+        let parsed = try HTTPURL("http://" + text)
+        guard parsed.path == "/" || parsed.path.isEmpty, parsed.query == nil else {
+            throw HTTPClientError(.invalidURL, "a proxy URL names only a host and port, not a path")
+        }
+        let explicitPort = text.firstIndex(of: "@").map { text[$0...] } ?? text[...]
+        let hasPort = explicitPort.split(separator: "]").last?.contains(":") ?? false
+        self.kind = kind
+        self.host = parsed.host
+        self.port = hasPort ? parsed.port : 1080
+        if let user = parsed.user {
+            credentials = HTTPCredentials(username: user, password: parsed.password ?? "")
+        }
+    }
+
+    /// `kind://host:port`, without the credentials.
+    public var description: String {
+        "\(kind.rawValue)://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+    }
+
+    var isSOCKS: Bool { kind != .http }
+}
+
+/// Which proxy, if any, requests go through.
+public enum ProxySetting: Sendable, Hashable {
+    /// Connect directly.
+    case none
+    /// Read `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy` (or their upper-case forms) as curl
+    /// does, once, when the client is created. Loopback hosts are always reached directly, as Go does.
+    case environment
+    /// Every request through `proxy`, except hosts that match `bypass` (written like `no_proxy`).
+    case proxy(ProxyConfiguration, bypass: String = "")
+}
+
+/// The proxy choice made for one URL, from a ``ProxySetting`` and the environment it was read in.
+struct ProxyResolver: Sendable {
+    private let http: ProxyConfiguration?
+    private let https: ProxyConfiguration?
+    private let bypass: NoProxyList
+    private let bypassesLoopback: Bool
+    /// Problems with the environment's proxy variables, reported by every request that would use them.
+    let problem: HTTPClientError?
+
+    static let direct = ProxyResolver(http: nil, https: nil, bypass: NoProxyList(""), bypassesLoopback: false, problem: nil)
+
+    private init(http: ProxyConfiguration?, https: ProxyConfiguration?, bypass: NoProxyList, bypassesLoopback: Bool, problem: HTTPClientError?) {
+        self.http = http
+        self.https = https
+        self.bypass = bypass
+        self.bypassesLoopback = bypassesLoopback
+        self.problem = problem
+    }
+
+    init(_ setting: ProxySetting, environment: [String: String] = ProcessEnvironment.current()) {
+        switch setting {
+        case .none:
+            self = .direct
+        case .proxy(let proxy, let bypass):
+            self.init(http: proxy, https: proxy, bypass: NoProxyList(bypass), bypassesLoopback: false, problem: nil)
+        case .environment:
+            // curl reads only the lower-case `http_proxy` (httpoxy: a CGI program gets the request's `Proxy:` header
+            // as HTTP_PROXY). Go's rule is taken here: the upper-case form too, unless running as a CGI program.
+            func value(_ name: String, upperCase: Bool = true) -> String? {
+                let found = environment[name] ?? (upperCase ? environment[name.uppercased()] : nil)
+                return found.flatMap { $0.isEmpty ? nil : $0 }
+            }
+            let isCGI = environment["REQUEST_METHOD"] != nil
+            var problem: HTTPClientError?
+            func parse(_ text: String?, _ name: String) -> ProxyConfiguration? {
+                guard let text else { return nil }
+                do throws(HTTPClientError) {
+                    return try ProxyConfiguration(url: text)
+                } catch {
+                    problem = HTTPClientError(.invalidURL, "the \(name) environment variable is not a valid proxy URL: \(error.message)")
+                    return nil
+                }
+            }
+            let all = parse(value("all_proxy"), "all_proxy")
+            let http = parse(value("http_proxy", upperCase: !isCGI), "http_proxy") ?? all
+            let https = parse(value("https_proxy"), "https_proxy") ?? all
+            self.init(http: http, https: https, bypass: NoProxyList(value("no_proxy") ?? ""), bypassesLoopback: true, problem: problem)
+        }
+    }
+
+    /// The proxy for `url`, or nil to connect directly.
+    func proxy(for url: HTTPURL) -> ProxyConfiguration? {
+        guard let proxy = url.isSecure ? https : http else { return nil }
+        if bypassesLoopback, url.host == "localhost" || url.host.hasSuffix(".localhost") || NoProxyList.isLoopback(url.host) {
+            return nil
+        }
+        return bypass.matches(host: url.host, port: url.port) ? nil : proxy
+    }
+}
+
+/// A `no_proxy` list: comma- or space-separated entries, each `*` (everything), a domain (`example.com`
+/// matches it and its subdomains; a leading dot is ignored, as curl 7.86 and later), an IP address, or a CIDR
+/// block (`10.0.0.0/8`, `fd00::/8`), optionally with `:port` (as Go).
+struct NoProxyList: Sendable, Hashable {
+    private enum Entry: Sendable, Hashable {
+        case everything
+        case domain(String, port: Int?)
+        case network([UInt8], prefixLength: Int, port: Int?)
+    }
+
+    private let entries: [Entry]
+
+    init(_ text: String) {
+        var entries: [Entry] = []
+        for raw in text.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }) {
+            var item = String(raw).lowercased()
+            if item == "*" { entries.append(.everything); continue }
+            var port: Int?
+            // host:port, [v6]:port; a bare IPv6 address has several colons and no port.
+            if item.hasPrefix("["), let close = item.firstIndex(of: "]") {
+                let rest = item[item.index(after: close)...]
+                if rest.hasPrefix(":") { port = Int(rest.dropFirst()) }
+                item = String(item[item.index(after: item.startIndex)..<close])
+            } else if item.filter({ $0 == ":" }).count == 1, let colon = item.firstIndex(of: ":") {
+                port = Int(item[item.index(after: colon)...])
+                item = String(item[..<colon])
+            }
+            var prefixLength: Int?
+            var addressText = item
+            if let slash = item.firstIndex(of: "/") {
+                prefixLength = Int(item[item.index(after: slash)...])
+                addressText = String(item[..<slash])
+            }
+            if let address = Self.address(addressText) {
+                let bits = address.count * 8
+                entries.append(.network(address, prefixLength: min(prefixLength ?? bits, bits), port: port))
+            } else {
+                while item.hasPrefix(".") { item.removeFirst() }
+                if item.hasPrefix("*.") { item.removeFirst(2) }
+                if !item.isEmpty { entries.append(.domain(item, port: port)) }
+            }
+        }
+        self.entries = entries
+    }
+
+    func matches(host: String, port: Int) -> Bool {
+        let host = host.lowercased()
+        let address = Self.address(host)
+        for entry in entries {
+            switch entry {
+            case .everything:
+                return true
+            case .domain(let domain, let entryPort):
+                if let entryPort, entryPort != port { continue }
+                if host == domain || host.hasSuffix("." + domain) { return true }
+            case .network(let network, let prefixLength, let entryPort):
+                if let entryPort, entryPort != port { continue }
+                guard let address, address.count == network.count else { continue }
+                if Self.prefix(address, equals: network, bits: prefixLength) { return true }
+            }
+        }
+        return false
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        guard let address = address(host) else { return false }
+        if address.count == 4 { return address[0] == 127 }
+        return address == [UInt8](repeating: 0, count: 15) + [1]
+    }
+
+    /// The bytes of a numeric IPv4 or IPv6 address.
+    static func address(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            return withUnsafeBytes(of: &v4) { Array($0) }
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { Array($0) }
+        }
+        return nil
+    }
+
+    private static func prefix(_ a: [UInt8], equals b: [UInt8], bits: Int) -> Bool {
+        var remaining = bits
+        for index in a.indices where remaining > 0 {
+            let mask: UInt8 = remaining >= 8 ? 0xFF : ~(0xFF >> UInt8(remaining))
+            if a[index] & mask != b[index] & mask { return false }
+            remaining -= 8
+        }
+        return true
+    }
+}
+
+/// The process environment, read through `environ` so that the library needs no Foundation for it.
+enum ProcessEnvironment {
+    static func current() -> [String: String] {
+        var result: [String: String] = [:]
+        var pointer = environ
+        var count = 0
+        while let entry = pointer.pointee, count < 100_000 {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            pointer += 1
+            count += 1
+        }
+        return result
+    }
+}

@@ -1,0 +1,118 @@
+import HTTPTypes
+
+/// Answers `401` challenges from the origin, and `407` challenges from an HTTP proxy that forwards a plain
+/// `http` request, by sending the request again with credentials (a `CONNECT` tunnel's `407` is answered by
+/// the transport, which shares this client's ``Authenticator``).
+///
+/// Sits after redirect and before cookies (see `HTTPClient+Middleware.swift`): each redirect hop is
+/// authenticated afresh for its own origin, and a challenge's `Set-Cookie` reaches the retry.
+///
+/// - A `401` with no credentials available is returned as it is, as curl and URLSession do.
+/// - A retry needs a replayable body; a one-shot stream fails with ``HTTPClientError/Code/bodyNotReplayable``.
+/// - NTLM's three messages go out on one connection, pinned in the pool for the handshake.
+/// - A request with ``HTTPClientRequest/bearerToken`` sends it, and on a `401` asks
+///   ``AuthenticationConfiguration/refreshBearerToken`` once for a new one.
+struct AuthMiddleware: HTTPClientMiddleware {
+    let authenticator: Authenticator
+    let proxies: ProxyResolver
+
+    /// A challenged body is read this far so the connection can be reused for the retry; more is dropped.
+    static let drainLimit = 64 * 1024
+
+    func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+        let url = try HTTPURL(request.url)
+        var request = request
+        let resolver = request.proxy.map { ProxyResolver($0) } ?? proxies
+        let proxy = resolver.proxy(for: url)
+        let viaPlainProxy = proxy?.kind == .http && !url.isSecure
+        let method = request.method.rawValue
+        // RFC 7616 §3.4: digest-uri is the request-target, which is the absolute form through a proxy.
+        let uri = viaPlainProxy ? url.absoluteFormTarget : url.requestTarget
+        let body: [UInt8]? = if case .bytes(let bytes)? = request.body?.storage { bytes } else { nil }
+
+        var origin = AuthExchange(
+            isProxy: false, scheme: url.scheme, host: url.host, port: url.port, url: url.redactedDescription,
+            urlCredentials: url.user.map { HTTPCredentials(username: $0, password: url.password ?? "") },
+            requestCredentials: request.credentials, allowedSchemes: request.authenticationSchemes)
+        var proxySide: AuthExchange? = nil
+        if viaPlainProxy, let proxy {
+            proxySide = AuthExchange(
+                isProxy: true, scheme: "http", host: proxy.host, port: proxy.port, url: url.redactedDescription,
+                urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: nil)
+        }
+
+        if let token = request.bearerToken {
+            request.headers[.authorization] = "Bearer " + token
+        } else if request.headers[.authorization] == nil,
+                  let value = try await authenticator.preemptiveAuthorization(
+                      for: &origin, method: method, uri: uri, body: body, basicRequested: request.sendsCredentialsPreemptively) {
+            request.headers[.authorization] = value
+        }
+        if var side = proxySide, request.headers[.proxyAuthorization] == nil {
+            if let value = try await authenticator.preemptiveAuthorization(
+                for: &side, method: method, uri: uri, body: body, basicRequested: false) {
+                request.headers[.proxyAuthorization] = value
+            }
+            proxySide = side
+        }
+
+        var pin: ConnectionPin?
+        defer { pin?.release() }
+        var refreshedBearer = false
+        // Bounded: every round either returns, or advances an exchange whose rounds `respond` caps.
+        for _ in 0..<32 {
+            let response = try await next(request)
+            let code = response.status.code
+            let answer: AuthorizationValue?
+            let field: HTTPField.Name
+            if code == 407, var side = proxySide {
+                answer = try await authenticator.respond(
+                    to: AuthChallenge.parse(response.headers[values: .proxyAuthenticate]), exchange: &side,
+                    method: method, uri: uri, body: body)
+                proxySide = side
+                field = .proxyAuthorization
+            } else if code == 401, let token = request.bearerToken {
+                guard !refreshedBearer, let refresh = authenticator.configuration.refreshBearerToken,
+                      let fresh = try await refresh(url.redactedDescription, token) else {
+                    return try await finish(response, origin: origin, proxy: proxySide)
+                }
+                refreshedBearer = true
+                request.bearerToken = fresh
+                answer = AuthorizationValue(value: "Bearer " + fresh, startsConnectionHandshake: false, endsConnectionHandshake: false)
+                field = .authorization
+            } else if code == 401 {
+                answer = try await authenticator.respond(
+                    to: AuthChallenge.parse(response.headers[values: .wwwAuthenticate]), exchange: &origin,
+                    method: method, uri: uri, body: body)
+                field = .authorization
+            } else {
+                return try await finish(response, origin: origin, proxy: proxySide)
+            }
+            guard let answer else { return try await finish(response, origin: origin, proxy: proxySide) }
+            if let body = request.body, !body.isReplayable {
+                throw HTTPClientError(.bodyNotReplayable,
+                    "\(url.host) asked for authentication (\(code)), which means sending the \(request.method) body again,"
+                        + " but the body is a one-shot stream; use .bytes for a replayable body, or send credentials"
+                        + " before the challenge (sendsCredentialsPreemptively)")
+            }
+            if answer.startsConnectionHandshake {
+                pin?.release()
+                pin = ConnectionPin()
+                request.connectionPin = pin
+            } else if answer.endsConnectionHandshake {
+                pin?.release()
+            }
+            // Read the challenge's body so its connection can carry the retry (NTLM needs that very connection).
+            _ = try? await response.body.collect(upTo: Self.drainLimit)
+            request.headers[field] = answer.value
+        }
+        throw HTTPClientError(.authenticationFailed, "authentication with \(url.host) did not settle after 32 rounds")
+    }
+
+    /// Records what worked and hands back the final response.
+    private func finish(_ response: HTTPClientResponse, origin: AuthExchange, proxy: AuthExchange?) async throws -> HTTPClientResponse {
+        if response.status.code != 401, origin.current != nil { await authenticator.succeeded(origin) }
+        if response.status.code != 407, let proxy, proxy.current != nil { await authenticator.succeeded(proxy) }
+        return response
+    }
+}

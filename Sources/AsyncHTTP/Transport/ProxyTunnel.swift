@@ -1,0 +1,234 @@
+import HTTPTypes
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An HTTP `CONNECT` tunnel (RFC 9110 §9.3.6) through a proxy, for `https` URLs: once the proxy answers 2xx,
+/// the socket carries bytes to the origin, and TLS to the origin runs inside it.
+///
+/// A `407` is answered here, with the client's ``Authenticator`` (Basic, Digest, or NTLM on the same
+/// connection), since no middleware sees the tunnel's requests. A refusal is a
+/// ``HTTPClientError/Code/proxyFailed`` error that names the status: there is no response to return.
+enum ProxyTunnel {
+    /// Bytes of a `407` body read so the connection can carry the next `CONNECT`; a longer body costs a new connection.
+    static let drainLimit = 64 * 1024
+
+    static func open(
+        on socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, authenticator: Authenticator,
+        userAgent: String?, limits: HTTP1ResponseParser.Limits, deadline: ContinuousClock.Instant,
+        reconnect: () async throws(HTTPClientError) -> Socket
+    ) async throws(HTTPClientError) -> Socket {
+        let authority = (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
+        var exchange = AuthExchange(
+            isProxy: true, scheme: "http", host: proxy.host, port: proxy.port, url: "https://\(authority)",
+            urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: nil)
+        var authorization = try await authenticator.preemptiveAuthorization(
+            for: &exchange, method: "CONNECT", uri: authority, body: nil, basicRequested: false)
+        var socket = socket
+        let deadlines = Deadlines(inactivity: nil, total: deadline)
+        // Bounded: the authenticator caps its rounds; each round either returns, throws or answers one 407.
+        for _ in 0..<16 {
+            let connection = HTTP1Connection(id: 0, key: ConnectionKey(scheme: "http", host: proxy.host, port: proxy.port),
+                                             socket: socket, tls: nil, limits: limits)
+            connection.startRequest(method: .connect)
+            var head = "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n"
+            if let userAgent { head += "User-Agent: \(userAgent)\r\n" }
+            // HTTP/1.0 proxies need to be asked to keep the connection for the next round of a 407.
+            head += "Proxy-Connection: Keep-Alive\r\n"
+            if let authorization { head += "Proxy-Authorization: \(authorization)\r\n" }
+            head += "\r\n"
+            try await connection.write(Array(head.utf8), deadlines: deadlines)
+            let response = try await connection.readHead(deadlines: deadlines)
+            let code = response.status.code
+            if (200..<300).contains(code) {
+                guard connection.looksReusable() else {
+                    throw HTTPClientError(.proxyFailed, "proxy \(proxy) sent bytes after accepting CONNECT to \(authority), before TLS began")
+                }
+                if exchange.current != nil { await authenticator.succeeded(exchange) }
+                return socket
+            }
+            guard code == 407 else {
+                throw HTTPClientError(.proxyFailed, "proxy \(proxy) refused CONNECT to \(authority): \(code) \(response.status.reasonPhrase)")
+            }
+            let reusable = await drain(connection, deadlines: deadlines)
+            let challenges = AuthChallenge.parse(response.headers[values: .proxyAuthenticate])
+            guard let answer = try await authenticator.respond(
+                to: challenges, exchange: &exchange, method: "CONNECT", uri: authority, body: nil) else {
+                throw HTTPClientError(.proxyFailed,
+                    "proxy \(proxy) requires authentication for CONNECT to \(authority) (407)"
+                        + (exchange.failures > 0 ? " and refused the credentials given" : " and no credentials were available"))
+            }
+            authorization = answer.value
+            if !reusable {
+                if exchange.needsSameConnection {
+                    throw HTTPClientError(.authenticationFailed,
+                        "proxy \(proxy) closed the connection in the middle of the NTLM handshake; NTLM needs a keep-alive connection")
+                }
+                socket.close()
+                socket = try await reconnect()
+            }
+        }
+        throw HTTPClientError(.proxyFailed, "proxy authentication for CONNECT to \(authority) did not settle")
+    }
+
+    /// Reads a 407's body; true if the connection can carry another request.
+    private static func drain(_ connection: HTTP1Connection, deadlines: Deadlines) async -> Bool {
+        var total = 0
+        do {
+            while let chunk = try await connection.nextBodyChunk(deadlines: deadlines) {
+                total += chunk.count
+                if total > drainLimit { return false }
+            }
+            return connection.isReusable
+        } catch {
+            return false
+        }
+    }
+}
+
+/// The client side of SOCKS5 (RFC 1928) with username/password authentication (RFC 1929), run on a socket
+/// connected to the proxy; afterwards the socket reaches the target.
+enum SOCKS5 {
+    static func connect(
+        _ socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, deadline: ContinuousClock.Instant
+    ) async throws(HTTPClientError) {
+        let stream = SocketByteStream(socket: socket, deadline: deadline)
+        let credentials = proxy.credentials
+        // RFC 1928 §3: version 5, the methods we offer: 0x00 no authentication, 0x02 username/password.
+        try await stream.write(credentials == nil ? [5, 1, 0x00] : [5, 2, 0x00, 0x02])
+        let choice = try await stream.read(2)
+        guard choice[0] == 5 else { throw failure(proxy, "the proxy does not speak SOCKS5 (version byte \(choice[0]))") }
+        switch choice[1] {
+        case 0x00:
+            break
+        case 0x02:
+            guard let credentials else { throw failure(proxy, "the proxy asked for a username and password, and none was given") }
+            let user = Array(credentials.username.utf8)
+            let password = Array(credentials.password.utf8)
+            guard (1...255).contains(user.count), password.count <= 255 else {
+                throw HTTPClientError(.invalidRequest, "SOCKS5 user names and passwords are 1 to 255 bytes (RFC 1929)")
+            }
+            // RFC 1929 §2: version 1, ULEN, UNAME, PLEN, PASSWD.
+            try await stream.write([1, UInt8(user.count)] + user + [UInt8(password.count)] + password)
+            let status = try await stream.read(2)
+            guard status[1] == 0 else {
+                throw HTTPClientError(.authenticationFailed, "SOCKS5 proxy \(proxy) refused the username and password")
+            }
+        case 0xFF:
+            throw failure(proxy, credentials == nil
+                ? "the proxy accepts none of our methods (it may want a username and password)"
+                : "the proxy accepts neither no authentication nor username/password")
+        default:
+            throw failure(proxy, "the proxy chose method \(choice[1]), which we did not offer")
+        }
+
+        // RFC 1928 §4: CONNECT, with the address as IPv4, IPv6 or a domain name.
+        var request: [UInt8] = [5, 1, 0]
+        if let address = NoProxyList.address(host) {
+            request += [address.count == 4 ? 1 : 4] + address
+        } else if proxy.kind == .socks5h {
+            let name = Array(host.utf8)
+            guard name.count <= 255 else { throw HTTPClientError(.invalidURL, "host name too long for SOCKS5: \(host)") }
+            request += [3, UInt8(name.count)] + name
+        } else {
+            // socks5:// resolves locally, as curl.
+            let addresses = try await Resolver.resolve(host: host, port: port, deadline: deadline)
+            guard let bytes = addresses.first?.addressBytes else {
+                throw HTTPClientError(.dnsFailure, "no address for \(host)")
+            }
+            request += [bytes.count == 4 ? 1 : 4] + bytes
+        }
+        request += [UInt8(port >> 8), UInt8(port & 0xFF)]
+        try await stream.write(request)
+        let reply = try await stream.read(4)
+        guard reply[0] == 5 else { throw failure(proxy, "malformed CONNECT reply (version byte \(reply[0]))") }
+        guard reply[1] == 0 else {
+            throw failure(proxy, "CONNECT to \(host):\(port) failed: \(replyText(reply[1]))")
+        }
+        // The bound address, which we do not need: IPv4, a domain name or IPv6, then the port.
+        switch reply[3] {
+        case 1: _ = try await stream.read(4 + 2)
+        case 4: _ = try await stream.read(16 + 2)
+        case 3:
+            let length = try await stream.read(1)[0]
+            _ = try await stream.read(Int(length) + 2)
+        default:
+            throw failure(proxy, "malformed CONNECT reply (address type \(reply[3]))")
+        }
+    }
+
+    private static func failure(_ proxy: ProxyConfiguration, _ message: String) -> HTTPClientError {
+        HTTPClientError(.proxyFailed, "SOCKS5 proxy \(proxy): \(message)")
+    }
+
+    /// RFC 1928 §6's reply field.
+    static func replyText(_ code: UInt8) -> String {
+        switch code {
+        case 1: "general SOCKS server failure"
+        case 2: "connection not allowed by ruleset"
+        case 3: "network unreachable"
+        case 4: "host unreachable"
+        case 5: "connection refused"
+        case 6: "TTL expired"
+        case 7: "command not supported"
+        case 8: "address type not supported"
+        default: "reply code \(code)"
+        }
+    }
+}
+
+/// Exact-length reads and whole writes on a raw socket, for handshakes that are not HTTP.
+struct SocketByteStream {
+    let socket: Socket
+    let deadline: ContinuousClock.Instant
+
+    func write(_ bytes: [UInt8]) async throws(HTTPClientError) {
+        var offset = 0
+        while offset < bytes.count {
+            let outcome = bytes.withUnsafeBytes { socket.tryWrite(UnsafeRawBufferPointer(rebasing: $0[offset...])) }
+            switch outcome {
+            case .done(let n): offset += n
+            case .wouldBlock: try await socket.waitUntil(.writable, deadline: deadline, phase: .connect)
+            case .failed(let code): throw HTTPClientError(.ioFailure, "writing to the proxy failed: \(errnoText(code))", errno: code)
+            }
+        }
+    }
+
+    /// Exactly `count` bytes; the proxy closing first is an error.
+    func read(_ count: Int) async throws(HTTPClientError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var offset = 0
+        while offset < count {
+            let outcome = bytes.withUnsafeMutableBytes { socket.tryRead(into: UnsafeMutableRawBufferPointer(rebasing: $0[offset...])) }
+            switch outcome {
+            case .done(0):
+                throw HTTPClientError(.proxyFailed, "the proxy closed the connection during the handshake")
+            case .done(let n): offset += n
+            case .wouldBlock: try await socket.waitUntil(.readable, deadline: deadline, phase: .connect)
+            case .failed(let code): throw HTTPClientError(.ioFailure, "reading from the proxy failed: \(errnoText(code))", errno: code)
+            }
+        }
+        return bytes
+    }
+}
+
+extension SocketAddress {
+    /// The raw IPv4 (4 bytes) or IPv6 (16 bytes) address, as SOCKS5 sends it.
+    var addressBytes: [UInt8]? {
+        var storage = self.storage
+        return withUnsafeBytes(of: &storage) { raw -> [UInt8]? in
+            switch family {
+            case Int32(AF_INET):
+                let offset = MemoryLayout<sockaddr_in>.offset(of: \sockaddr_in.sin_addr)!
+                return Array(raw[offset..<(offset + 4)])
+            case Int32(AF_INET6):
+                let offset = MemoryLayout<sockaddr_in6>.offset(of: \sockaddr_in6.sin6_addr)!
+                return Array(raw[offset..<(offset + 16)])
+            default:
+                return nil
+            }
+        }
+    }
+}

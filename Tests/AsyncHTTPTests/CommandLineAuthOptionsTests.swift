@@ -1,0 +1,57 @@
+import Foundation
+import XCTest
+
+/// `ahttp`'s authentication, proxy and client-certificate options, run as a user would, against real peers.
+final class CommandLineAuthOptionsTests: XCTestCase {
+    func ahttp(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        try runAhttp(arguments)
+    }
+
+    func testUserSendsBasicAtOnceAsCurl() throws {
+        let base = try Peers.httpbin()
+        // hidden-basic-auth never challenges: only credentials sent unasked get through.
+        let result = try ahttp(["-s", "-u", "ann:pw", base + "/hidden-basic-auth/ann/pw"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("\"user\": \"ann\""), result.stdout)
+        let basic = try ahttp(["-s", "--basic", "-u", "ann:pw", "-w", "%{http_code}", "-o", "/dev/null", base + "/basic-auth/ann/pw"])
+        XCTAssertEqual(basic.stdout, "200")
+        let wrong = try ahttp(["-s", "-u", "ann:nope", "-w", "%{http_code}", "-o", "/dev/null", base + "/basic-auth/ann/pw"])
+        XCTAssertEqual(wrong.stdout, "401", "refused credentials give the 401, exit status 0, as curl")
+        XCTAssertEqual(wrong.status, 0)
+    }
+
+    func testDigestOnlyWithDigest() throws {
+        let base = try Peers.httpbin()
+        let url = base + "/digest-auth/auth/dan/pw/SHA-256"
+        let digest = try ahttp(["-s", "--digest", "-u", "dan:pw", "-w", "%{http_code}", "-o", "/dev/null", url])
+        XCTAssertEqual(digest.stdout, "200", digest.stderr)
+        let anyauth = try ahttp(["-s", "--anyauth", "-u", "dan:pw", "-w", "%{http_code}", "-o", "/dev/null", url])
+        XCTAssertEqual(anyauth.stdout, "200", anyauth.stderr)
+        let basicOnly = try ahttp(["-s", "--basic", "-u", "dan:pw", "-w", "%{http_code}", "-o", "/dev/null", url])
+        XCTAssertEqual(basicOnly.stdout, "401", "--basic does not answer a Digest challenge")
+    }
+
+    func testOAuth2Bearer() throws {
+        let result = try ahttp(["-s", "--oauth2-bearer", "tok-42", try Peers.httpbin() + "/bearer"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("\"token\": \"tok-42\""), result.stdout)
+    }
+
+    func testClientCertificateWithCertAndKey() async throws {
+        let server = try await NIOTestServer(tls: .trusted(requireClientCertificate: true))
+        let tls = TestTLS.shared
+        let url = "https://localhost:\(server.port)/hello"
+        let result = try ahttp(["-s", "-i", "--cacert", tls.caFile, "-E", tls.clientCertFile, "--key", tls.clientKeyFile, url])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.lowercased().contains("x-client-cert-subject: \(TestTLS.clientCommonName)"), result.stdout)
+        let encrypted = try ahttp(["-E", tls.clientCertFile + ":password", url])
+        XCTAssertEqual(encrypted.status, 2, "an encrypted key is refused up front with a usage error")
+        try await server.shutdown()
+    }
+
+    func testBadProxyIsAUsageError() throws {
+        let result = try ahttp(["-x", "ftp://proxy:21", "http://127.0.0.1:1/"])
+        XCTAssertEqual(result.status, 2)
+        XCTAssertTrue(result.stderr.contains("invalid proxy"), result.stderr)
+    }
+}

@@ -1,0 +1,101 @@
+import XCTest
+
+@testable import AsyncHTTP
+
+/// Proxy URLs, the `*_proxy` environment variables and `no_proxy` matching: pure logic, no sockets.
+final class ProxyConfigurationTests: XCTestCase {
+    func testProxyURLForms() throws {
+        let plain = try ProxyConfiguration(url: "proxy.internal:3128")
+        XCTAssertEqual(plain, ProxyConfiguration(kind: .http, host: "proxy.internal", port: 3128))
+        XCTAssertEqual(try ProxyConfiguration(url: "http://proxy.internal").port, 1080, "curl's default proxy port")
+        let socks = try ProxyConfiguration(url: "SOCKS5H://u%40x:p%3Aw@[::1]:9050")
+        XCTAssertEqual(socks.kind, .socks5h)
+        XCTAssertEqual(socks.host, "::1")
+        XCTAssertEqual(socks.port, 9050)
+        XCTAssertEqual(socks.credentials, HTTPCredentials(username: "u@x", password: "p:w"))
+        XCTAssertEqual(socks.description, "socks5h://[::1]:9050", "no credentials in the description")
+        XCTAssertEqual(try ProxyConfiguration(url: "socks5://127.0.0.1:1080").kind, .socks5)
+    }
+
+    func testBadProxyURLsAreTypedErrors() {
+        for bad in ["ftp://proxy:21", "http://proxy:3128/path", "http://", "http://proxy:99999"] {
+            XCTAssertThrowsError(try ProxyConfiguration(url: bad), bad) { error in
+                XCTAssertEqual((error as? HTTPClientError)?.code, .invalidURL, bad)
+            }
+        }
+    }
+
+    func testEnvironmentPicksTheProxyByScheme() throws {
+        let resolver = ProxyResolver(.environment, environment: [
+            "http_proxy": "http://web:3128", "HTTPS_PROXY": "http://secure:3129", "no_proxy": "",
+        ])
+        XCTAssertEqual(resolver.proxy(for: try HTTPURL("http://example.com/"))?.host, "web")
+        XCTAssertEqual(resolver.proxy(for: try HTTPURL("https://example.com/"))?.host, "secure")
+        let all = ProxyResolver(.environment, environment: ["ALL_PROXY": "socks5h://sock:1080"])
+        XCTAssertEqual(all.proxy(for: try HTTPURL("http://example.com/"))?.kind, .socks5h)
+        XCTAssertEqual(all.proxy(for: try HTTPURL("https://example.com/"))?.kind, .socks5h)
+        XCTAssertNil(ProxyResolver(.environment, environment: [:]).proxy(for: try HTTPURL("http://example.com/")))
+    }
+
+    func testLowerCaseWinsAndUpperCaseHTTPProxyIsIgnoredUnderCGI() throws {
+        let both = ProxyResolver(.environment, environment: ["http_proxy": "lower:1", "HTTP_PROXY": "upper:2"])
+        XCTAssertEqual(both.proxy(for: try HTTPURL("http://example.com/"))?.host, "lower")
+        let cgi = ProxyResolver(.environment, environment: ["HTTP_PROXY": "attacker:80", "REQUEST_METHOD": "GET"])
+        XCTAssertNil(cgi.proxy(for: try HTTPURL("http://example.com/")), "httpoxy: a CGI program's HTTP_PROXY comes from the request")
+    }
+
+    func testLoopbackIsNeverProxiedFromTheEnvironment() throws {
+        let resolver = ProxyResolver(.environment, environment: ["all_proxy": "http://proxy:3128"])
+        for url in ["http://127.0.0.1:8080/", "http://[::1]/", "http://localhost/", "https://app.localhost/"] {
+            XCTAssertNil(resolver.proxy(for: try HTTPURL(url)), url)
+        }
+        // An explicit proxy is used for loopback too: the caller asked for it.
+        let explicit = ProxyResolver(.proxy(ProxyConfiguration(kind: .http, host: "proxy", port: 1)))
+        XCTAssertNotNil(explicit.proxy(for: try HTTPURL("http://127.0.0.1/")))
+    }
+
+    func testInvalidEnvironmentProxyIsReported() throws {
+        let resolver = ProxyResolver(.environment, environment: ["https_proxy": "gopher://x"])
+        XCTAssertEqual(resolver.problem?.code, .invalidURL)
+        XCTAssertTrue(resolver.problem?.message.contains("https_proxy") ?? false)
+    }
+
+    func testNoProxyMatching() {
+        let list = NoProxyList(" example.com, .internal.test,10.0.0.0/8 , 192.168.1.7, fd00::/8, [::2]:8443,api.test:8080")
+        let cases: [(String, Int, Bool)] = [
+            ("example.com", 80, true), ("www.example.com", 443, true), ("badexample.com", 80, false),
+            ("internal.test", 80, true), ("a.b.internal.test", 80, true),
+            ("10.1.2.3", 80, true), ("11.1.2.3", 80, false), ("192.168.1.7", 80, true), ("192.168.1.8", 80, false),
+            ("fd12::1", 80, true), ("fe80::1", 80, false), ("::2", 8443, true), ("::2", 443, false),
+            ("api.test", 8080, true), ("api.test", 80, false), ("EXAMPLE.COM", 80, true),
+        ]
+        for (host, port, expected) in cases {
+            XCTAssertEqual(list.matches(host: host, port: port), expected, "\(host):\(port)")
+        }
+        XCTAssertTrue(NoProxyList("*").matches(host: "anything.example", port: 1))
+        XCTAssertFalse(NoProxyList("").matches(host: "example.com", port: 80))
+    }
+
+    func testExplicitProxyBypassList() throws {
+        let resolver = ProxyResolver(.proxy(ProxyConfiguration(kind: .http, host: "proxy", port: 1), bypass: "skip.test"))
+        XCTAssertNil(resolver.proxy(for: try HTTPURL("http://skip.test/")))
+        XCTAssertNotNil(resolver.proxy(for: try HTTPURL("http://other.test/")))
+        XCTAssertNil(ProxyResolver(.none).proxy(for: try HTTPURL("http://other.test/")))
+    }
+
+    func testPoolKeysDifferByProxyAndProxyUser() {
+        let direct = ConnectionKey(scheme: "http", host: "h", port: 80)
+        var viaA = direct
+        viaA.proxy = ProxyConfiguration(kind: .http, host: "proxy", port: 3128)
+        var viaAasBob = viaA
+        viaAasBob.proxy?.credentials = HTTPCredentials(username: "bob", password: "x")
+        XCTAssertEqual(Set([direct, viaA, viaAasBob]).count, 3)
+        XCTAssertFalse(viaAasBob.description.contains("bob"))
+    }
+
+    func testCredentialsNeverPrintTheirPassword() {
+        let credentials = HTTPCredentials(username: "alice", password: "s3cret", domain: "CORP")
+        XCTAssertFalse("\(credentials)".contains("s3cret"))
+        XCTAssertTrue("\(credentials)".contains("CORP\\alice"))
+    }
+}

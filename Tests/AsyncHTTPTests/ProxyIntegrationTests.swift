@@ -1,0 +1,207 @@
+import Foundation
+import HTTPTypes
+import XCTest
+
+@testable import AsyncHTTP
+
+/// Every proxy kind against a real proxy started by `./scripts/test.sh`, reaching the nginx peer through it:
+/// tinyproxy (open, and with Basic), squid with Digest, dante (SOCKS5), a Python RFC 1929 SOCKS5 server, and a
+/// pyspnego NTLM origin and proxy.
+final class ProxyIntegrationTests: XCTestCase {
+    private var clients: [HTTPClient] = []
+
+    override func tearDown() async throws {
+        for client in clients { try await client.shutdown() }
+        clients = []
+    }
+
+    func client(proxy: ProxySetting, _ change: (inout HTTPClient.Configuration) -> Void = { _ in }) throws -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.tls.trustRoots = .file(try Peers.nginx().caFile)
+        configuration.proxy = proxy
+        change(&configuration)
+        let client = HTTPClient(configuration: configuration)
+        clients.append(client)
+        return client
+    }
+
+    func proxy(_ url: String, user: String? = nil, password: String? = nil, domain: String? = nil) throws -> ProxySetting {
+        var proxy = try ProxyConfiguration(url: url)
+        if let user { proxy.credentials = HTTPCredentials(username: user, password: password ?? "", domain: domain) }
+        return .proxy(proxy)
+    }
+
+    /// nginx's small.txt over http and https (through CONNECT or SOCKS), compared with the file on disk.
+    func assertFetchesSmallFile(_ client: HTTPClient, host: String = "127.0.0.1", file: StaticString = #filePath, line: UInt = #line) async throws {
+        let nginx = try Peers.nginx()
+        let expected = try Data(contentsOf: URL(fileURLWithPath: try Peers.directory() + "/small.txt"))
+        for url in ["http://\(host):\(nginx.httpPort)/small.txt", "https://\(host):\(nginx.httpsPort)/small.txt"] {
+            let response = try await client.send(HTTPClientRequest(url: url))
+            XCTAssertEqual(response.status, .ok, url, file: file, line: line)
+            let body = try await response.body.collect(upTo: 1 << 20)
+            XCTAssertEqual(Data(body), expected, url, file: file, line: line)
+        }
+    }
+
+    // MARK: HTTP proxies
+
+    func testTinyproxyAbsoluteFormAndConnect() async throws {
+        let client = try client(proxy: try proxy(try Peers.tinyproxy().url))
+        try await assertFetchesSmallFile(client)
+        // Both schemes went through the proxy: nginx is not reachable on another route from tinyproxy's view,
+        // but tinyproxy adds a Via header to what it forwards.
+        let response = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(try Peers.nginx().httpPort)/small.txt"))
+        XCTAssertNotNil(response.headers[HTTPField.Name("Via")!], "the plain request went through the proxy")
+    }
+
+    func testTinyproxyBasicWithCredentialsForBothSchemes() async throws {
+        let peer = try Peers.tinyproxyAuth()
+        let client = try client(proxy: try proxy(peer.url, user: peer.user, password: peer.password))
+        try await assertFetchesSmallFile(client)
+    }
+
+    func testTinyproxyWithoutCredentials() async throws {
+        let client = try client(proxy: try proxy(try Peers.tinyproxyAuth().url))
+        let nginx = try Peers.nginx()
+        let plain = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(nginx.httpPort)/small.txt"))
+        XCTAssertEqual(plain.status.code, 407, "a plain request gets the proxy's 407 as it is")
+        await assertThrowsHTTPError(.proxyFailed) {
+            try await client.send(HTTPClientRequest(url: "https://127.0.0.1:\(nginx.httpsPort)/small.txt"))
+        }
+    }
+
+    func testProxyCallbackIsAskedForA407() async throws {
+        let peer = try Peers.tinyproxyAuth()
+        let asked = Counter()
+        let client = try client(proxy: try proxy(peer.url)) { configuration in
+            configuration.authentication.proxyAuthenticationNeeded = { challenge in
+                asked.increment()
+                XCTAssertTrue(challenge.space.isProxy)
+                XCTAssertEqual(challenge.space.port, peer.port)
+                return HTTPCredentials(username: peer.user, password: peer.password)
+            }
+        }
+        try await assertFetchesSmallFile(client)
+        XCTAssertEqual(asked.value, 1, "the answer is kept in the session store for the next request")
+    }
+
+    func testSquidDigestForBothSchemes() async throws {
+        let peer = try Peers.squidDigest()
+        let client = try client(proxy: try proxy(peer.url, user: peer.user, password: peer.password))
+        try await assertFetchesSmallFile(client)
+        try await assertFetchesSmallFile(client) // again, now presenting Digest before the challenge
+    }
+
+    func testSquidRefusesAWrongPassword() async throws {
+        let peer = try Peers.squidDigest()
+        let client = try client(proxy: try proxy(peer.url, user: peer.user, password: "wrong"))
+        let nginx = try Peers.nginx()
+        let plain = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(nginx.httpPort)/small.txt"))
+        XCTAssertEqual(plain.status.code, 407)
+        await assertThrowsHTTPError(.proxyFailed) {
+            try await client.send(HTTPClientRequest(url: "https://127.0.0.1:\(nginx.httpsPort)/small.txt"))
+        }
+    }
+
+    // MARK: SOCKS5
+
+    func testDanteSocks5LocalAndRemoteResolution() async throws {
+        let url = try Peers.socks5().url
+        try await assertFetchesSmallFile(try client(proxy: try proxy(url)))
+        let remote = url.replacingOccurrences(of: "socks5://", with: "socks5h://")
+        try await assertFetchesSmallFile(try client(proxy: try proxy(remote)), host: "localhost")
+    }
+
+    func testSocks5UsernamePassword() async throws {
+        let peer = try Peers.socks5Auth()
+        let remote = peer.url.replacingOccurrences(of: "socks5://", with: "socks5h://")
+        try await assertFetchesSmallFile(try client(proxy: try proxy(remote, user: peer.user, password: peer.password)), host: "localhost")
+        if let log = peer.logFile {
+            let text = try String(contentsOfFile: log, encoding: .utf8)
+            XCTAssertTrue(text.contains("atyp=domain target=localhost:"), "socks5h sent the name for the proxy to resolve:\n\(text)")
+        }
+        let nginx = try Peers.nginx()
+        let url = "http://127.0.0.1:\(nginx.httpPort)/small.txt"
+        await assertThrowsHTTPError(.proxyFailed, "no credentials offered") {
+            try await self.client(proxy: try self.proxy(peer.url)).send(HTTPClientRequest(url: url))
+        }
+        await assertThrowsHTTPError(.authenticationFailed, "wrong password") {
+            try await self.client(proxy: try self.proxy(peer.url, user: peer.user, password: "wrong")).send(HTTPClientRequest(url: url))
+        }
+    }
+
+    // MARK: NTLM
+
+    func testNTLMOriginHandshakeOnOneConnection() async throws {
+        let peer = try Peers.ntlm()
+        let client = try client(proxy: .none)
+        var request = HTTPClientRequest(url: peer.url + "/ntlm/hello")
+        request.credentials = HTTPCredentials(username: peer.user, password: peer.password, domain: peer.domain)
+        let response = try await client.send(request)
+        XCTAssertEqual(response.status, .ok)
+        let body = try JSONSerialization.jsonObject(with: Data(try await response.body.collect(upTo: 1 << 16))) as? [String: Any]
+        XCTAssertEqual(body?["user"] as? String, peer.qualifiedUser)
+        XCTAssertEqual(body?["ntlmResponse"] as? String, "NTLMv2")
+        XCTAssertEqual(body?["handshakesOnConnection"] as? Int, 1)
+        // The authenticated connection is back in the pool; the next request reuses it and needs no handshake.
+        let again = try await client.send(HTTPClientRequest(url: peer.url + "/ntlm/again"))
+        XCTAssertEqual(again.status, .ok)
+        XCTAssertEqual(client.connectionsOpened, 1)
+    }
+
+    func testNTLMWithDomainInTheUserNameAndAWrongPassword() async throws {
+        let peer = try Peers.ntlm()
+        let client = try client(proxy: .none)
+        var request = HTTPClientRequest(url: peer.url + "/ntlm/x")
+        request.credentials = HTTPCredentials(username: peer.qualifiedUser, password: peer.password)
+        XCTAssertEqual(try await client.send(request).status, .ok, "DOMAIN\\user works as well as a separate domain")
+        let other = try self.client(proxy: .none)
+        request.credentials = HTTPCredentials(username: peer.qualifiedUser, password: "wrong")
+        XCTAssertEqual(try await other.send(request).status.code, 401)
+    }
+
+    func testNTLMProxyForBothSchemes() async throws {
+        let peer = try Peers.ntlmProxy()
+        let client = try client(proxy: try proxy(peer.url, user: peer.user, password: peer.password, domain: peer.domain))
+        try await assertFetchesSmallFile(client)
+    }
+
+    // MARK: Pool
+
+    func testConnectionsAreKeyedByProxy() async throws {
+        let nginx = try Peers.nginx()
+        let url = "http://127.0.0.1:\(nginx.httpPort)/small.txt"
+        let client = try client(proxy: .none)
+        for proxy in [ProxySetting.none, try proxy(try Peers.tinyproxy().url), try proxy(try Peers.socks5().url), .none] {
+            var request = HTTPClientRequest(url: url)
+            request.proxy = proxy
+            XCTAssertEqual(try await client.send(request).status, .ok)
+        }
+        XCTAssertEqual(client.connectionsOpened, 3, "direct, via tinyproxy and via SOCKS are three pools; the last direct request reused the first")
+    }
+
+    // MARK: ahttp
+
+    func testCommandLineProxyOptions() throws {
+        let nginx = try Peers.nginx()
+        let small = "http://127.0.0.1:\(nginx.httpPort)/small.txt"
+        let secure = "https://127.0.0.1:\(nginx.httpsPort)/small.txt"
+        let tiny = try Peers.tinyproxyAuth()
+        let args = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", nginx.caFile]
+        XCTAssertEqual(try runAhttp(args + ["-x", tiny.url, "-U", "\(tiny.user):\(tiny.password)", secure]).stdout, "200")
+        XCTAssertEqual(try runAhttp(args + ["-x", tiny.url, small]).stdout, "407")
+        let socks = try Peers.socks5Auth()
+        let hostPort = socks.url.replacingOccurrences(of: "socks5://", with: "")
+        let viaSocks = try runAhttp(args + ["--socks5-hostname", "\(socks.user):\(socks.password)@\(hostPort)", secure])
+        XCTAssertEqual(viaSocks.stdout, "200", viaSocks.stderr)
+        // From the environment, and --noproxy overriding it.
+        let env = ["https_proxy": tiny.url.replacingOccurrences(of: "://", with: "://\(tiny.user):\(tiny.password)@")]
+        let fromEnv = try runAhttp(args + ["-v", secure], environment: env)
+        XCTAssertEqual(fromEnv.stdout, "200", fromEnv.stderr)
+        let bypassed = try runAhttp(args + ["--noproxy", "*", secure], environment: ["https_proxy": "http://127.0.0.1:1"])
+        XCTAssertEqual(bypassed.stdout, "200", "--noproxy * reaches nginx directly: \(bypassed.stderr)")
+        let ntlm = try Peers.ntlm()
+        let viaNTLM = try runAhttp(["-s", "--ntlm", "-u", "\(ntlm.qualifiedUser):\(ntlm.password)", ntlm.url + "/ntlm/cli"])
+        XCTAssertTrue(viaNTLM.stdout.contains("\"authenticated\": true"), viaNTLM.stdout + viaNTLM.stderr)
+    }
+}
