@@ -32,13 +32,15 @@ final class AuthenticationTests: XCTestCase {
         let withUserinfo = base.replacingOccurrences(of: "://", with: "://alice:wonder@") + "/basic-auth/alice/wonder"
         let first = try await client.send(HTTPClientRequest(url: withUserinfo))
         XCTAssertEqual(first.status, .ok)
-        XCTAssertEqual(try await json(first)["user"] as? String, "alice")
+        let firstUser = try await json(first)["user"] as? String
+        XCTAssertEqual(firstUser, "alice")
 
         var request = HTTPClientRequest(url: try httpbin("/basic-auth/bob/builder"))
         request.credentials = HTTPCredentials(username: "bob", password: "builder")
         let second = try await client.send(request)
         XCTAssertEqual(second.status, .ok)
-        XCTAssertEqual(try await json(second)["authenticated"] as? Bool, true)
+        let authenticated = try await json(second)["authenticated"] as? Bool
+        XCTAssertEqual(authenticated, true)
     }
 
     func testNoCredentialsReturnsThe401AsItIs() async throws {
@@ -65,7 +67,8 @@ final class AuthenticationTests: XCTestCase {
         request.sendsCredentialsPreemptively = true
         let asked = try await client.send(request)
         XCTAssertEqual(asked.status, .ok)
-        XCTAssertEqual(try await json(asked)["user"] as? String, "carol")
+        let askedUser = try await json(asked)["user"] as? String
+        XCTAssertEqual(askedUser, "carol")
     }
 
     func testBearerTokenAndRefreshOnce() async throws {
@@ -80,7 +83,8 @@ final class AuthenticationTests: XCTestCase {
         request.bearerToken = "abc123"
         let ok = try await client.send(request)
         XCTAssertEqual(ok.status, .ok)
-        XCTAssertEqual(try await json(ok)["token"] as? String, "abc123")
+        let token = try await json(ok)["token"] as? String
+        XCTAssertEqual(token, "abc123")
         XCTAssertEqual(refreshes.value, 0)
 
         // httpbin's /bearer accepts any token; a 401 comes only without one. Use the NIO route for a refusal.
@@ -101,7 +105,8 @@ final class AuthenticationTests: XCTestCase {
             request.credentials = HTTPCredentials(username: "dave", password: "pw-\(algorithm)")
             let response = try await client.send(request)
             XCTAssertEqual(response.status, .ok, algorithm)
-            XCTAssertEqual(try await json(response)["user"] as? String, "dave", algorithm)
+            let digestUser = try await json(response)["user"] as? String
+            XCTAssertEqual(digestUser, "dave", algorithm)
         }
     }
 
@@ -154,8 +159,8 @@ final class AuthenticationTests: XCTestCase {
         request.credentials = HTTPCredentials(username: "u", password: "p")
         let response = try await client.send(request)
         XCTAssertEqual(response.status, .ok)
-        XCTAssertEqual(String(decoding: try await response.body.collect(upTo: 1024), as: UTF8.self), "user=u cookie=challenge=seen",
-                       "auth sits above cookies: the retry carries the cookie the challenge set")
+        let body = String(decoding: try await response.body.collect(upTo: 1024), as: UTF8.self)
+        XCTAssertEqual(body, "user=u cookie=challenge=seen", "auth sits above cookies: the retry carries the cookie the challenge set")
         try await server.shutdown()
     }
 
@@ -167,7 +172,8 @@ final class AuthenticationTests: XCTestCase {
         request.credentials = HTTPCredentials(username: "u", password: "p")
         _ = try await client.send(request).body.collect(upTo: 1024)
         XCTAssertEqual(server.challengesSent, 1)
-        XCTAssertEqual(await store.count, 1)
+        let stored = await store.count
+        XCTAssertEqual(stored, 1)
         // No credentials on the request now: the success is remembered for the origin.
         for _ in 0..<3 {
             let response = try await client.send(HTTPClientRequest(url: server.url("/auth/basic?user=u&pass=p")))
@@ -262,12 +268,16 @@ final class AuthenticationTests: XCTestCase {
         var request = HTTPClientRequest(url: server.url("/auth/basic?user=u&pass=p"))
         request.method = .post
         request.credentials = HTTPCredentials(username: "u", password: "p")
-        request.body = .stream(AsyncStream<[UInt8]> { continuation in
-            continuation.yield(Array("data".utf8))
-            continuation.finish()
-        }, length: .known(4))
+        func oneShot() -> HTTPClientRequest.Body {
+            .stream(AsyncStream<[UInt8]> { continuation in
+                continuation.yield(Array("data".utf8))
+                continuation.finish()
+            }, length: .known(4))
+        }
+        request.body = oneShot()
         await assertThrowsHTTPError(.bodyNotReplayable) { try await client.send(request) }
 
+        request.body = oneShot()
         request.sendsCredentialsPreemptively = true
         let response = try await client.send(request)
         XCTAssertEqual(response.status, .ok, "sent before the challenge, a one-shot body goes out once")
@@ -285,9 +295,11 @@ final class AuthenticationTests: XCTestCase {
         let mode = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
         XCTAssertEqual(mode & 0o777, 0o600)
         let reopened = try CredentialFile(path: path)
-        XCTAssertEqual(await reopened.credentials(for: space), HTTPCredentials(username: "u", password: "p"))
+        let reread = await reopened.credentials(for: space)
+        XCTAssertEqual(reread, HTTPCredentials(username: "u", password: "p"))
         try await reopened.removeCredentials(for: space)
-        XCTAssertNil(await (try CredentialFile(path: path)).credentials(for: space))
+        let removed = await (try CredentialFile(path: path)).credentials(for: space)
+        XCTAssertNil(removed)
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0 != "credentials.json" }
         XCTAssertEqual(leftovers, [], "no temporary files left behind")
 
@@ -310,13 +322,15 @@ final class AuthenticationTests: XCTestCase {
             configuration.authentication.persistentStore = try! CredentialFile(path: path)
             configuration.authentication.authenticationNeeded = { _ in HTTPCredentials(username: "u", password: "p") }
         }
-        XCTAssertEqual(try await first.send(HTTPClientRequest(url: url)).status, .ok)
+        let firstStatus = try await first.send(HTTPClientRequest(url: url)).status
+        XCTAssertEqual(firstStatus, .ok)
 
         // A new client, as in a new run: no callback, an empty session store, the same file.
         let second = trackedClient { configuration in
             configuration.authentication.persistentStore = try! CredentialFile(path: path)
         }
-        XCTAssertEqual(try await second.send(HTTPClientRequest(url: url)).status, .ok)
+        let secondStatus = try await second.send(HTTPClientRequest(url: url)).status
+        XCTAssertEqual(secondStatus, .ok)
         try await server.shutdown()
     }
 

@@ -12,7 +12,8 @@ final class CookieMiddlewareTests: XCTestCase {
         var configuration = HTTPClient.Configuration()
         configuration.cookieJar = jar
         configuration.redirectPolicy = redirects
-        return HTTPClient.builtInMiddleware(configuration)
+        return HTTPClient.builtInMiddleware(configuration, authenticator: Authenticator(configuration: .init(), logger: configuration.logger),
+                                            proxies: .direct)
     }
 
     func setCookie(_ values: String...) -> HTTPFields {

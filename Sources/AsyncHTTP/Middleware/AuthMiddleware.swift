@@ -28,7 +28,12 @@ struct AuthMiddleware: HTTPClientMiddleware {
         let method = request.method.rawValue
         // RFC 7616 §3.4: digest-uri is the request-target, which is the absolute form through a proxy.
         let uri = viaPlainProxy ? url.absoluteFormTarget : url.requestTarget
-        let body: [UInt8]? = if case .bytes(let bytes)? = request.body?.storage { bytes } else { nil }
+        // For Digest auth-int: the body's bytes, [] for no body, nil for a stream that cannot be hashed ahead.
+        let body: [UInt8]? = switch request.body?.storage {
+        case nil: []
+        case .bytes(let bytes)?: bytes
+        case .stream?: nil
+        }
 
         var origin = AuthExchange(
             isProxy: false, scheme: url.scheme, host: url.host, port: url.port, url: url.redactedDescription,
