@@ -75,12 +75,13 @@ final class CookieMiddlewareTests: XCTestCase {
 
     // MARK: In the built-in chain
 
-    func testBuiltInChainIsRedirectThenCookiesThenCompression() {
+    func testBuiltInChainIsRedirectThenAuthThenCookiesThenCompression() {
         let chain = builtIn(CookieJar())
+        XCTAssertEqual(chain.count, 4)
         XCTAssertTrue(chain[0] is RedirectMiddleware)
-        XCTAssertTrue(chain[1] is CookieMiddleware)
-        XCTAssertTrue(chain[2] is CompressionMiddleware)
-        XCTAssertEqual(chain.count, 3)
+        XCTAssertTrue(chain[1] is AuthMiddleware)
+        XCTAssertTrue(chain[2] is CookieMiddleware)
+        XCTAssertTrue(chain[3] is CompressionMiddleware)
         XCTAssertFalse(builtIn(nil).contains { $0 is CookieMiddleware }, "no jar, no cookie step")
     }
 
