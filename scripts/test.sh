@@ -160,6 +160,7 @@ NGINX_PID=""
 HTTPBIN_PID=""
 PEER_PIDS=()     # the peers start_peer started
 STARTING_PID=""  # the one start_peer is waiting for
+CLEANUP_DIRS=()
 cleanup() {
     local status=$?
     for pid in "$NGINX_PID" "$HTTPBIN_PID" "$STARTING_PID" ${PEER_PIDS[@]+"${PEER_PIDS[@]}"}; do
@@ -168,6 +169,7 @@ cleanup() {
             wait "$pid" 2>/dev/null || true
         fi
     done
+    for dir in ${CLEANUP_DIRS[@]+"${CLEANUP_DIRS[@]}"}; do rm -rf "$dir"; done
     exit "$status"
 }
 trap cleanup EXIT
@@ -343,9 +345,17 @@ export ASYNCHTTP_TINYPROXY_PASSWORD="$TINYPROXY_PASSWORD"
 SQUID_USER=digestuser
 SQUID_PASSWORD=digestpass
 SQUID_REALM=asynchttp-squid
-mkdir -p "$PEERS/squid"
+# As root its directory lives under /tmp: the "proxy" user may not be able to reach a clone under /root.
+if [ "$(id -u)" -eq 0 ]; then
+    SQUID_DIR=$(mktemp -d /tmp/asynchttp-squid.XXXXXX)
+    chmod 755 "$SQUID_DIR"
+    CLEANUP_DIRS+=("$SQUID_DIR")
+else
+    SQUID_DIR="$PEERS/squid"
+    mkdir -p "$SQUID_DIR"
+fi
 launch_squid() {
-    local dir="$PEERS/squid" user_line="" owner=""
+    local dir="$SQUID_DIR" user_line="" owner=""
     if [ "$(id -u)" -eq 0 ]; then
         owner=proxy
         id -u "$owner" >/dev/null 2>&1 || owner=nobody
@@ -392,7 +402,7 @@ squid_ready() {
     curl -fsS -o /dev/null --max-time 1 -x "http://127.0.0.1:$PORT_A" --proxy-digest \
         --proxy-user "$SQUID_USER:$SQUID_PASSWORD" "$ORIGIN_URL"
 }
-start_peer "squid (Digest authentication)" 100 launch_squid squid_ready "$PEERS/squid/squid.out" "$PEERS/squid/cache.log"
+start_peer "squid (Digest authentication)" 100 launch_squid squid_ready "$SQUID_DIR/squid.out" "$SQUID_DIR/cache.log"
 export ASYNCHTTP_SQUID_URL="http://127.0.0.1:$PORT_A"
 export ASYNCHTTP_SQUID_USER="$SQUID_USER"
 export ASYNCHTTP_SQUID_PASSWORD="$SQUID_PASSWORD"

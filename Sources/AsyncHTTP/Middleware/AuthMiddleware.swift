@@ -49,11 +49,12 @@ struct AuthMiddleware: HTTPClientMiddleware {
         if let token = request.bearerToken {
             request.headers[.authorization] = "Bearer " + token
         } else if request.headers[.authorization] == nil,
+                  request.sendsCredentialsPreemptively || authenticator.mayPresentBeforeChallenge,
                   let value = try await authenticator.preemptiveAuthorization(
                       for: &origin, method: method, uri: uri, body: body, basicRequested: request.sendsCredentialsPreemptively) {
             request.headers[.authorization] = value
         }
-        if var side = proxySide, request.headers[.proxyAuthorization] == nil {
+        if var side = proxySide, request.headers[.proxyAuthorization] == nil, authenticator.mayPresentBeforeChallenge {
             if let value = try await authenticator.preemptiveAuthorization(
                 for: &side, method: method, uri: uri, body: body, basicRequested: false) {
                 request.headers[.proxyAuthorization] = value
