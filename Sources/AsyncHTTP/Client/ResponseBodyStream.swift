@@ -73,7 +73,7 @@ final class ResponseBodyStream: @unchecked Sendable {
         let keepAlive = self.keepAlive
         let logger = self.logger
         Task {
-            let drained = await Self.drain(connection, keepAlive: keepAlive)
+            let drained = keepAlive ? await connection.drainResponse(limit: Self.drainLimit) : false
             logger.debug("unread body \(drained ? "drained" : "not drainable, closing")", metadata: ["connection": "\(connection.id)"])
             if drained {
                 await Self.release(connection, reusable: connection.isReusable, pool: pool, pin: pin)
@@ -81,24 +81,6 @@ final class ResponseBodyStream: @unchecked Sendable {
                 connection.close()
                 await pool.discard(connection.key)
             }
-        }
-    }
-
-    private static func drain(_ connection: HTTP1Connection, keepAlive: Bool) async -> Bool {
-        guard keepAlive else { return false }
-        connection.pendingChunks.removeAll()
-        if let remaining = connection.remainingContentLength, remaining > drainLimit { return false }
-        // One second is plenty for 64 KiB on any link worth keeping a connection to.
-        let deadlines = Deadlines(inactivity: nil, total: .now + .seconds(1))
-        var drained = 0
-        do {
-            while let chunk = try await connection.nextBodyChunk(deadlines: deadlines) {
-                drained += chunk.count
-                if drained > drainLimit { return false }
-            }
-            return connection.isReusable
-        } catch {
-            return false
         }
     }
 }

@@ -12,9 +12,6 @@ import Darwin
 /// connection), since no middleware sees the tunnel's requests. A refusal is a
 /// ``HTTPClientError/Code/proxyFailed`` error that names the status: there is no response to return.
 enum ProxyTunnel {
-    /// Bytes of a `407` body read so the connection can carry the next `CONNECT`; a longer body costs a new connection.
-    static let drainLimit = 64 * 1024
-
     static func open(
         on socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, authenticator: Authenticator,
         userAgent: String?, limits: HTTP1ResponseParser.Limits, deadline: ContinuousClock.Instant,
@@ -52,7 +49,8 @@ enum ProxyTunnel {
             guard code == 407 else {
                 throw HTTPClientError(.proxyFailed, "proxy \(proxy) refused CONNECT to \(authority): \(code) \(response.status.reasonPhrase)")
             }
-            let reusable = await drain(connection, deadlines: deadlines)
+            // Read the 407's body so the connection can carry the next CONNECT; a long one costs a new connection.
+            let reusable = response.keepAlive ? await connection.drainResponse(limit: 64 * 1024, deadline: deadline) : false
             let challenges = AuthChallenge.parse(response.headers[values: .proxyAuthenticate])
             guard let answer = try await authenticator.respond(
                 to: challenges, exchange: &exchange, method: "CONNECT", uri: authority, body: nil) else {
@@ -71,20 +69,6 @@ enum ProxyTunnel {
             }
         }
         throw HTTPClientError(.proxyFailed, "proxy authentication for CONNECT to \(authority) did not settle")
-    }
-
-    /// Reads a 407's body; true if the connection can carry another request.
-    private static func drain(_ connection: HTTP1Connection, deadlines: Deadlines) async -> Bool {
-        var total = 0
-        do {
-            while let chunk = try await connection.nextBodyChunk(deadlines: deadlines) {
-                total += chunk.count
-                if total > drainLimit { return false }
-            }
-            return connection.isReusable
-        } catch {
-            return false
-        }
     }
 }
 

@@ -1,0 +1,21 @@
+extension HTTP1Connection {
+    /// Reads and drops the rest of the current response so the connection can carry another request.
+    /// Returns false, leaving the connection to be closed, if that would take more than `limit` bytes or
+    /// run past `deadline`, or if the connection cannot be reused anyway.
+    /// One second is plenty for 64 KiB on any link worth keeping a connection to.
+    func drainResponse(limit: Int, deadline: ContinuousClock.Instant = .now + .seconds(1)) async -> Bool {
+        pendingChunks.removeAll()
+        if let remaining = remainingContentLength, remaining > limit { return false }
+        let deadlines = Deadlines(inactivity: nil, total: deadline)
+        var drained = 0
+        do {
+            while let chunk = try await nextBodyChunk(deadlines: deadlines) {
+                drained += chunk.count
+                if drained > limit { return false }
+            }
+            return isReusable
+        } catch {
+            return false
+        }
+    }
+}
