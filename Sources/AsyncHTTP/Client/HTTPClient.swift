@@ -88,7 +88,7 @@ public final class HTTPClient: Sendable {
         guard !isShutDown.load(ordering: .relaxed) else { throw .shutdown }
         guard !Task.isCancelled else { throw .cancelled }
         if let problem = request.headerProblems.first { throw problem }
-        let url = try HTTPURL(request.url)
+        let url = try request.httpURL()
         let deadlines = Deadlines(
             inactivity: request.inactivityTimeout ?? configuration.inactivityTimeout,
             total: (request.timeout ?? configuration.totalTimeout).map { .now + $0 }

@@ -85,6 +85,16 @@ public struct HTTPClientRequest: Sendable {
     /// The proxy for this request, overriding the client's ``HTTPClient/Configuration/proxy``.
     public var proxy: ProxySetting?
 
+    /// `url` parsed, kept by the first step that parses it (the redirect middleware) so that the steps after
+    /// it do not parse it again; trusted only while `url` is still the string it came from.
+    var parsedURL: (source: String, url: HTTPURL)?
+
+    /// `url` parsed, from ``parsedURL`` when it is still current.
+    func httpURL() throws(HTTPClientError) -> HTTPURL {
+        if let parsedURL, parsedURL.source == url { return parsedURL.url }
+        return try HTTPURL(url)
+    }
+
     /// Keeps this request on the connection of an NTLM handshake (set by the auth middleware).
     var connectionPin: ConnectionPin?
 

@@ -20,7 +20,7 @@ struct AuthMiddleware: HTTPClientMiddleware {
     static let drainLimit = 64 * 1024
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
-        let url = try HTTPURL(request.url)
+        let url = try request.httpURL()
         var request = request
         let resolver = request.proxy.map { ProxyResolver($0) } ?? proxies
         let proxy = resolver.proxy(for: url)

@@ -15,7 +15,7 @@ struct CookieMiddleware: HTTPClientMiddleware {
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         guard request.usesCookieJar else { return try await next(request) }
-        let url = try HTTPURL(request.url)
+        let url = try request.httpURL()
         let context = CookieJar.RequestContext(host: url.host, path: url.path, isSecure: url.isSecure)
         var request = request
         let stored = await jar.cookieHeader(for: context)

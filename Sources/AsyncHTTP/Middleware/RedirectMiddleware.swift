@@ -98,8 +98,9 @@ struct RedirectMiddleware: HTTPClientMiddleware {
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         let policy = request.redirectPolicy ?? self.policy
         let fallback = request.textDecodingFallback ?? textDecodingFallback
-        let originalURL = try HTTPURL(request.url)
+        let originalURL = try request.httpURL()
         var current = request
+        current.parsedURL = (request.url, originalURL)
         var currentURL = originalURL
         var history: [HTTPClientResponse.RedirectHop] = []
         // (method, URL) pairs requested since the last Set-Cookie; see the loop check below.
@@ -143,6 +144,7 @@ struct RedirectMiddleware: HTTPClientMiddleware {
             var nextRequest = current
             // The fragment is never sent, but response.url keeps it (see `resolve`).
             nextRequest.url = step.url.description + (step.url.fragment.map { "#" + $0 } ?? "")
+            nextRequest.parsedURL = (nextRequest.url, step.url)
             nextRequest.method = step.method
             if !step.keepsBody {
                 nextRequest.body = nil
