@@ -16,8 +16,8 @@ struct AuthExchange: Sendable {
     let scheme: String
     let host: String
     let port: Int
-    /// The URL of the request, for the callback and the logs.
-    let url: String
+    /// The URL of the request, for the callback (without its userinfo, see ``HTTPURL/redactedDescription``).
+    let target: HTTPURL
     /// The request's own credentials: the URL's userinfo, then ``HTTPClientRequest/credentials``
     /// (for a proxy: the proxy's credentials).
     let urlCredentials: HTTPCredentials?
@@ -300,7 +300,7 @@ actor Authenticator {
         let handler = exchange.isProxy ? configuration.proxyAuthenticationNeeded : configuration.authenticationNeeded
         guard let handler, exchange.callbackAsks < configuration.maxCallbackAttempts else { return nil }
         exchange.callbackAsks += 1
-        let question = AuthenticationChallenge(space: space, url: exchange.url, failureCount: exchange.failures,
+        let question = AuthenticationChallenge(space: space, url: exchange.target.redactedDescription, failureCount: exchange.failures,
                                                previousUsername: nil)
         guard let credentials = try await ask(question, handler: handler) else {
             throw HTTPClientError(.authenticationFailed,

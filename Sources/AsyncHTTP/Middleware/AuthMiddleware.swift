@@ -36,13 +36,13 @@ struct AuthMiddleware: HTTPClientMiddleware {
         }
 
         var origin = AuthExchange(
-            isProxy: false, scheme: url.scheme, host: url.host, port: url.port, url: url.redactedDescription,
+            isProxy: false, scheme: url.scheme, host: url.host, port: url.port, target: url,
             urlCredentials: url.user.map { HTTPCredentials(username: $0, password: url.password ?? "") },
             requestCredentials: request.credentials, allowedSchemes: request.authenticationSchemes)
         var proxySide: AuthExchange? = nil
         if viaPlainProxy, let proxy {
             proxySide = AuthExchange(
-                isProxy: true, scheme: "http", host: proxy.host, port: proxy.port, url: url.redactedDescription,
+                isProxy: true, scheme: "http", host: proxy.host, port: proxy.port, target: url,
                 urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: nil)
         }
 

@@ -19,7 +19,7 @@ enum ProxyTunnel {
     ) async throws(HTTPClientError) -> Socket {
         let authority = (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
         var exchange = AuthExchange(
-            isProxy: true, scheme: "http", host: proxy.host, port: proxy.port, url: "https://\(authority)",
+            isProxy: true, scheme: "http", host: proxy.host, port: proxy.port, target: try HTTPURL("https://\(authority)/"),
             urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: nil)
         var authorization = try await authenticator.preemptiveAuthorization(
             for: &exchange, method: "CONNECT", uri: authority, body: nil, basicRequested: false)
