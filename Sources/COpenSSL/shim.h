@@ -36,6 +36,11 @@ static inline long ahttp_SSL_CTX_set_options(SSL_CTX *ctx, uint64_t options) {
 static inline int ahttp_SSL_session_reused(const SSL *ssl) {
     return (int)SSL_session_reused(ssl);
 }
+// Read-ahead: one recv fetches as much as the socket holds (up to the read buffer) instead of a record
+// header and then its body, two recvfrom calls per record. Buffered bytes are seen by SSL_has_pending.
+static inline long ahttp_SSL_CTX_set_read_ahead(SSL_CTX *ctx, int yes) {
+    return SSL_CTX_set_read_ahead(ctx, yes);
+}
 static inline int ahttp_TLS1_2_VERSION(void) { return TLS1_2_VERSION; }
 static inline int ahttp_TLS1_3_VERSION(void) { return TLS1_3_VERSION; }
 static inline int ahttp_TLS1_VERSION(void) { return TLS1_VERSION; }

@@ -731,6 +731,53 @@ final class HTTP1ResponseParserTests: XCTestCase {
         XCTAssertEqual(offset, wire.count)
     }
 
+    /// The parser reuses the previous head's fields where a head repeats them byte for byte; every head on
+    /// a keep-alive connection must still come out exactly as a fresh parser would parse it, whether a field
+    /// changed its value, its name (or only its case), fields were added or dropped, or a value was folded.
+    func testHeadsOnOneConnectionEqualWhatAFreshParserSees() throws {
+        let heads = [
+            "HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Tue, 04 Mar 2025 10:00:00 GMT\r\nX-Id: 1\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Tue, 04 Mar 2025 10:00:01 GMT\r\nX-Id: 2\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Tue, 04 Mar 2025 10:00:01 GMT\r\nX-Id: 2\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nserver: nginx\r\nDate: Tue, 04 Mar 2025 10:00:01 GMT\r\nX-Other: 2\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 404 Not Found\r\nserver: nginx\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 404 Gone Away\r\nserver: nginx\r\nContent-Length: 0\r\nA: 1\r\nB: 2\r\nC: caf\u{E9}\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nserver: nginx\r\nContent-Length: 0\r\nA: 1\r\n  folded\r\nB: 2\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nserver: nginx\r\nContent-Length: 0\r\nA: 1\r\nB: 2\r\n\r\n",
+            "HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n",
+        ]
+        for feeding in Feeding.allCases {
+            var parser = HTTP1ResponseParser()
+            for text in heads {
+                let wire = Array(text.utf8)
+                parser.expectResponse(to: .get)
+                var reused: HTTP1ResponseHead?
+                var offset = 0
+                let step = feeding == .oneByteAtATime ? 1 : wire.count
+                while offset < wire.count, reused == nil {
+                    let end = min(offset + step, wire.count)
+                    var position = offset
+                    while position <= end {
+                        let (event, consumed) = try wire[position..<end].withUnsafeBytes { try parser.parse($0) }
+                        position += consumed
+                        if case .head(let head) = event { reused = head }
+                        if case .needMoreData = event { break }
+                        if reused != nil { break }
+                    }
+                    offset = position
+                }
+                let fresh = try run(wire, feeding: .whole).head
+                XCTAssertEqual(reused, fresh, "\(feeding): \(text.debugDescription)")
+                XCTAssertEqual(reused.map { $0.headers.map(\.name.rawName) }, fresh.headers.map(\.name.rawName))
+                XCTAssertEqual(reused?.status.reasonPhrase, fresh.status.reasonPhrase)
+                // Finish the (empty) body so the parser is ready for the next response.
+                let (event, _) = try [UInt8]().withUnsafeBytes { try parser.parse($0) }
+                XCTAssertEqual(event, .end(trailers: nil))
+            }
+        }
+    }
+
     // MARK: - Byte helpers
 
     func testTokenMasksMatchRFC9110TokenCharacters() {

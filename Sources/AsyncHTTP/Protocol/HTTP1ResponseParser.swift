@@ -128,6 +128,13 @@ struct HTTP1ResponseParser {
     private var carriedLineLength = 0
     private var interimResponses = 0
     private var bodyBytes = 0
+    /// The previous head on this connection, kept to be reused: a server sends mostly the same fields in the
+    /// same order on every response (nginx: Server, Date, Content-Type, Content-Length, Last-Modified,
+    /// Connection, ETag, Accept-Ranges), so a field whose name and value bytes equal the previous head's field
+    /// at the same position is taken from it as is, and the new head's `HTTPFields` starts as a copy-on-write
+    /// copy of the old one: no `String`, no validation, and at most one array allocation per head. What HPACK
+    /// does with its dynamic table, for HTTP/1. Costs the previous head's few hundred bytes per connection.
+    private var previousHead = PreviousHead()
     private var declaredContentLength = 0
 
     /// Total bytes of the current response (interim responses included) consumed so far.
@@ -263,19 +270,31 @@ struct HTTP1ResponseParser {
     }
 
     private mutating func parseHead(_ bytes: UnsafeRawBufferPointer, from offset: Int) throws(HTTPClientError) -> Step {
-        guard let sectionEnd = try scanFieldSection(bytes, from: offset, what: "response head") else {
-            return .event(.needMoreData, consumedTo: bytes.count)
-        }
         let parsed: ParsedHead
-        if carry.isEmpty {
-            // The common case: the whole head is in the caller's buffer, parse it in place.
-            parsed = try Self.parseHeadSection(UnsafeRawBufferPointer(rebasing: bytes[offset..<sectionEnd]), limits: limits)
+        let sectionEnd: Int
+        if carry.isEmpty, let inPlace = parseHeadInPlace(bytes, from: offset) {
+            // The common case: the whole head is in the caller's buffer, parsed where it lies in one pass.
+            (parsed, sectionEnd) = inPlace
         } else {
-            carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<sectionEnd]))
-            parsed = try carry.withBytes { buffer throws(HTTPClientError) in
-                try Self.parseHeadSection(buffer, limits: limits)
+            guard let end = try scanFieldSection(bytes, from: offset, what: "response head") else {
+                return .event(.needMoreData, consumedTo: bytes.count)
             }
-            carry.removeAll(keepingCapacity: true)
+            sectionEnd = end
+            let section: [UInt8]
+            if carry.isEmpty {
+                section = Array(UnsafeRawBufferPointer(rebasing: bytes[offset..<sectionEnd]))
+            } else {
+                carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<sectionEnd]))
+                section = carry
+                carry.removeAll(keepingCapacity: true)
+            }
+            let limits = self.limits
+            let complete = try section.withBytes { buffer throws(HTTPClientError) in
+                try Self.parseHeadSection(buffer, limits: limits, previous: &previousHead)
+            }
+            // The scanner found the empty line, so the section is complete.
+            guard let complete else { throw .malformedResponse("incomplete response head") }
+            parsed = complete.head
         }
         let code = parsed.head.status.code
         if code < 200 {
@@ -398,13 +417,14 @@ struct HTTP1ResponseParser {
         }
         var trailers = HTTPFields()
         var ignoredFraming = FramingFields()
+        // The scanner found the empty line, so these sections are complete (the result is never nil).
         if carry.isEmpty {
-            try Self.parseFieldLines(
+            _ = try Self.parseFieldLines(
                 UnsafeRawBufferPointer(rebasing: bytes[offset..<sectionEnd]), from: 0, kind: "trailer",
                 interpretsFraming: false, limits: limits, into: &trailers, framing: &ignoredFraming)
         } else {
             carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<sectionEnd]))
-            try carry.withBytes { section throws(HTTPClientError) in
+            _ = try carry.withBytes { section throws(HTTPClientError) in
                 try Self.parseFieldLines(
                     section, from: 0, kind: "trailer", interpretsFraming: false, limits: limits, into: &trailers,
                     framing: &ignoredFraming)
@@ -412,6 +432,20 @@ struct HTTP1ResponseParser {
             carry.removeAll(keepingCapacity: true)
         }
         return endResponse(trailers: trailers.isEmpty ? nil : trailers, at: sectionEnd)
+    }
+
+    /// Parses a head that lies whole in `bytes` without first scanning for its end. Returns nil when the
+    /// bytes (or the head size limit) end before the head does, and also when a line is invalid: the caller
+    /// then takes the general path, which finds the end of the head first and, once it is complete, parses
+    /// it again and throws, so errors and limits are reported exactly as before this shortcut existed.
+    private mutating func parseHeadInPlace(_ bytes: UnsafeRawBufferPointer, from offset: Int) -> (ParsedHead, sectionEnd: Int)? {
+        let window = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + min(bytes.count - offset, limits.maxHeadBytes))])
+        do {
+            guard let complete = try Self.parseHeadSection(window, limits: limits, previous: &previousHead) else { return nil }
+            return (complete.head, offset + complete.length)
+        } catch {
+            return nil
+        }
     }
 
     // MARK: - Field sections
@@ -454,6 +488,45 @@ struct HTTP1ResponseParser {
         var framing: FramingFields
     }
 
+    /// The status and fields of the previous head, reused where the next head repeats them, with the head's
+    /// bytes and where each field came from in them: comparing bytes with bytes costs no retain or release.
+    struct PreviousHead {
+        var status: HTTPResponse.Status?
+        var fields = HTTPFields()
+        var bytes: [UInt8] = []
+        /// `spans[i]` is where `fields[i]` came from in `bytes`.
+        var spans: [FieldSpan] = []
+        /// The span array of the head before, kept for its capacity (two arrays take turns).
+        var spareSpans: [FieldSpan] = []
+    }
+
+    /// Where a field's name and value lie in its section's bytes; `valueStart` is -1 for a folded value.
+    struct FieldSpan {
+        var nameStart: Int32
+        var nameEnd: Int32
+        var valueStart: Int32
+        var valueEnd: Int32
+    }
+
+    /// The previous section's bytes and field spans, while a new section is compared with them.
+    struct ReuseSource {
+        var bytes: UnsafeRawBufferPointer
+        var spans: UnsafeBufferPointer<FieldSpan>
+
+        @inline(__always)
+        func name(_ index: Int) -> UnsafeRawBufferPointer {
+            let span = spans[index]
+            return UnsafeRawBufferPointer(rebasing: bytes[Int(span.nameStart)..<Int(span.nameEnd)])
+        }
+
+        @inline(__always)
+        func value(_ index: Int) -> UnsafeRawBufferPointer? {
+            let span = spans[index]
+            guard span.valueStart >= 0 else { return nil }
+            return UnsafeRawBufferPointer(rebasing: bytes[Int(span.valueStart)..<Int(span.valueEnd)])
+        }
+    }
+
     /// What the framing-related fields of a head said; collected while the fields are parsed, from their bytes.
     struct FramingFields {
         enum TransferEncoding: Equatable { case absent, chunked, other }
@@ -466,16 +539,45 @@ struct HTTP1ResponseParser {
         var keepAliveMax: Int?
     }
 
-    /// Parses a complete head: `section` runs from the status line to just past the empty line.
-    private static func parseHeadSection(_ section: UnsafeRawBufferPointer, limits: Limits) throws(HTTPClientError) -> ParsedHead {
-        // The scanner found an LF in the section, so there is one here.
-        let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: 0) ?? section.count
-        let (version, status) = try parseStatusLine(ByteScanner.trimmingCR(section, 0, lineFeed))
-        var headers = HTTPFields()
+    /// Parses a head from the status line to the empty line that ends it, and returns it with its length in
+    /// `section`; nil if `section` ends first. Reuses what `previous` holds and replaces it by this head.
+    private static func parseHeadSection(
+        _ section: UnsafeRawBufferPointer, limits: Limits, previous: inout PreviousHead
+    ) throws(HTTPClientError) -> (head: ParsedHead, length: Int)? {
+        guard let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: 0) else { return nil }
+        let (version, status) = try parseStatusLine(ByteScanner.trimmingCR(section, 0, lineFeed), previous: previous.status)
+        var headers = previous.fields
         var framing = FramingFields()
-        try parseFieldLines(
-            section, from: lineFeed + 1, kind: "header", interpretsFraming: true, limits: limits, into: &headers,
-            framing: &framing)
+        var spans: [FieldSpan] = []
+        swap(&spans, &previous.spareSpans)
+        spans.removeAll(keepingCapacity: true)
+        let outcome = previous.bytes.withUnsafeBytes { bytes in
+            previous.spans.withUnsafeBufferPointer { previousSpans in
+                Result { () throws(HTTPClientError) -> Int? in
+                    try parseFieldLines(
+                        section, from: lineFeed + 1, kind: "header", interpretsFraming: true, limits: limits,
+                        into: &headers, framing: &framing, reusing: ReuseSource(bytes: bytes, spans: previousSpans),
+                        spans: &spans)
+                }
+            }
+        }
+        let parsedLength: Int?
+        switch outcome {
+        case .success(let length): parsedLength = length
+        case .failure(let error):
+            previous.spareSpans = spans
+            throw error
+        }
+        guard let length = parsedLength else {
+            previous.spareSpans = spans
+            return nil
+        }
+        previous.status = status
+        previous.fields = headers
+        previous.spareSpans = previous.spans
+        previous.spans = spans
+        previous.bytes.removeAll(keepingCapacity: true)
+        previous.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: section[..<length]))
 
         if framing.transferEncoding != .absent && version == .http1_0 {
             throw .malformedResponse("Transfer-Encoding in an HTTP/1.0 response (RFC 9112 §6.1: its framing is faulty)")
@@ -498,11 +600,13 @@ struct HTTP1ResponseParser {
         let head = HTTP1ResponseHead(
             version: version, status: status, headers: headers, keepAlive: keepAlive,
             keepAliveTimeout: framing.keepAliveTimeout, keepAliveMax: framing.keepAliveMax)
-        return ParsedHead(head: head, framing: framing)
+        return (ParsedHead(head: head, framing: framing), length)
     }
 
     /// `HTTP/1.1 200 OK`: "HTTP/" DIGIT "." DIGIT SP 3DIGIT [SP reason-phrase] (RFC 9112 §4).
-    private static func parseStatusLine(_ line: UnsafeRawBufferPointer) throws(HTTPClientError) -> (HTTPVersion, HTTPResponse.Status) {
+    private static func parseStatusLine(
+        _ line: UnsafeRawBufferPointer, previous: HTTPResponse.Status?
+    ) throws(HTTPClientError) -> (HTTPVersion, HTTPResponse.Status) {
         let prefix: StaticString = "HTTP/"
         guard line.count >= 8, ByteScanner.hasPrefix(line, prefix), ByteScanner.isDigit(line[5]), line[6] == UInt8(ascii: "."), ByteScanner.isDigit(line[7]) else {
             if line.isEmpty {
@@ -523,9 +627,13 @@ struct HTTP1ResponseParser {
         guard code >= 100 else {
             throw .malformedResponse("invalid status code \(code) (must be 100...999)")
         }
+        let reason = line.count > 13 ? UnsafeRawBufferPointer(rebasing: line[13...]) : UnsafeRawBufferPointer(start: nil, count: 0)
+        if let previous, previous.code == code, ByteScanner.equals(previous.reasonPhrase, reason) {
+            // Same status line as the previous response: already checked, and no new String.
+            return (version, previous)
+        }
         var reasonPhrase = ""
-        if line.count > 13 {
-            let reason = UnsafeRawBufferPointer(rebasing: line[13...])
+        if !reason.isEmpty {
             if let bad = ByteScanner.firstControlCharacter(in: reason) {
                 throw .malformedResponse("control character \(ByteScanner.describe(reason[bad])) in reason phrase")
             }
@@ -534,22 +642,43 @@ struct HTTP1ResponseParser {
         return (version, HTTPResponse.Status(code: code, reasonPhrase: reasonPhrase))
     }
 
-    /// Parses field lines from `offset` up to and including the empty line that ends `section`, appending
-    /// them to `fields` and noting what the framing-related ones say in `framing`. `kind` ("header" or
-    /// "trailer") names them in errors.
+    /// Parses field lines from `offset` up to and including the empty line that ends the section, noting
+    /// what the framing-related ones say in `framing`, and returns the offset just past that empty line, or
+    /// nil if `section` ends before it. `kind` ("header" or "trailer") names them in errors.
+    ///
+    /// `fields` holds the previous section's fields on entry (or nothing) and this section's on return: a
+    /// field whose name and value bytes equal the previous field at its position is kept as it is.
     static func parseFieldLines(
         _ section: UnsafeRawBufferPointer, from offset: Int, kind: String, interpretsFraming: Bool, limits: Limits,
         into fields: inout HTTPFields, framing: inout FramingFields
-    ) throws(HTTPClientError) {
-        // One allocation for the fields array instead of several while it grows; 32 bytes per field is
-        // about what real heads average (hyper guesses 30: `AVERAGE_HEADER_SIZE`).
-        fields.reserveCapacity(fields.count + min((section.count - offset) / 32 + 1, limits.maxHeaderCount))
+    ) throws(HTTPClientError) -> Int? {
+        var spans: [FieldSpan] = []
+        return try parseFieldLines(
+            section, from: offset, kind: kind, interpretsFraming: interpretsFraming, limits: limits, into: &fields,
+            framing: &framing, reusing: nil, spans: &spans)
+    }
+
+    /// The same, comparing each field with `previous` (whose fields `fields` holds on entry) and noting in
+    /// `spans` where each field lies in `section`.
+    static func parseFieldLines(
+        _ section: UnsafeRawBufferPointer, from offset: Int, kind: String, interpretsFraming: Bool, limits: Limits,
+        into fields: inout HTTPFields, framing: inout FramingFields, reusing previous: ReuseSource?,
+        spans: inout [FieldSpan]
+    ) throws(HTTPClientError) -> Int? {
+        if fields.isEmpty {
+            // One allocation for the fields array instead of several while it grows; 32 bytes per field is
+            // about what real heads average (hyper guesses 30: `AVERAGE_HEADER_SIZE`).
+            fields.reserveCapacity(min((section.count - offset) / 32 + 1, 24))
+        }
         var lineStart = offset
         var count = 0
-        while let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: lineStart) {
+        while true {
+            guard let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: lineStart) else { return nil }
             let line = ByteScanner.trimmingCR(section, lineStart, lineFeed)
             lineStart = lineFeed + 1
             if line.isEmpty { break }
+            // Whether the next line continues this one (obs-fold) is unknown until it has arrived.
+            guard lineStart < section.count else { return nil }
             if line[0] == ByteScanner.sp || line[0] == ByteScanner.htab {
                 // Continuation lines are consumed with their field below, so this is the section's first line.
                 // RFC 9112 §2.2: whitespace before the first field line must be rejected (or the line ignored).
@@ -564,9 +693,8 @@ struct HTTP1ResponseParser {
                 // Framing fields in trailers are meaningless (RFC 9110 §6.5.1); keep them as plain fields.
                 field.role = .other
             }
-            // The whole section is in `section` and ends with an empty line, so looking one line ahead for an
-            // obs-fold continuation (a line starting with SP or HTAB) is one byte compare.
-            if lineStart < section.count && (section[lineStart] == ByteScanner.sp || section[lineStart] == ByteScanner.htab) {
+            // Looking one line ahead for an obs-fold continuation (a line starting with SP or HTAB) is one byte compare.
+            if section[lineStart] == ByteScanner.sp || section[lineStart] == ByteScanner.htab {
                 var folded = Array(field.value)
                 var isASCII = field.isASCII
                 while lineStart < section.count && (section[lineStart] == ByteScanner.sp || section[lineStart] == ByteScanner.htab),
@@ -581,18 +709,31 @@ struct HTTP1ResponseParser {
                     }
                     lineStart = continuationEnd + 1
                 }
+                guard lineStart < section.count else { return nil }
                 try folded.withBytes { value throws(HTTPClientError) in
-                    try add(field, value: value, isASCII: isASCII, into: &fields, framing: &framing)
+                    try add(field, value: value, isASCII: isASCII, at: count - 1, into: &fields, framing: &framing, reusing: nil)
                 }
+                spans.append(FieldSpan(nameStart: 0, nameEnd: 0, valueStart: -1, valueEnd: -1))
             } else {
-                try add(field, value: field.value, isASCII: field.isASCII, into: &fields, framing: &framing)
+                try add(field, value: field.value, isASCII: field.isASCII, at: count - 1, into: &fields, framing: &framing, reusing: previous)
+                if let base = section.baseAddress, let name = field.name.baseAddress {
+                    let nameStart = Int32(truncatingIfNeeded: name - base)
+                    let valueStart = field.value.baseAddress.map { Int32(truncatingIfNeeded: $0 - base) } ?? nameStart
+                    spans.append(FieldSpan(
+                        nameStart: nameStart, nameEnd: nameStart + Int32(truncatingIfNeeded: field.name.count),
+                        valueStart: valueStart, valueEnd: valueStart + Int32(truncatingIfNeeded: field.value.count)))
+                }
             }
         }
+        if count < fields.count {
+            fields.removeSubrange(count...)
+        }
+        return lineStart
     }
 
     /// Field values may hold HTAB, SP, VCHAR and obs-text (RFC 9110 §5.5); any other control byte is an error.
     /// Returns whether the value is ASCII (then a `String` can be made from it without UTF-8 validation).
-    private static func checkValue(_ value: UnsafeRawBufferPointer, name: HTTPField.Name, kind: String) throws(HTTPClientError) -> Bool {
+    private static func checkValue(_ value: UnsafeRawBufferPointer, name: UnsafeRawBufferPointer, kind: String) throws(HTTPClientError) -> Bool {
         guard let bad = ByteScanner.firstNonPrintableASCII(in: value, from: 0) else { return true }
         var isASCII = true
         var index = bad
@@ -601,24 +742,35 @@ struct HTTP1ResponseParser {
             if byte >= 0x80 {
                 isASCII = false
             } else if byte != ByteScanner.htab {
-                throw .malformedResponse("\(kind) '\(name.rawName)' value contains control character \(ByteScanner.describe(byte))")
+                throw .malformedResponse("\(kind) '\(String(decoding: name, as: UTF8.self))' value contains control character \(ByteScanner.describe(byte))")
             }
             guard let next = ByteScanner.firstNonPrintableASCII(in: value, from: index + 1) else { return isASCII }
             index = next
         }
     }
 
+    /// Puts the field at `index` of `fields` (replacing what the previous section had there, unless it is the
+    /// same bytes), then notes what a framing field says.
     private static func add(
-        _ field: FieldLine, value: UnsafeRawBufferPointer, isASCII: Bool, into fields: inout HTTPFields,
-        framing: inout FramingFields
+        _ field: FieldLine, value: UnsafeRawBufferPointer, isASCII: Bool, at index: Int, into fields: inout HTTPFields,
+        framing: inout FramingFields, reusing previous: ReuseSource?
     ) throws(HTTPClientError) {
-        if isASCII {
-            // ASCII is valid UTF-8: skip the generic validating initializer (its metadata lookups show up in
-            // profiles).
-            fields.append(HTTPField(name: field.name, value: String(decoding: value, as: UTF8.self)))
+        if index < fields.count {
+            // `fields` still holds the previous section's fields from `index` on.
+            if let previous, index < previous.spans.count, ByteScanner.equals(previous.name(index), field.name) {
+                if let previousValue = previous.value(index), ByteScanner.equals(previousValue, value) {
+                    // The same bytes as the previous head's field here: keep that field.
+                } else {
+                    fields[index] = makeField(name: fields[index].name, value: value, isASCII: isASCII)
+                }
+            } else {
+                // Not the subscript setter: it ignores a new field that is `==` to the old one, and names
+                // compare case-insensitively, so `server` would keep the previous head's spelling `Server`.
+                let replacement = try makeField(name: makeName(field.name), value: value, isASCII: isASCII)
+                fields.replaceSubrange(index..<(index + 1), with: CollectionOfOne(replacement))
+            }
         } else {
-            // obs-text: swift-http-types keeps a value that is not UTF-8 as bytes.
-            fields.append(HTTPField(name: field.name, value: value))
+            fields.append(try makeField(name: makeName(field.name), value: value, isASCII: isASCII))
         }
         switch field.role {
         case .other:
@@ -639,6 +791,26 @@ struct HTTP1ResponseParser {
         case .transferEncoding:
             try FieldValueParser.parseTransferEncoding(value, into: &framing)
         }
+    }
+
+    @inline(__always)
+    private static func makeField(name: HTTPField.Name, value: UnsafeRawBufferPointer, isASCII: Bool) -> HTTPField {
+        if isASCII {
+            // ASCII is valid UTF-8: skip the generic validating initializer (its metadata lookups show up in
+            // profiles).
+            return HTTPField(name: name, value: String(decoding: value, as: UTF8.self))
+        }
+        // obs-text: swift-http-types keeps a value that is not UTF-8 as bytes.
+        return HTTPField(name: name, value: value)
+    }
+
+    /// The name for token bytes (checked by ``FieldLine``).
+    private static func makeName(_ bytes: UnsafeRawBufferPointer) throws(HTTPClientError) -> HTTPField.Name {
+        // Already checked to be a token, so `HTTPField.Name.init` cannot fail.
+        guard let name = commonName(bytes) ?? HTTPField.Name(String(decoding: bytes, as: UTF8.self)) else {
+            throw .malformedResponse("invalid field name \(ByteScanner.quote(bytes))")
+        }
+        return name
     }
 
     /// The fields whose values decide framing and connection reuse.
@@ -691,7 +863,8 @@ struct HTTP1ResponseParser {
 
     /// One `name: value` line (RFC 9112 §5), split and checked; the value is OWS-trimmed.
     private struct FieldLine {
-        var name: HTTPField.Name
+        /// The name's bytes, a checked token.
+        var name: UnsafeRawBufferPointer
         var role: FieldRole
         var value: UnsafeRawBufferPointer
         var isASCII: Bool
@@ -719,11 +892,7 @@ struct HTTP1ResponseParser {
                 throw .malformedResponse("empty \(kind) name in line \(ByteScanner.quote(line))")
             }
             let nameBytes = UnsafeRawBufferPointer(rebasing: line[..<colon])
-            // Already checked to be a token, so `HTTPField.Name.init` cannot fail.
-            guard let name = HTTP1ResponseParser.commonName(nameBytes) ?? HTTPField.Name(String(decoding: nameBytes, as: UTF8.self)) else {
-                throw .malformedResponse("invalid \(kind) name \(ByteScanner.quote(nameBytes))")
-            }
-            self.name = name
+            self.name = nameBytes
             self.role = FieldRole(name: nameBytes)
             self.value = ByteScanner.trimmingWhitespace(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
             self.isASCII = try HTTP1ResponseParser.checkValue(value, name: name, kind: kind)
@@ -987,6 +1156,36 @@ enum ByteScanner {
         guard bytes.count >= prefix.utf8CodeUnitCount else { return false }
         for index in 0..<prefix.utf8CodeUnitCount where bytes[index] != prefix.utf8Start[index] {
             return false
+        }
+        return true
+    }
+
+    /// Whether `string`'s UTF-8 is exactly `bytes`.
+    @inline(__always)
+    static func equals(_ string: String, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        let utf8 = string.utf8
+        guard utf8.count == bytes.count else { return false }
+        guard !bytes.isEmpty else { return true }
+        return utf8.withContiguousStorageIfAvailable { stored in
+            equals(UnsafeRawBufferPointer(stored), bytes)
+        } ?? utf8.elementsEqual(bytes)
+    }
+
+    /// Byte equality of two buffers, eight bytes at a time.
+    @inline(__always)
+    static func equals(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        guard let left = a.baseAddress, let right = b.baseAddress else { return a.count == 0 }
+        var position = 0
+        while position + 8 <= a.count {
+            if left.loadUnaligned(fromByteOffset: position, as: UInt64.self) != right.loadUnaligned(fromByteOffset: position, as: UInt64.self) {
+                return false
+            }
+            position += 8
+        }
+        while position < a.count {
+            if left.load(fromByteOffset: position, as: UInt8.self) != right.load(fromByteOffset: position, as: UInt8.self) { return false }
+            position += 1
         }
         return true
     }

@@ -35,9 +35,16 @@ protocol IOEventNotifier: Sendable {
 #if os(Linux)
 /// An epoll-backed ``IOEventNotifier`` with one thread.
 ///
-/// Registrations use `EPOLLONESHOT`, so one readiness event resumes exactly one waiter and the kernel
-/// needs re-arming only while somebody is still waiting. A descriptor may have one reader and one
+/// Each descriptor is added to epoll once, edge-triggered (`EPOLLET`) for both directions, on its first
+/// wait, and removed by ``deregister(fd:)``: a wait costs no `epoll_ctl` (Go's netpoller and tokio register
+/// the same way). An edge that arrives while nobody waits is remembered as a "ready" flag, and the next wait
+/// in that direction returns at once; the caller then retries its syscall, which is the only judge of
+/// readiness (a stale flag costs one `EAGAIN` and a real wait). A descriptor may have one reader and one
 /// writer waiting at once (an upload that also watches for an early response).
+///
+/// Why not `EPOLLONESHOT`, as before: every wait then cost an `EPOLL_CTL_MOD` to arm and every event
+/// another to re-arm or disarm, two syscalls per readiness on top of `epoll_wait` (perf, 32 concurrent
+/// keep-alive GETs: `epoll_ctl` was among the loop thread's largest costs).
 final class EpollEventLoop: IOEventNotifier {
     /// The process-wide loop. One thread is enough: it only waits and resumes; the reading, writing,
     /// parsing and TLS work runs on the resumed tasks.
@@ -52,14 +59,9 @@ final class EpollEventLoop: IOEventNotifier {
     private struct Registration {
         var reader: Waiter?
         var writer: Waiter?
-        var inKernel = false
-
-        var events: UInt32 {
-            var events: UInt32 = 0
-            if reader != nil { events |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
-            if writer != nil { events |= EPOLLOUT.rawValue }
-            return events
-        }
+        /// An edge in this direction arrived while nobody waited for it; the next wait returns at once.
+        var readable = false
+        var writable = false
     }
 
     private struct Timer: Comparable {
@@ -123,15 +125,27 @@ final class EpollEventLoop: IOEventNotifier {
         pthread_detach(thread)
     }
 
+    /// What `register` decided under the lock.
+    private enum Registered {
+        /// An edge had arrived meanwhile: resume at once.
+        case alreadyReady
+        /// Parked; `wake` if the loop thread must recompute its timeout for an earlier deadline.
+        case parked(wake: Bool)
+    }
+
     func wait(fd: Int32, for interest: IOInterest, deadline: ContinuousClock.Instant?) async -> IOWaitResult {
         if let deadline, deadline <= .now { return .timedOut }
-        let id = state.withLock { state -> UInt64 in
-            defer { state.nextID &+= 1 }
-            return state.nextID
-        }
+        // The common case on a busy connection: the edge came between the caller's EAGAIN and this call.
+        guard let id = takeReadyFlagOrAllocateID(fd: fd, interest: interest) else { return .ready }
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { continuation in
-                register(Waiter(id: id, continuation: continuation, deadline: deadline), fd: fd, interest: interest)
+                switch register(Waiter(id: id, continuation: continuation, deadline: deadline), fd: fd, interest: interest) {
+                case .alreadyReady:
+                    continuation.resume(returning: .ready)
+                    return
+                case .parked(let wake):
+                    if wake { signalWake() }
+                }
                 // Cancellation that came before the registration found nothing to cancel; look again.
                 if Task.isCancelled { finish(fd: fd, interest: interest, id: id, with: .cancelled) }
             }
@@ -140,10 +154,32 @@ final class EpollEventLoop: IOEventNotifier {
         }
     }
 
+    /// Consumes a remembered edge for `interest` and returns nil, or returns a new waiter id.
+    private func takeReadyFlagOrAllocateID(fd: Int32, interest: IOInterest) -> UInt64? {
+        state.withLock { state -> UInt64? in
+            if let index = state.registrations.index(forKey: fd) {
+                switch interest {
+                case .readable:
+                    if state.registrations.values[index].readable {
+                        state.registrations.values[index].readable = false
+                        return nil
+                    }
+                case .writable:
+                    if state.registrations.values[index].writable {
+                        state.registrations.values[index].writable = false
+                        return nil
+                    }
+                }
+            }
+            defer { state.nextID &+= 1 }
+            return state.nextID
+        }
+    }
+
     func deregister(fd: Int32) {
         let orphans = state.withLock { state -> [Waiter] in
             guard let registration = state.registrations.removeValue(forKey: fd) else { return [] }
-            if registration.inKernel { _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, nil) }
+            _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, nil)
             state.left(registration.reader)
             state.left(registration.writer)
             return [registration.reader, registration.writer].compactMap { $0 }
@@ -153,65 +189,61 @@ final class EpollEventLoop: IOEventNotifier {
         for waiter in orphans { waiter.continuation.resume(returning: .ready) }
     }
 
-    private func register(_ waiter: Waiter, fd: Int32, interest: IOInterest) {
-        let wake = state.withLock { state -> Bool in
-            var registration = state.registrations[fd] ?? Registration()
-            switch interest {
-            case .readable: registration.reader = waiter
-            case .writable: registration.writer = waiter
-            }
-            var event = epoll_event()
-            event.events = registration.events | EPOLLONESHOT.rawValue
-            event.data.fd = fd
-            if registration.inKernel {
-                _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event)
+    private func register(_ waiter: Waiter, fd: Int32, interest: IOInterest) -> Registered {
+        state.withLock { state -> Registered in
+            let index: Dictionary<Int32, Registration>.Index
+            if let existing = state.registrations.index(forKey: fd) {
+                index = existing
             } else {
-                if epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) != 0, errno == EEXIST {
-                    _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event)
-                }
-                registration.inKernel = true
+                // First wait on this descriptor: one ADD for its lifetime. If it is already ready, the
+                // kernel queues an event at once, so nothing that happened before this point is missed.
+                var event = epoll_event()
+                event.events = EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue | EPOLLET.rawValue
+                event.data.fd = fd
+                _ = epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event)
+                state.registrations[fd] = Registration()
+                index = state.registrations.index(forKey: fd)!
             }
-            state.registrations[fd] = registration
-            guard let deadline = waiter.deadline else { return false }
+            switch interest {
+            case .readable:
+                if state.registrations.values[index].readable {
+                    state.registrations.values[index].readable = false
+                    return .alreadyReady
+                }
+                state.registrations.values[index].reader = waiter
+            case .writable:
+                if state.registrations.values[index].writable {
+                    state.registrations.values[index].writable = false
+                    return .alreadyReady
+                }
+                state.registrations.values[index].writer = waiter
+            }
+            guard let deadline = waiter.deadline else { return .parked(wake: false) }
             state.liveDeadlines += 1
             state.compactTimersIfNeeded()
             state.timers.push(Timer(deadline: deadline, fd: fd, interest: interest, id: waiter.id))
-            if let planned = state.plannedWake, planned <= deadline { return false }
-            return state.sleeping
+            if let planned = state.plannedWake, planned <= deadline { return .parked(wake: false) }
+            return .parked(wake: state.sleeping)
         }
-        if wake { signalWake() }
     }
 
     /// Resumes the waiter `id` with `result` if it is still waiting (a cancellation or a timeout).
     private func finish(fd: Int32, interest: IOInterest, id: UInt64, with result: IOWaitResult) {
         let waiter = state.withLock { state -> Waiter? in
-            guard var registration = state.registrations[fd] else { return nil }
+            guard let index = state.registrations.index(forKey: fd) else { return nil }
             let found: Waiter?
             switch interest {
             case .readable:
-                found = registration.reader?.id == id ? registration.reader : nil
-                if found != nil { registration.reader = nil }
+                found = state.registrations.values[index].reader?.id == id ? state.registrations.values[index].reader : nil
+                if found != nil { state.registrations.values[index].reader = nil }
             case .writable:
-                found = registration.writer?.id == id ? registration.writer : nil
-                if found != nil { registration.writer = nil }
+                found = state.registrations.values[index].writer?.id == id ? state.registrations.values[index].writer : nil
+                if found != nil { state.registrations.values[index].writer = nil }
             }
-            guard found != nil else { return nil }
             state.left(found)
-            rearm(fd: fd, &registration)
-            state.registrations[fd] = registration
             return found
         }
         waiter?.continuation.resume(returning: result)
-    }
-
-    /// Tells the kernel what is still wanted on `fd` after a waiter left (EPOLLONESHOT disarmed it).
-    private func rearm(fd: Int32, _ registration: inout Registration) {
-        guard registration.inKernel else { return }
-        var event = epoll_event()
-        let wanted = registration.events
-        event.events = wanted == 0 ? 0 : wanted | EPOLLONESHOT.rawValue
-        event.data.fd = fd
-        _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event)
     }
 
     private func signalWake() {
@@ -239,55 +271,62 @@ final class EpollEventLoop: IOEventNotifier {
                 return Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
             }
             let count = epoll_wait(epollFD, events, Int32(capacity), timeoutMs)
-            let now = ContinuousClock.now
+            var sawWake = false
             state.withLock { state in
                 state.sleeping = false
                 if count > 0 {
                     for index in 0..<Int(count) {
                         let event = events[index]
                         let fd = event.data.fd
-                        if fd == wakeFD { continue }
-                        guard var registration = state.registrations[fd] else { continue }
+                        if fd == wakeFD {
+                            sawWake = true
+                            continue
+                        }
+                        guard let slot = state.registrations.index(forKey: fd) else { continue }
                         let flags = event.events
                         let failed = flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
-                        if flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue) != 0 || failed, let reader = registration.reader {
-                            ready.append((reader.continuation, .ready))
-                            registration.reader = nil
-                            state.left(reader)
+                        if flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue) != 0 || failed {
+                            if let reader = state.registrations.values[slot].reader {
+                                ready.append((reader.continuation, .ready))
+                                state.registrations.values[slot].reader = nil
+                                state.left(reader)
+                            } else {
+                                state.registrations.values[slot].readable = true
+                            }
                         }
-                        if flags & EPOLLOUT.rawValue != 0 || failed, let writer = registration.writer {
-                            ready.append((writer.continuation, .ready))
-                            registration.writer = nil
-                            state.left(writer)
+                        if flags & EPOLLOUT.rawValue != 0 || failed {
+                            if let writer = state.registrations.values[slot].writer {
+                                ready.append((writer.continuation, .ready))
+                                state.registrations.values[slot].writer = nil
+                                state.left(writer)
+                            } else {
+                                state.registrations.values[slot].writable = true
+                            }
                         }
-                        rearm(fd: fd, &registration)
-                        state.registrations[fd] = registration
                     }
                 }
+                guard !state.timers.isEmpty else { return }
+                let now = ContinuousClock.now
                 while let timer = state.timers.peek, timer.deadline <= now {
                     state.timers.pop()
-                    guard var registration = state.registrations[timer.fd] else { continue }
+                    guard let slot = state.registrations.index(forKey: timer.fd) else { continue }
                     switch timer.interest {
                     case .readable:
-                        guard let reader = registration.reader, reader.id == timer.id else { continue }
+                        guard let reader = state.registrations.values[slot].reader, reader.id == timer.id else { continue }
                         ready.append((reader.continuation, .timedOut))
-                        registration.reader = nil
+                        state.registrations.values[slot].reader = nil
                         state.left(reader)
                     case .writable:
-                        guard let writer = registration.writer, writer.id == timer.id else { continue }
+                        guard let writer = state.registrations.values[slot].writer, writer.id == timer.id else { continue }
                         ready.append((writer.continuation, .timedOut))
-                        registration.writer = nil
+                        state.registrations.values[slot].writer = nil
                         state.left(writer)
                     }
-                    rearm(fd: timer.fd, &registration)
-                    state.registrations[timer.fd] = registration
                 }
             }
-            if count > 0 {
-                for index in 0..<Int(count) where events[index].data.fd == wakeFD {
-                    var value: UInt64 = 0
-                    _ = Glibc.read(wakeFD, &value, 8)
-                }
+            if sawWake {
+                var value: UInt64 = 0
+                _ = Glibc.read(wakeFD, &value, 8)
             }
             for (continuation, result) in ready { continuation.resume(returning: result) }
             ready.removeAll(keepingCapacity: true)

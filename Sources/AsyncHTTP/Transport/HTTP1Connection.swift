@@ -308,7 +308,7 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// Whether an idle connection is still worth reusing: nothing buffered, and the peer has not closed.
     func looksReusable() -> Bool {
-        bufferOffset >= buffer.count && socket.looksReusable()
+        bufferOffset >= buffer.count && tls?.hasUnexpectedInput != true && socket.looksReusable()
     }
 
     func close() {

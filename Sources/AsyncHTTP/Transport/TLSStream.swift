@@ -26,6 +26,11 @@ final class TLSContext: @unchecked Sendable {
         self.configuration = configuration
         _ = ahttp_SSL_CTX_set_mode(context, ahttp_SSL_MODE_defaults())
         _ = ahttp_SSL_CTX_set_options(context, ahttp_SSL_OP_defaults())
+        // One recv per read instead of two per record (header, then body). Bytes read ahead stay inside
+        // OpenSSL, where the socket's readiness cannot see them: `HTTP1Connection` always calls `SSL_read`
+        // before it waits, and `hasUnexpectedInput` asks OpenSSL, not the socket, whether an idle
+        // connection received something.
+        _ = ahttp_SSL_CTX_set_read_ahead(context, 1)
         let minimum: Int32
         switch configuration.minimumVersion {
         case .tls1_0: minimum = ahttp_TLS1_VERSION()
@@ -228,6 +233,21 @@ final class TLSStream: @unchecked Sendable {
             if let reasons, reasons.contains("unexpected eof") { return .done(0) }
             return .failed(HTTPClientError(.ioFailure, "TLS error on \(sessionKey)", tlsReason: reasons))
         }
+    }
+
+    /// Whether an idle connection's OpenSSL buffer holds anything that makes it unfit for reuse: application
+    /// data nobody asked for, or the server's close_notify. With read-ahead on, such bytes may already have
+    /// left the socket (so `recv(MSG_PEEK)` sees nothing). A post-handshake message (a TLS 1.3 session
+    /// ticket or key update) is processed by the peek and does not count.
+    var hasUnexpectedInput: Bool {
+        guard SSL_has_pending(ssl) == 1 else { return false }
+        ERR_clear_error()
+        var byte: UInt8 = 0
+        let n = SSL_peek(ssl, &byte, 1)
+        if n > 0 { return true }
+        let code = SSL_get_error(ssl, n)
+        ERR_clear_error()
+        return code != SSL_ERROR_WANT_READ && code != SSL_ERROR_WANT_WRITE
     }
 
     /// Sends close_notify without waiting for the peer's (RFC 8446 §6.1 allows a one-sided close).
