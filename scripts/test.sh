@@ -156,14 +156,12 @@ EOF
 }
 
 # --- nginx -----------------------------------------------------------------------------------
-NGINX_PID=""
-HTTPBIN_PID=""
 PEER_PIDS=()     # the peers start_peer started
 STARTING_PID=""  # the one start_peer is waiting for
 CLEANUP_DIRS=()
 cleanup() {
     local status=$?
-    for pid in "$NGINX_PID" "$HTTPBIN_PID" "$STARTING_PID" ${PEER_PIDS[@]+"${PEER_PIDS[@]}"}; do
+    for pid in "$STARTING_PID" ${PEER_PIDS[@]+"${PEER_PIDS[@]}"}; do
         if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
             kill -TERM "$pid" 2>/dev/null || true
             wait "$pid" 2>/dev/null || true
@@ -180,76 +178,6 @@ trap 'exit 143' TERM
 NGINX_ERROR_FLAG=()
 nginx -h 2>&1 | grep -q -- '-e filename' && NGINX_ERROR_FLAG=(-e "$PEERS/nginx/error.log")
 
-started=0
-for attempt in 1 2 3; do  # a free port can be taken between choosing it and nginx binding it: retry
-    read -r HTTP_PORT HTTPS_PORT < <(free_ports)
-    write_nginx_conf "$HTTP_PORT" "$HTTPS_PORT"
-    : > "$PEERS/nginx/error.log"
-    nginx -p "$PEERS/nginx" ${NGINX_ERROR_FLAG[@]+"${NGINX_ERROR_FLAG[@]}"} -c "$PEERS/nginx/nginx.conf" &
-    NGINX_PID=$!
-    for _ in $(seq 50); do  # up to 5 s
-        kill -0 "$NGINX_PID" 2>/dev/null || break
-        if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$HTTP_PORT/small.txt" 2>/dev/null &&
-            curl -fsS -o /dev/null --max-time 1 --cacert "$CERT" "https://127.0.0.1:$HTTPS_PORT/small.txt" 2>/dev/null; then
-            started=1
-            break
-        fi
-        sleep 0.1
-    done
-    [ "$started" -eq 1 ] && break
-    log "nginx did not come up (attempt $attempt):"
-    tail -n 5 "$PEERS/nginx/error.log" >&2 || true
-    kill -TERM "$NGINX_PID" 2>/dev/null || true
-    wait "$NGINX_PID" 2>/dev/null || true
-    NGINX_PID=""
-done
-[ "$started" -eq 1 ] || { log "giving up: nginx peer could not be started"; exit 1; }
-log "nginx on http://127.0.0.1:$HTTP_PORT and https://127.0.0.1:$HTTPS_PORT (pid $NGINX_PID)"
-
-export ASYNCHTTP_NGINX_HTTP_PORT="$HTTP_PORT"
-export ASYNCHTTP_NGINX_HTTPS_PORT="$HTTPS_PORT"
-export ASYNCHTTP_NGINX_CA="$CERT"
-export ASYNCHTTP_PEERS_DIR="$PEERS"
-
-# --- httpbin ---------------------------------------------------------------------------------
-HTTPBIN_VENV="$PEERS/httpbin-venv"
-HTTPBIN_REQUIREMENTS="$ROOT/scripts/requirements-httpbin.txt"
-if ! cmp -s "$HTTPBIN_REQUIREMENTS" "$HTTPBIN_VENV/requirements.txt"; then
-    log "installing httpbin into $HTTPBIN_VENV"
-    rm -rf "$HTTPBIN_VENV"
-    python3 -m venv "$HTTPBIN_VENV"
-    "$HTTPBIN_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HTTPBIN_REQUIREMENTS"
-    cp "$HTTPBIN_REQUIREMENTS" "$HTTPBIN_VENV/requirements.txt"  # marks the install complete
-fi
-
-started=0
-for attempt in 1 2 3; do  # as for nginx: the free port can be taken before gunicorn binds it
-    read -r HTTPBIN_PORT _ < <(free_ports)
-    # gthread: keep-alive connections (the sync worker closes after each response); no control socket,
-    # which gunicorn >= 24 would put at a fixed path shared by every run on the machine.
-    "$HTTPBIN_VENV/bin/gunicorn" --bind "127.0.0.1:$HTTPBIN_PORT" --worker-class gthread --workers 1 --threads 8 \
-        --keep-alive 5 --no-control-socket --log-level warning --error-logfile "$PEERS/httpbin.log" httpbin:app &
-    HTTPBIN_PID=$!
-    for _ in $(seq 100); do  # up to 10 s: the first start compiles Flask's modules
-        kill -0 "$HTTPBIN_PID" 2>/dev/null || break
-        if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$HTTPBIN_PORT/get" 2>/dev/null; then
-            started=1
-            break
-        fi
-        sleep 0.1
-    done
-    [ "$started" -eq 1 ] && break
-    log "httpbin did not come up (attempt $attempt):"
-    tail -n 5 "$PEERS/httpbin.log" >&2 || true
-    kill -TERM "$HTTPBIN_PID" 2>/dev/null || true
-    wait "$HTTPBIN_PID" 2>/dev/null || true
-    HTTPBIN_PID=""
-done
-[ "$started" -eq 1 ] || { log "giving up: httpbin peer could not be started"; exit 1; }
-log "httpbin on http://127.0.0.1:$HTTPBIN_PORT (pid $HTTPBIN_PID)"
-export ASYNCHTTP_HTTPBIN_URL="http://127.0.0.1:$HTTPBIN_PORT"
-
-# --- authentication and proxy peers ----------------------------------------------------------
 # start_peer <name> <tries> <launch function> <ready function> <log file>...
 # Up to 3 attempts, each on fresh ports PORT_A and PORT_B from free_ports (one can be taken between
 # choosing it and the peer binding it). The launch function writes the peer's configuration for those
@@ -290,6 +218,52 @@ start_peer() {
     log "giving up: $name peer could not be started"
     exit 1
 }
+
+launch_nginx() {
+    write_nginx_conf "$PORT_A" "$PORT_B"
+    : > "$PEERS/nginx/error.log"
+    nginx -p "$PEERS/nginx" ${NGINX_ERROR_FLAG[@]+"${NGINX_ERROR_FLAG[@]}"} -c "$PEERS/nginx/nginx.conf" &
+    PEER_PID=$!
+}
+nginx_ready() {
+    curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$PORT_A/small.txt" &&
+        curl -fsS -o /dev/null --max-time 1 --cacert "$CERT" "https://127.0.0.1:$PORT_B/small.txt"
+}
+start_peer "nginx" 50 launch_nginx nginx_ready "$PEERS/nginx/error.log"
+HTTP_PORT=$PORT_A
+HTTPS_PORT=$PORT_B
+log "nginx serves https on 127.0.0.1:$HTTPS_PORT"
+
+export ASYNCHTTP_NGINX_HTTP_PORT="$HTTP_PORT"
+export ASYNCHTTP_NGINX_HTTPS_PORT="$HTTPS_PORT"
+export ASYNCHTTP_NGINX_CA="$CERT"
+export ASYNCHTTP_PEERS_DIR="$PEERS"
+
+# --- httpbin ---------------------------------------------------------------------------------
+HTTPBIN_VENV="$PEERS/httpbin-venv"
+HTTPBIN_REQUIREMENTS="$ROOT/scripts/requirements-httpbin.txt"
+if ! cmp -s "$HTTPBIN_REQUIREMENTS" "$HTTPBIN_VENV/requirements.txt"; then
+    log "installing httpbin into $HTTPBIN_VENV"
+    rm -rf "$HTTPBIN_VENV"
+    python3 -m venv "$HTTPBIN_VENV"
+    "$HTTPBIN_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HTTPBIN_REQUIREMENTS"
+    cp "$HTTPBIN_REQUIREMENTS" "$HTTPBIN_VENV/requirements.txt"  # marks the install complete
+fi
+
+launch_httpbin() {
+    # gthread: keep-alive connections (the sync worker closes after each response); no control socket,
+    # which gunicorn >= 24 would put at a fixed path shared by every run on the machine.
+    "$HTTPBIN_VENV/bin/gunicorn" --bind "127.0.0.1:$PORT_A" --worker-class gthread --workers 1 --threads 8 \
+        --keep-alive 5 --no-control-socket --log-level warning --error-logfile "$PEERS/httpbin.log" httpbin:app &
+    PEER_PID=$!
+}
+httpbin_ready() { curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$PORT_A/get"; }
+# Up to 10 s: the first start compiles Flask's modules.
+start_peer "httpbin" 100 launch_httpbin httpbin_ready "$PEERS/httpbin.log"
+HTTPBIN_PORT=$PORT_A
+export ASYNCHTTP_HTTPBIN_URL="http://127.0.0.1:$HTTPBIN_PORT"
+
+# --- authentication and proxy peers ----------------------------------------------------------
 
 # The HTTP and SOCKS proxies are ready once this file can be fetched through them.
 ORIGIN_URL="http://127.0.0.1:$HTTP_PORT/small.txt"
