@@ -39,12 +39,10 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            // The Public Suffix List for the cookie jar, shipped with its MPL-2.0 licence and where it came from.
-            resources: [
-                .copy("Resources/public_suffix_list.dat"),
-                .copy("Resources/public_suffix_list.LICENSE"),
-                .copy("Resources/public_suffix_list.SOURCE"),
-            ]
+            // The Public Suffix List for the cookie jar, with its MPL-2.0 licence and where it came from. It is
+            // compiled in (Middleware/PublicSuffixListData.swift, made by scripts/embed-psl.sh), not a resource:
+            // a resource's generated `Bundle.module` accessor would link Foundation into every user's program.
+            exclude: ["Resources"]
         ),
         .executableTarget(
             name: "ahttp",

@@ -5,7 +5,9 @@
 #   QUICK=1 Benchmarks/run.sh         smoke run: 1 round, short durations, small counts
 #
 # Environment: ROUNDS (default 3), HTTP_PORT (18080), HTTPS_PORT (18443), QUICK, NO_INSTALL=1 (skip apt),
-# REPORT_ONLY=1 (rewrite the report from the last run's Benchmarks/.bench/results.jsonl, running nothing).
+# REPORT_ONLY=1 (rewrite the report from the last run's Benchmarks/.bench/results.jsonl, running nothing),
+# SCENARIOS="download upload" (only these; the report then goes to Benchmarks/.bench/benchmarks-partial.md, not
+# docs/), SERVE=1 (generate, start nginx and wait until interrupted: for profiling one client by hand).
 # Everything it generates lives in Benchmarks/.bench/ (certificate, files, nginx config and logs, raw results).
 # Loopback only; every loop is bounded in count, and every run in time (`timeout`).
 set -euo pipefail
@@ -23,7 +25,7 @@ HTTPS_PORT=${HTTPS_PORT:-18443}
 if [[ $QUICK == 1 ]]; then
     SECONDS_PER_RUN=1; DOWNLOADS=1; GZIPS=2; UPLOADS=1; MEMORY_CONNECTIONS=300; MEMORY_SECONDS=10; PARSER_SECONDS=0.5
 else
-    SECONDS_PER_RUN=5; DOWNLOADS=2; GZIPS=8; UPLOADS=2; MEMORY_CONNECTIONS=4000; MEMORY_SECONDS=40; PARSER_SECONDS=2
+    SECONDS_PER_RUN=5; DOWNLOADS=8; GZIPS=32; UPLOADS=16; MEMORY_CONNECTIONS=4000; MEMORY_SECONDS=40; PARSER_SECONDS=2
 fi
 # The memory scenario stops at MEMORY_SECONDS even before MEMORY_CONNECTIONS (URLSession re-reads the system CA
 # bundle for every new connection and manages about 30 a second); its table cell then says how many it made.
@@ -31,6 +33,8 @@ REQUEST_CAP=2000000
 RUN_TIMEOUT=150       # seconds, per client run
 MEMORY_TIMEOUT=300    # 4,000 TLS handshakes by the slowest client
 CLIENTS=(asynchttp ahc urlsession)
+ALL_SCENARIOS="seq conc download gzip upload tls-seq tls-new memory"
+SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS parser}
 
 log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -570,9 +574,15 @@ main() {
     trap cleanup EXIT
     setup_urlsession_trust
     start_nginx
+    if [[ ${SERVE:-0} == 1 ]]; then
+        log "serving until interrupted (SERVE=1)"
+        wait "$NGINX_PID" || true
+        return
+    fi
     local started=$SECONDS round scenario client
     for ((round = 1; round <= ROUNDS; round++)); do
-        for scenario in seq conc download gzip upload tls-seq tls-new memory; do
+        for scenario in $ALL_SCENARIOS; do
+            [[ " $SCENARIOS " == *" $scenario "* ]] || continue
             log "round $round/$ROUNDS: $scenario"
             for client in "${CLIENTS[@]}"; do
                 run_client "$client" "$scenario"
@@ -582,8 +592,10 @@ main() {
                 download|gzip|upload) run_curl "$scenario" ;;
             esac
         done
-        log "round $round/$ROUNDS: parser"
-        run_parser
+        if [[ " $SCENARIOS " == *" parser "* ]]; then
+            log "round $round/$ROUNDS: parser"
+            run_parser
+        fi
     done
     log "runs took $((SECONDS - started)) s"
     echo "ROUNDS=$ROUNDS QUICK=$QUICK RUN_SECONDS=$((SECONDS - started)) RUN_DATE='$(date -u '+%Y-%m-%d %H:%M')'" >"$BENCH/last-run.env"
@@ -597,6 +609,7 @@ report() {
     source "$BENCH/last-run.env"
     run_seconds=$RUN_SECONDS
     [[ $QUICK == 1 ]] && output=$BENCH/benchmarks-quick.md
+    [[ $SCENARIOS != "$ALL_SCENARIOS parser" ]] && output=$BENCH/benchmarks-partial.md
     [[ -n ${BIN:-} ]] || BIN=$(cd "$ROOT" && swift build -c release --package-path Benchmarks --show-bin-path)
     mkdir -p "$(dirname "$output")"
     write_report "$output" "$run_seconds"

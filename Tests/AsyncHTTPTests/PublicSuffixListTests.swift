@@ -48,6 +48,18 @@ final class PublicSuffixListTests: XCTestCase {
         XCTAssertNil(list.registrableDomain(of: "github.io"))
     }
 
+    /// The compiled-in copy must be the shipped `.dat`, byte for byte (a multi-line literal drops the last
+    /// newline). Fails when the `.dat` is replaced without running `scripts/embed-psl.sh`.
+    func testCompiledInListMatchesTheShippedFile() throws {
+        let datPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/AsyncHTTP/Resources/public_suffix_list.dat").path
+        let file = try XCTUnwrap(FileManager.default.contents(atPath: datPath), "cannot read \(datPath)")
+        let compiled = PublicSuffixList.bundledText.withUTF8Buffer { Array($0) }
+        XCTAssertGreaterThan(compiled.count, 300_000)
+        XCTAssertTrue(compiled == Array(file) || compiled + [0x0A] == Array(file),
+                      "PublicSuffixListData.swift differs from public_suffix_list.dat: run scripts/embed-psl.sh")
+    }
+
     func testWildcardExceptionAndDefaultRulesFromListText() {
         let list = PublicSuffixList(listText: """
             // comment line

@@ -33,7 +33,9 @@ public final class HTTPClient: Sendable {
     let authenticator: Authenticator
     /// The client's proxy choice, with the environment read once at creation.
     let proxies: ProxyResolver
-    private let tlsContext: Result<TLSContext, HTTPClientError>
+    /// Made by the first https connection (``tlsContext()``), so a client that only speaks plain http never
+    /// initialises OpenSSL or parses a trust store.
+    private let lazyTLSContext = Locked<Result<TLSContext, HTTPClientError>?>(nil)
     private let isShared: Bool
     private let connectionIDs = Atomic<Int>(0)
     private let resumedSessions = Atomic<Int>(0)
@@ -52,8 +54,18 @@ public final class HTTPClient: Sendable {
             + configuration.middleware
         self.pool = ConnectionPool(limit: max(1, configuration.maxConnectionsPerHost),
                                    idleTimeout: configuration.idleTimeout, logger: configuration.logger)
-        // A bad CA file or client key is reported by the first https request, as a typed error.
-        self.tlsContext = Result { () throws(HTTPClientError) in try TLSContext(configuration: configuration.tls) }
+    }
+
+    /// The client's TLS context, created on first use. A bad CA file or client key is reported by every https
+    /// request, as a typed error. Creation holds the lock (one parse of the trust store, about 10 ms for the
+    /// system bundle), so concurrent first requests wait for it instead of each parsing the store.
+    private func tlsContext() throws(HTTPClientError) -> TLSContext {
+        try lazyTLSContext.withLock { context in
+            if let context { return context }
+            let made = Result { () throws(HTTPClientError) in try TLSContext(configuration: configuration.tls) }
+            context = made
+            return made
+        }.get()
     }
 
     /// Sends `request` and returns once the response head has arrived; the body streams on.
@@ -245,7 +257,7 @@ public final class HTTPClient: Sendable {
         }
         var tls: TLSStream?
         if key.isTLS {
-            let context = try tlsContext.get()
+            let context = try tlsContext()
             let stream = try TLSStream(socket: socket, context: context, host: key.host, port: key.port,
                                        hostIsIPAddress: SocketAddress(numericHost: key.host, port: key.port) != nil)
             try await stream.handshake(deadline: earliest(.now + configuration.connectTimeout, deadlines.total))

@@ -47,7 +47,7 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
     public init(url: String) throws(HTTPClientError) {
         var text = Substring(url).trimmingWhitespace()
         var kind = Kind.http
-        if let range = text.range(of: "://") {
+        if let range = text.firstRange(of: "://") {
             switch text[..<range.lowerBound].lowercased() {
             case "http": kind = .http
             case "socks5": kind = .socks5

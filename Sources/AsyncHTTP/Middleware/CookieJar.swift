@@ -1,4 +1,10 @@
-import Foundation  // Date, for the default value of `now:` only
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Where a ``CookieJar`` keeps cookies between runs.
 ///
@@ -110,7 +116,9 @@ public actor CookieJar {
 
     /// The system clock, in seconds since 1970: the default for every `now:` parameter.
     public nonisolated static func currentTime() -> Double {
-        Date().timeIntervalSince1970
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     // MARK: Receiving cookies

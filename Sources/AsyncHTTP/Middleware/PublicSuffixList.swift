@@ -1,5 +1,3 @@
-import Foundation  // Bundle.module, reading the bundled list
-
 /// The Public Suffix List (https://publicsuffix.org): which domains are open for anyone to register
 /// names under, such as `com`, `co.uk` or `github.io`.
 ///
@@ -64,23 +62,21 @@ public struct PublicSuffixList: Sendable {
 
     /// Loads a list from a file in the `public_suffix_list.dat` format.
     public init(contentsOfFile path: String) throws {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw HTTPClientError(.ioFailure, "could not read the public suffix list at \(path)")
+        guard let bytes = try PrivateFile.contents(atPath: path, what: "the public suffix list") else {
+            throw HTTPClientError(.ioFailure, "could not read the public suffix list at \(path): no such file")
         }
-        self.init(listText: String(decoding: data, as: UTF8.self))
+        self.init(listText: String(decoding: bytes, as: UTF8.self))
     }
 
-    /// The copy of the list bundled with AsyncHTTP (see `Resources/public_suffix_list.SOURCE` for its date).
+    /// The copy of the list compiled into AsyncHTTP (see `Resources/public_suffix_list.SOURCE` for its date;
+    /// `scripts/embed-psl.sh` regenerates it from `Resources/public_suffix_list.dat`).
     ///
-    /// Loaded once, on first use. Should the resource be missing (a packaging error), this is an empty list,
-    /// which still applies the default rule `*`: every top-level domain is a public suffix, but multi-label
-    /// suffixes like `co.uk` are not known. That is how curl behaves when built without libpsl.
+    /// Parsed once, on first use. It is compiled in rather than shipped as a SwiftPM resource so that
+    /// AsyncHTTP does not need Foundation's `Bundle`: no resource file can go missing, and programs that use
+    /// AsyncHTTP do not map Foundation and ICU for it.
     public static let shared: PublicSuffixList = {
-        guard let url = Bundle.module.url(forResource: "public_suffix_list", withExtension: "dat"),
-              let list = try? PublicSuffixList(contentsOfFile: url.path) else {
-            return PublicSuffixList(listText: "")
-        }
-        return list
+        let text = bundledText.withUTF8Buffer { String(decoding: $0, as: UTF8.self) }
+        return PublicSuffixList(listText: text)
     }()
 
     /// The public suffix of `host`: the longest suffix some rule (or the default rule `*`) makes public.
