@@ -73,6 +73,7 @@ struct CompressionMiddleware: HTTPClientMiddleware {
         if decodes { request.headers[.acceptEncoding] = Self.acceptEncoding }
 
         var response = try await next(request)
+        guard response.headers.contains(.contentEncoding) else { return response }
         let codings = Self.contentCodings(response.headers)
         guard !codings.isEmpty else { return response }
         response.isCompressed = true

@@ -1,3 +1,4 @@
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -84,7 +85,12 @@ public actor CookieJar {
     /// Cookies by their `domain`, in arrival order. A request for `a.b.example.com` looks up at most one
     /// bucket per label of its host.
     private var buckets: [String: [Entry]] = [:]
-    private var count = 0
+    private var count = 0 {
+        didSet { storedCount.store(count, ordering: .releasing) }
+    }
+    /// `count`, readable without a hop onto the actor: the cookie middleware skips the jar for requests
+    /// while it is empty (the common case for API clients), instead of two actor hops per request.
+    private let storedCount = Atomic<Int>(0)
     private var nextSequence: UInt64 = 0
 
     /// Creates an empty jar.
@@ -112,6 +118,11 @@ public actor CookieJar {
         self.maxCookiesPerDomain = max(1, maxCookiesPerDomain)
         self.maxCookies = max(1, maxCookies)
         self.suffixListSource = .bundled
+    }
+
+    /// Whether the jar holds any cookie right now; a snapshot, readable from any task without waiting.
+    public nonisolated var isEmpty: Bool {
+        storedCount.load(ordering: .acquiring) == 0
     }
 
     /// The system clock, in seconds since 1970: the default for every `now:` parameter.

@@ -15,8 +15,16 @@ struct CookieMiddleware: HTTPClientMiddleware {
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         guard request.usesCookieJar else { return try await next(request) }
-        let url = try request.httpURL()
-        let context = CookieJar.RequestContext(host: url.host, path: url.path, isSecure: url.isSecure)
+        if jar.isEmpty && request.headers[values: .cookie].count <= 1 {
+            // Nothing to send and nothing to merge: only a response that sets cookies needs the jar.
+            let response = try await next(request)
+            let setCookies = response.headers[values: .setCookie]
+            if !setCookies.isEmpty {
+                await jar.setCookies(fromHeaders: setCookies, for: try Self.context(of: request))
+            }
+            return response
+        }
+        let context = try Self.context(of: request)
         var request = request
         let stored = await jar.cookieHeader(for: context)
         let own = request.headers[values: .cookie]
@@ -33,6 +41,11 @@ struct CookieMiddleware: HTTPClientMiddleware {
             await jar.setCookies(fromHeaders: setCookies, for: context)
         }
         return response
+    }
+
+    private static func context(of request: HTTPClientRequest) throws(HTTPClientError) -> CookieJar.RequestContext {
+        let url = try request.httpURL()
+        return CookieJar.RequestContext(host: url.host, path: url.path, isSecure: url.isSecure)
     }
 
     /// One `Cookie` value: the caller's pairs first, then the jar's pairs whose names the caller did not set.

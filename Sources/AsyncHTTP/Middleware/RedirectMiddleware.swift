@@ -103,8 +103,9 @@ struct RedirectMiddleware: HTTPClientMiddleware {
         current.parsedURL = (request.url, originalURL)
         var currentURL = originalURL
         var history: [HTTPClientResponse.RedirectHop] = []
-        // (method, URL) pairs requested since the last Set-Cookie; see the loop check below.
-        var visited: Set<VisitKey> = [VisitKey(method: request.method, url: originalURL.description)]
+        // (method, URL) pairs requested since the last Set-Cookie; see the loop check below. Made at the
+        // first redirect: most requests have none, and the URL's string form costs an allocation.
+        var visitedSoFar: Set<VisitKey>?
 
         while true {
             var response = try await next(current)
@@ -133,6 +134,7 @@ struct RedirectMiddleware: HTTPClientMiddleware {
             // cookie changes what the next request carries (the login pattern "set a cookie, redirect to
             // the same page" is legitimate and browsers allow it), so it starts the bookkeeping afresh;
             // a server that sets a cookie on every hop still ends at `maxRedirects`.
+            var visited = visitedSoFar ?? [VisitKey(method: request.method, url: originalURL.description)]
             if response.headers.contains(.setCookie) { visited.removeAll() }
             let key = VisitKey(method: step.method, url: step.url.description)
             guard visited.insert(key).inserted else {
@@ -140,6 +142,7 @@ struct RedirectMiddleware: HTTPClientMiddleware {
                     "redirect loop: \(currentURL) redirected back to \(step.url), already requested"
                         + " (after \(history.count) redirects)")
             }
+            visitedSoFar = visited
 
             var nextRequest = current
             // The fragment is never sent, but response.url keeps it (see `resolve`).

@@ -156,6 +156,7 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// Reads until the response head is complete. Interim 1xx responses are skipped by the parser.
     func readHead(deadlines: Deadlines) async throws(HTTPClientError) -> HTTP1ResponseHead {
+        var firstRead = true
         while true {
             if bufferOffset < buffer.count {
                 let (event, consumed) = try parseAtOffset()
@@ -176,7 +177,11 @@ final class HTTP1Connection: @unchecked Sendable {
                     throw .malformedResponse("the parser produced body bytes before the response head")
                 }
             }
-            guard try await fill(deadlines: deadlines, phase: .head) else {
+            // Right after the request went out the answer is almost never there yet: wait before the first
+            // read instead of spending a `recv` on EAGAIN (a third of all reads with 32 concurrent GETs).
+            let waitFirst = firstRead && tls == nil
+            firstRead = false
+            guard try await fill(deadlines: deadlines, phase: .head, waitFirst: waitFirst) else {
                 let event = try parser.endOfInput()
                 if case .head(let head) = event { return head }
                 throw .connectionClosed("the connection closed before the response head", bytesReceived: parser.bytesReceived)
@@ -276,7 +281,17 @@ final class HTTP1Connection: @unchecked Sendable {
     }
 
     /// One read into a fresh buffer. Returns false at end of stream.
-    private func fill(deadlines: Deadlines, phase: HTTPClientError.TimeoutPhase) async throws(HTTPClientError) -> Bool {
+    ///
+    /// `waitFirst` waits for readability before the first attempt. Only for a plain socket: TLS may hold
+    /// decrypted bytes the socket no longer shows. Safe with the edge-triggered loop, which remembers an edge
+    /// that came before the wait and reports a descriptor that is already readable when it is (re)armed.
+    private func fill(
+        deadlines: Deadlines, phase: HTTPClientError.TimeoutPhase, waitFirst: Bool = false
+    ) async throws(HTTPClientError) -> Bool {
+        if waitFirst {
+            let (deadline, timeoutPhase) = deadlines.next(phase)
+            try await socket.waitUntil(.readable, deadline: deadline, phase: timeoutPhase)
+        }
         while true {
             var outcome = ReadOutcome.wait(.readable)
             let size = readSize
