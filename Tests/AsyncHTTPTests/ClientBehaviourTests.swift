@@ -98,6 +98,37 @@ final class ClientBehaviourTests: XCTestCase {
         XCTAssertGreaterThan(chunks, 10)
     }
 
+    /// A reader that pauses lets edges pile up while nobody waits, so the event loop disarms the descriptor;
+    /// the reader's next wait must arm it again and get every byte, and the connection must serve the next
+    /// request (whose head wait starts before any read).
+    func testPausingReaderGetsEveryByteAfterTheLoopDisarms() async throws {
+        let size = 8 << 20
+        let disarmsBefore = EpollEventLoop.shared.disarmCount.load(ordering: .relaxed)
+        var request = HTTPClientRequest(url: url("/bytes?n=\(size)"))
+        request.timeout = .seconds(60)
+        let response = try await client.send(request)
+        var count = 0
+        var chunks = 0
+        var mismatch: Int?
+        for try await chunk in response.body {
+            for (offset, byte) in chunk.enumerated() where byte != UInt8((count + offset) % 251) {
+                mismatch = mismatch ?? count + offset
+            }
+            count += chunk.count
+            chunks += 1
+            // Pause on the first 20 chunks: the server keeps sending, the kernel keeps signalling.
+            if chunks <= 20 { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        XCTAssertEqual(count, size)
+        XCTAssertNil(mismatch)
+        XCTAssertGreaterThan(EpollEventLoop.shared.disarmCount.load(ordering: .relaxed), disarmsBefore,
+                             "the pauses should have made the loop disarm the descriptor at least once")
+        let (next, body) = try await get("/hello")
+        XCTAssertEqual(next.status.code, 200)
+        XCTAssertEqual(body, Array("hello".utf8))
+        XCTAssertEqual(server.connectionsAccepted, 1, "the second request should reuse the connection")
+    }
+
     func testChunkedResponseBodyIsDecoded() async throws {
         let (response, body) = try await get("/stream?n=1000000&chunk=777")
         XCTAssertEqual(response.headers[.transferEncoding], "chunked")

@@ -6,6 +6,7 @@ import Musl
 #if os(Linux)
 import CEpoll
 #endif
+import Synchronization
 
 /// What a task waits for on a descriptor.
 enum IOInterest: Sendable {
@@ -115,6 +116,9 @@ final class EpollEventLoop: IOEventNotifier {
             }
         }
     }
+
+    /// How often a direction was disarmed after unawaited edges (for tests: the path is otherwise invisible).
+    let disarmCount = Atomic<Int>(0)
 
     private let epollFD: Int32
     private let wakeFD: Int32
@@ -338,7 +342,10 @@ final class EpollEventLoop: IOEventNotifier {
                             }
                         }
                         let armed = state.registrations.values[slot].armed
-                        if armed != armedBefore { control(EPOLL_CTL_MOD, fd: fd, events: armed) }
+                        if armed != armedBefore {
+                            control(EPOLL_CTL_MOD, fd: fd, events: armed)
+                            disarmCount.add(1, ordering: .relaxed)
+                        }
                     }
                 }
                 guard !state.timers.isEmpty else { return }
