@@ -498,14 +498,33 @@ struct HTTP1ResponseParser {
         var spans: [FieldSpan] = []
         /// The span array of the head before, kept for its capacity (two arrays take turns).
         var spareSpans: [FieldSpan] = []
+        /// Kept for its capacity: the fields a new head changes, applied once it has parsed completely.
+        var changes: [FieldChange] = []
     }
 
-    /// Where a field's name and value lie in its section's bytes; `valueStart` is -1 for a folded value.
+    /// Where a field's line lies in its section's bytes, and what it says for framing. A line of the next head
+    /// with the same bytes (its line ending included) is the same field: its name is a token, its value is
+    /// valid, and it means the same for framing, so none of that is checked again.
     struct FieldSpan {
-        var nameStart: Int32
-        var nameEnd: Int32
+        var lineStart: Int32
+        /// The line's length with its CRLF or LF; 0 for a folded field (never reused as a line).
+        var lineLength: Int32
+        /// 0 for a folded field: no name bytes compare equal.
+        var nameLength: Int32
+        /// -1 for a folded value.
         var valueStart: Int32
         var valueEnd: Int32
+        var role: FieldRole
+        /// The parsed value of a Content-Length field.
+        var contentLength: Int
+    }
+
+    /// A field of a new head that differs from the previous head's at `index` (or lies past its end).
+    struct FieldChange {
+        var index: Int
+        /// Whether the name differs too (or is new): then the field replaces the old one entirely.
+        var replacesName: Bool
+        var field: HTTPField
     }
 
     /// The previous section's bytes and field spans, while a new section is compared with them.
@@ -514,14 +533,19 @@ struct HTTP1ResponseParser {
         var spans: UnsafeBufferPointer<FieldSpan>
 
         @inline(__always)
-        func name(_ index: Int) -> UnsafeRawBufferPointer {
-            let span = spans[index]
-            return UnsafeRawBufferPointer(rebasing: bytes[Int(span.nameStart)..<Int(span.nameEnd)])
+        func line(_ span: FieldSpan) -> UnsafeRawBufferPointer {
+            let start = Int(span.lineStart)
+            return UnsafeRawBufferPointer(rebasing: bytes[start..<start + Int(span.lineLength)])
         }
 
         @inline(__always)
-        func value(_ index: Int) -> UnsafeRawBufferPointer? {
-            let span = spans[index]
+        func name(_ span: FieldSpan) -> UnsafeRawBufferPointer {
+            let start = Int(span.lineStart)
+            return UnsafeRawBufferPointer(rebasing: bytes[start..<start + Int(span.nameLength)])
+        }
+
+        @inline(__always)
+        func value(_ span: FieldSpan) -> UnsafeRawBufferPointer? {
             guard span.valueStart >= 0 else { return nil }
             return UnsafeRawBufferPointer(rebasing: bytes[Int(span.valueStart)..<Int(span.valueEnd)])
         }
@@ -546,31 +570,63 @@ struct HTTP1ResponseParser {
     ) throws(HTTPClientError) -> (head: ParsedHead, length: Int)? {
         guard let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: 0) else { return nil }
         let (version, status) = try parseStatusLine(ByteScanner.trimmingCR(section, 0, lineFeed), previous: previous.status)
-        var headers = previous.fields
         var framing = FramingFields()
         var spans: [FieldSpan] = []
         swap(&spans, &previous.spareSpans)
         spans.removeAll(keepingCapacity: true)
+        var changes: [FieldChange] = []
+        swap(&changes, &previous.changes)
         let outcome = previous.bytes.withUnsafeBytes { bytes in
             previous.spans.withUnsafeBufferPointer { previousSpans in
-                Result { () throws(HTTPClientError) -> Int? in
-                    try parseFieldLines(
-                        section, from: lineFeed + 1, kind: "header", interpretsFraming: true, limits: limits,
-                        into: &headers, framing: &framing, reusing: ReuseSource(bytes: bytes, spans: previousSpans),
-                        spans: &spans)
+                Result { () throws(HTTPClientError) -> (end: Int, count: Int)? in
+                    try parseHeadFields(
+                        section, from: lineFeed + 1, limits: limits, previousFields: previous.fields,
+                        reusing: ReuseSource(bytes: bytes, spans: previousSpans), framing: &framing, spans: &spans,
+                        changes: &changes)
                 }
             }
         }
-        let parsedLength: Int?
+        let parsed: (end: Int, count: Int)?
         switch outcome {
-        case .success(let length): parsedLength = length
+        case .success(let result): parsed = result
         case .failure(let error):
+            changes.removeAll(keepingCapacity: true)
+            previous.changes = changes
             previous.spareSpans = spans
             throw error
         }
-        guard let length = parsedLength else {
+        guard let (length, count) = parsed else {
+            changes.removeAll(keepingCapacity: true)
+            previous.changes = changes
             previous.spareSpans = spans
             return nil
+        }
+        // The head is complete: apply its changes to the previous head's fields. Taken out of `previous`
+        // first, so that unless the previous head is still held elsewhere, they are changed in place.
+        var headers = HTTPFields()
+        swap(&headers, &previous.fields)
+        if headers.isEmpty {
+            // One allocation for the fields array instead of several while it grows; 32 bytes per field is
+            // about what real heads average (hyper guesses 30: `AVERAGE_HEADER_SIZE`).
+            headers.reserveCapacity(min((length - lineFeed) / 32 + 1, 24))
+        }
+        for change in changes {
+            if change.index < headers.count {
+                if change.replacesName {
+                    // Not the subscript setter: it ignores a new field that is `==` to the old one, and names
+                    // compare case-insensitively, so `server` would keep the previous head's spelling `Server`.
+                    headers.replaceSubrange(change.index..<(change.index + 1), with: CollectionOfOne(change.field))
+                } else {
+                    headers[change.index] = change.field
+                }
+            } else {
+                headers.append(change.field)
+            }
+        }
+        changes.removeAll(keepingCapacity: true)
+        previous.changes = changes
+        if count < headers.count {
+            headers.removeSubrange(count...)
         }
         previous.status = status
         previous.fields = headers
@@ -642,93 +698,214 @@ struct HTTP1ResponseParser {
         return (version, HTTPResponse.Status(code: code, reasonPhrase: reasonPhrase))
     }
 
-    /// Parses field lines from `offset` up to and including the empty line that ends the section, noting
-    /// what the framing-related ones say in `framing`, and returns the offset just past that empty line, or
-    /// nil if `section` ends before it. `kind` ("header" or "trailer") names them in errors.
-    ///
-    /// `fields` holds the previous section's fields on entry (or nothing) and this section's on return: a
-    /// field whose name and value bytes equal the previous field at its position is kept as it is.
+    /// What ``nextFieldLine`` found.
+    private enum FieldLineResult {
+        /// The section ends before the line does (or before the line after it, which might continue it).
+        case incomplete
+        /// The empty line that ends the section; the offset just past it.
+        case endOfSection(Int)
+        /// A field line, checked, with its obs-fold continuations replaced by single SPs in `folded`
+        /// (nil if it had none), and the offset of the line after it.
+        case field(FieldLine, folded: [UInt8]?, isASCII: Bool, next: Int)
+    }
+
+    /// Parses the field line at `lineStart`, the section's `(count + 1)`th field if it is one.
+    @inline(__always)
+    private static func nextFieldLine(
+        _ section: UnsafeRawBufferPointer, at lineStart: Int, count: Int, kind: String, limits: Limits
+    ) throws(HTTPClientError) -> FieldLineResult {
+        guard let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: lineStart) else { return .incomplete }
+        let line = ByteScanner.trimmingCR(section, lineStart, lineFeed)
+        var next = lineFeed + 1
+        if line.isEmpty { return .endOfSection(next) }
+        // Whether the next line continues this one (obs-fold) is unknown until it has arrived.
+        guard next < section.count else { return .incomplete }
+        if line[0] == ByteScanner.sp || line[0] == ByteScanner.htab {
+            // Continuation lines are consumed with their field below, so this is the section's first line.
+            // RFC 9112 §2.2: whitespace before the first field line must be rejected (or the line ignored).
+            throw .malformedResponse("\(kind) section starts with a whitespace-prefixed line \(ByteScanner.quote(line))")
+        }
+        if count + 1 > limits.maxHeaderCount {
+            throw .headerLimitExceeded("more than \(limits.maxHeaderCount) \(kind) fields")
+        }
+        let field = try FieldLine(line, kind: kind)
+        // Looking one line ahead for an obs-fold continuation (a line starting with SP or HTAB) is one byte compare.
+        guard section[next] == ByteScanner.sp || section[next] == ByteScanner.htab else {
+            return .field(field, folded: nil, isASCII: field.isASCII, next: next)
+        }
+        var folded = Array(field.value)
+        var isASCII = field.isASCII
+        while next < section.count && (section[next] == ByteScanner.sp || section[next] == ByteScanner.htab),
+            let continuationEnd = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: next)
+        {
+            // RFC 9112 §5.2: replace each obs-fold (the line break and the whitespace around it) by one SP.
+            let continuation = ByteScanner.trimmingWhitespace(ByteScanner.trimmingCR(section, next, continuationEnd))
+            isASCII = try checkValue(continuation, name: field.name, kind: kind) && isASCII
+            if !continuation.isEmpty {
+                if !folded.isEmpty { folded.append(ByteScanner.sp) }
+                folded.append(contentsOf: continuation)
+            }
+            next = continuationEnd + 1
+        }
+        // A continuation line without its LF yet: the next call finds no LF there and says `.incomplete`.
+        guard next < section.count else { return .incomplete }
+        return .field(field, folded: folded, isASCII: isASCII, next: next)
+    }
+
+    /// Parses field lines from `offset` up to and including the empty line that ends the section into
+    /// `fields` (empty on entry), noting what the framing-related ones say in `framing` if `interpretsFraming`,
+    /// and returns the offset just past that empty line, or nil if `section` ends before it. `kind`
+    /// ("header" or "trailer") names them in errors.
     static func parseFieldLines(
         _ section: UnsafeRawBufferPointer, from offset: Int, kind: String, interpretsFraming: Bool, limits: Limits,
         into fields: inout HTTPFields, framing: inout FramingFields
     ) throws(HTTPClientError) -> Int? {
-        var spans: [FieldSpan] = []
-        return try parseFieldLines(
-            section, from: offset, kind: kind, interpretsFraming: interpretsFraming, limits: limits, into: &fields,
-            framing: &framing, reusing: nil, spans: &spans)
-    }
-
-    /// The same, comparing each field with `previous` (whose fields `fields` holds on entry) and noting in
-    /// `spans` where each field lies in `section`.
-    static func parseFieldLines(
-        _ section: UnsafeRawBufferPointer, from offset: Int, kind: String, interpretsFraming: Bool, limits: Limits,
-        into fields: inout HTTPFields, framing: inout FramingFields, reusing previous: ReuseSource?,
-        spans: inout [FieldSpan]
-    ) throws(HTTPClientError) -> Int? {
-        if fields.isEmpty {
-            // One allocation for the fields array instead of several while it grows; 32 bytes per field is
-            // about what real heads average (hyper guesses 30: `AVERAGE_HEADER_SIZE`).
-            fields.reserveCapacity(min((section.count - offset) / 32 + 1, 24))
-        }
         var lineStart = offset
         var count = 0
         while true {
-            guard let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: lineStart) else { return nil }
-            let line = ByteScanner.trimmingCR(section, lineStart, lineFeed)
-            lineStart = lineFeed + 1
-            if line.isEmpty { break }
-            // Whether the next line continues this one (obs-fold) is unknown until it has arrived.
-            guard lineStart < section.count else { return nil }
-            if line[0] == ByteScanner.sp || line[0] == ByteScanner.htab {
-                // Continuation lines are consumed with their field below, so this is the section's first line.
-                // RFC 9112 §2.2: whitespace before the first field line must be rejected (or the line ignored).
-                throw .malformedResponse("\(kind) section starts with a whitespace-prefixed line \(ByteScanner.quote(line))")
-            }
-            count += 1
-            if count > limits.maxHeaderCount {
-                throw .headerLimitExceeded("more than \(limits.maxHeaderCount) \(kind) fields")
-            }
-            var field = try FieldLine(line, kind: kind)
-            if !interpretsFraming {
-                // Framing fields in trailers are meaningless (RFC 9110 §6.5.1); keep them as plain fields.
-                field.role = .other
-            }
-            // Looking one line ahead for an obs-fold continuation (a line starting with SP or HTAB) is one byte compare.
-            if section[lineStart] == ByteScanner.sp || section[lineStart] == ByteScanner.htab {
-                var folded = Array(field.value)
-                var isASCII = field.isASCII
-                while lineStart < section.count && (section[lineStart] == ByteScanner.sp || section[lineStart] == ByteScanner.htab),
-                    let continuationEnd = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: lineStart)
-                {
-                    // RFC 9112 §5.2: replace each obs-fold (the line break and the whitespace around it) by one SP.
-                    let continuation = ByteScanner.trimmingWhitespace(ByteScanner.trimmingCR(section, lineStart, continuationEnd))
-                    isASCII = try checkValue(continuation, name: field.name, kind: kind) && isASCII
-                    if !continuation.isEmpty {
-                        if !folded.isEmpty { folded.append(ByteScanner.sp) }
-                        folded.append(contentsOf: continuation)
+            switch try nextFieldLine(section, at: lineStart, count: count, kind: kind, limits: limits) {
+            case .incomplete:
+                return nil
+            case .endOfSection(let end):
+                return end
+            case .field(let field, let folded, let isASCII, let next):
+                count += 1
+                lineStart = next
+                func makeAndNote(_ value: UnsafeRawBufferPointer) throws(HTTPClientError) {
+                    fields.append(try makeField(name: makeName(field.name), value: value, isASCII: isASCII))
+                    // Framing fields in trailers are meaningless (RFC 9110 §6.5.1); they are kept as plain fields.
+                    if interpretsFraming {
+                        _ = try noteFraming(field.role, value: value, into: &framing)
                     }
-                    lineStart = continuationEnd + 1
                 }
-                guard lineStart < section.count else { return nil }
-                try folded.withBytes { value throws(HTTPClientError) in
-                    try add(field, value: value, isASCII: isASCII, at: count - 1, into: &fields, framing: &framing, reusing: nil)
-                }
-                spans.append(FieldSpan(nameStart: 0, nameEnd: 0, valueStart: -1, valueEnd: -1))
-            } else {
-                try add(field, value: field.value, isASCII: field.isASCII, at: count - 1, into: &fields, framing: &framing, reusing: previous)
-                if let base = section.baseAddress, let name = field.name.baseAddress {
-                    let nameStart = Int32(truncatingIfNeeded: name - base)
-                    let valueStart = field.value.baseAddress.map { Int32(truncatingIfNeeded: $0 - base) } ?? nameStart
-                    spans.append(FieldSpan(
-                        nameStart: nameStart, nameEnd: nameStart + Int32(truncatingIfNeeded: field.name.count),
-                        valueStart: valueStart, valueEnd: valueStart + Int32(truncatingIfNeeded: field.value.count)))
+                if let folded {
+                    try folded.withBytes(makeAndNote)
+                } else {
+                    try makeAndNote(field.value)
                 }
             }
         }
-        if count < fields.count {
-            fields.removeSubrange(count...)
+    }
+
+    /// Parses the field lines of a head from `offset` up to and including the empty line that ends it,
+    /// comparing each with the previous head's field at its position (`previousFields`, which came from
+    /// `previous`): a line with the same bytes is that field, taken as it is; a field whose name bytes are
+    /// the same keeps its `HTTPField.Name`. The fields that differ are added to `changes`, for the caller to
+    /// apply to `previousFields` once the head is known to be complete and valid; `spans` says where each
+    /// field lies in `section`. Returns the offset just past the empty line and the number of fields, or nil
+    /// if `section` ends first.
+    static func parseHeadFields(
+        _ section: UnsafeRawBufferPointer, from offset: Int, limits: Limits, previousFields: HTTPFields,
+        reusing previous: ReuseSource, framing: inout FramingFields, spans: inout [FieldSpan],
+        changes: inout [FieldChange]
+    ) throws(HTTPClientError) -> (end: Int, count: Int)? {
+        var lineStart = offset
+        var count = 0
+        while true {
+            if count < previous.spans.count {
+                // The common case on a keep-alive connection: the same line as in the previous head. The byte
+                // after it must be here (it could start an obs-fold continuation) and must not be SP or HTAB.
+                let span = previous.spans[count]
+                let lineEnd = lineStart + Int(span.lineLength)
+                if span.lineLength > 0, lineEnd < section.count,
+                    section[lineEnd] != ByteScanner.sp && section[lineEnd] != ByteScanner.htab,
+                    ByteScanner.equals(UnsafeRawBufferPointer(rebasing: section[lineStart..<lineEnd]), previous.line(span))
+                {
+                    count += 1
+                    if count > limits.maxHeaderCount {
+                        throw .headerLimitExceeded("more than \(limits.maxHeaderCount) header fields")
+                    }
+                    // Where the same line lies in this section.
+                    let shift = Int32(truncatingIfNeeded: lineStart) &- span.lineStart
+                    var moved = span
+                    moved.lineStart &+= shift
+                    moved.valueStart &+= shift
+                    moved.valueEnd &+= shift
+                    if span.role == .contentLength {
+                        try noteContentLength(span.contentLength, into: &framing)
+                    } else if span.role != .other {
+                        let value = UnsafeRawBufferPointer(rebasing: section[Int(moved.valueStart)..<Int(moved.valueEnd)])
+                        _ = try noteFraming(span.role, value: value, into: &framing)
+                    }
+                    spans.append(moved)
+                    lineStart = lineEnd
+                    continue
+                }
+            }
+            switch try nextFieldLine(section, at: lineStart, count: count, kind: "header", limits: limits) {
+            case .incomplete:
+                return nil
+            case .endOfSection(let end):
+                return (end, count)
+            case .field(let field, let folded, let isASCII, let next):
+                let index = count
+                count += 1
+                func note(_ value: UnsafeRawBufferPointer) throws(HTTPClientError) -> (FieldChange?, Int) {
+                    let contentLength = try noteFraming(field.role, value: value, into: &framing)
+                    guard index < previousFields.count, index < previous.spans.count else {
+                        return (FieldChange(index: index, replacesName: true, field: try makeField(name: makeName(field.name), value: value, isASCII: isASCII)), contentLength)
+                    }
+                    let span = previous.spans[index]
+                    guard ByteScanner.equals(previous.name(span), field.name) else {
+                        return (FieldChange(index: index, replacesName: true, field: try makeField(name: makeName(field.name), value: value, isASCII: isASCII)), contentLength)
+                    }
+                    if let previousValue = previous.value(span), ByteScanner.equals(previousValue, value) {
+                        // The same name and value bytes as the previous head's field here: keep that field.
+                        return (nil, contentLength)
+                    }
+                    return (FieldChange(index: index, replacesName: false, field: makeField(name: previousFields[index].name, value: value, isASCII: isASCII)), contentLength)
+                }
+                let (change, contentLength) = if let folded { try folded.withBytes(note) } else { try note(field.value) }
+                if let change {
+                    changes.append(change)
+                }
+                if folded == nil, let base = section.baseAddress, let valueBase = field.value.baseAddress {
+                    let valueStart = valueBase - base
+                    spans.append(FieldSpan(
+                        lineStart: Int32(truncatingIfNeeded: lineStart), lineLength: Int32(truncatingIfNeeded: next - lineStart),
+                        nameLength: Int32(truncatingIfNeeded: field.name.count), valueStart: Int32(truncatingIfNeeded: valueStart),
+                        valueEnd: Int32(truncatingIfNeeded: valueStart + field.value.count), role: field.role,
+                        contentLength: contentLength))
+                } else {
+                    // A folded field (or an empty value, which has no address): never reused as a line, and its
+                    // name never matches.
+                    spans.append(FieldSpan(
+                        lineStart: 0, lineLength: 0, nameLength: 0, valueStart: -1, valueEnd: -1, role: .other, contentLength: 0))
+                }
+                lineStart = next
+            }
         }
-        return lineStart
+    }
+
+    /// Notes what a framing field's value says; returns the length a Content-Length field gives (else 0).
+    @inline(__always)
+    private static func noteFraming(_ role: FieldRole, value: UnsafeRawBufferPointer, into framing: inout FramingFields) throws(HTTPClientError) -> Int {
+        switch role {
+        case .other:
+            return 0
+        case .connection:
+            FieldValueParser.forEachListElement(value) { token in
+                if ByteScanner.equalsIgnoringCase(token, "close") { framing.connectionClose = true }
+                if ByteScanner.equalsIgnoringCase(token, "keep-alive") { framing.connectionKeepAlive = true }
+            }
+        case .keepAlive:
+            FieldValueParser.parseKeepAlive(value, into: &framing)
+        case .contentLength:
+            let length = try FieldValueParser.parseContentLength(value)
+            try noteContentLength(length, into: &framing)
+            return length
+        case .transferEncoding:
+            try FieldValueParser.parseTransferEncoding(value, into: &framing)
+        }
+        return 0
+    }
+
+    @inline(__always)
+    private static func noteContentLength(_ length: Int, into framing: inout FramingFields) throws(HTTPClientError) {
+        if let previous = framing.contentLength, previous != length {
+            throw .malformedResponse("conflicting Content-Length values \(previous) and \(length)")
+        }
+        framing.contentLength = length
     }
 
     /// Field values may hold HTAB, SP, VCHAR and obs-text (RFC 9110 §5.5); any other control byte is an error.
@@ -746,50 +923,6 @@ struct HTTP1ResponseParser {
             }
             guard let next = ByteScanner.firstNonPrintableASCII(in: value, from: index + 1) else { return isASCII }
             index = next
-        }
-    }
-
-    /// Puts the field at `index` of `fields` (replacing what the previous section had there, unless it is the
-    /// same bytes), then notes what a framing field says.
-    private static func add(
-        _ field: FieldLine, value: UnsafeRawBufferPointer, isASCII: Bool, at index: Int, into fields: inout HTTPFields,
-        framing: inout FramingFields, reusing previous: ReuseSource?
-    ) throws(HTTPClientError) {
-        if index < fields.count {
-            // `fields` still holds the previous section's fields from `index` on.
-            if let previous, index < previous.spans.count, ByteScanner.equals(previous.name(index), field.name) {
-                if let previousValue = previous.value(index), ByteScanner.equals(previousValue, value) {
-                    // The same bytes as the previous head's field here: keep that field.
-                } else {
-                    fields[index] = makeField(name: fields[index].name, value: value, isASCII: isASCII)
-                }
-            } else {
-                // Not the subscript setter: it ignores a new field that is `==` to the old one, and names
-                // compare case-insensitively, so `server` would keep the previous head's spelling `Server`.
-                let replacement = try makeField(name: makeName(field.name), value: value, isASCII: isASCII)
-                fields.replaceSubrange(index..<(index + 1), with: CollectionOfOne(replacement))
-            }
-        } else {
-            fields.append(try makeField(name: makeName(field.name), value: value, isASCII: isASCII))
-        }
-        switch field.role {
-        case .other:
-            break
-        case .connection:
-            FieldValueParser.forEachListElement(value) { token in
-                if ByteScanner.equalsIgnoringCase(token, "close") { framing.connectionClose = true }
-                if ByteScanner.equalsIgnoringCase(token, "keep-alive") { framing.connectionKeepAlive = true }
-            }
-        case .keepAlive:
-            FieldValueParser.parseKeepAlive(value, into: &framing)
-        case .contentLength:
-            let length = try FieldValueParser.parseContentLength(value)
-            if let previous = framing.contentLength, previous != length {
-                throw .malformedResponse("conflicting Content-Length values \(previous) and \(length)")
-            }
-            framing.contentLength = length
-        case .transferEncoding:
-            try FieldValueParser.parseTransferEncoding(value, into: &framing)
         }
     }
 
@@ -814,7 +947,7 @@ struct HTTP1ResponseParser {
     }
 
     /// The fields whose values decide framing and connection reuse.
-    private enum FieldRole {
+    enum FieldRole: UInt8 {
         case other, contentLength, transferEncoding, connection, keepAlive
 
         init(name: UnsafeRawBufferPointer) {
