@@ -108,8 +108,8 @@ struct HTTP1ResponseParser {
         case untilClose
         /// `.end` was returned. Valid transitions to: .head (by `expectResponse`)
         case complete
-        /// A parse error was thrown; it is thrown again until `expectResponse` resets the parser.
-        case failed(HTTPClientError)
+        /// A parse error was thrown; it (`failure`) is thrown again until `expectResponse` resets the parser.
+        case failed
     }
 
     /// Go's net/http allows at most 5 interim responses before the final one (`max1xxResponses`); a server
@@ -121,6 +121,8 @@ struct HTTP1ResponseParser {
 
     let limits: Limits
     private var state: State = .head
+    /// The error of `.failed`, kept outside `State` so that the state is a trivial value, cheap to switch on.
+    private var failure: HTTPClientError?
     private var method: HTTPRequest.Method = .get
     /// Bytes of an incomplete head, trailer section or chunk-size line, carried to the next call. Never body bytes.
     private var carry: [UInt8] = []
@@ -152,6 +154,7 @@ struct HTTP1ResponseParser {
     mutating func expectResponse(to method: HTTPRequest.Method) {
         self.method = method
         state = .head
+        failure = nil
         carry.removeAll(keepingCapacity: true)
         carriedLineLength = 0
         interimResponses = 0
@@ -213,7 +216,7 @@ struct HTTP1ResponseParser {
                 case .trailers: step = try parseTrailers(bytes, from: offset)
                 case .untilClose: step = parseUntilCloseBody(bytes, from: offset)
                 case .complete: return (.needMoreData, 0)
-                case .failed(let error): throw error
+                case .failed: throw failure ?? HTTPClientError(.malformedResponse, "the parser failed")
                 }
                 switch step {
                 case .advanced(let newOffset):
@@ -224,7 +227,8 @@ struct HTTP1ResponseParser {
                 }
             }
         } catch {
-            state = .failed(error)
+            failure = error
+            state = .failed
             throw error
         }
     }
@@ -240,8 +244,8 @@ struct HTTP1ResponseParser {
         case .noBody, .untilClose, .contentLength(remaining: 0):
             state = .complete
             return .end(trailers: nil)
-        case .failed(let error):
-            throw error
+        case .failed:
+            throw failure ?? HTTPClientError(.malformedResponse, "the parser failed")
         case .head:
             if bytesReceived == 0 {
                 message = "connection closed before the response head"
@@ -258,7 +262,8 @@ struct HTTP1ResponseParser {
             message = "connection closed inside the trailer section of a chunked body"
         }
         let error = HTTPClientError.connectionClosed(message, bytesReceived: bytesReceived)
-        state = .failed(error)
+        failure = error
+        state = .failed
         throw error
     }
 
@@ -329,6 +334,7 @@ struct HTTP1ResponseParser {
         } else if let length = framing.contentLength {
             declaredContentLength = length
             state = .contentLength(remaining: length)
+            ByteScanner.prefetch(bytes, from: sectionEnd + length, count: previousHead.bytes.count)
         } else {
             state = .untilClose
             head.keepAlive = false
@@ -359,6 +365,9 @@ struct HTTP1ResponseParser {
     }
 
     private mutating func parseChunkSize(_ bytes: UnsafeRawBufferPointer, from offset: Int) throws(HTTPClientError) -> Step {
+        if carry.isEmpty, let (size, lineEnd) = Self.plainChunkSizeLine(bytes, from: offset) {
+            return startChunk(bytes, size: size, dataStart: lineEnd)
+        }
         guard let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: bytes, from: offset) else {
             guard carry.count + (bytes.count - offset) <= Self.maxChunkLineBytes else {
                 throw .malformedResponse("chunk size line longer than \(Self.maxChunkLineBytes) bytes")
@@ -377,8 +386,40 @@ struct HTTP1ResponseParser {
             size = try carry.withBytes { line throws(HTTPClientError) in try Self.parseChunkSizeLine(line) }
             carry.removeAll(keepingCapacity: true)
         }
-        state = size == 0 ? .trailers : .chunkData(remaining: size)
-        return .advanced(to: lineFeed + 1)
+        return startChunk(bytes, size: size, dataStart: lineFeed + 1)
+    }
+
+    /// After a chunk-size line: the chunk's data (or, for the last chunk, the trailer section) starts at `dataStart`.
+    @inline(__always)
+    private mutating func startChunk(_ bytes: UnsafeRawBufferPointer, size: Int, dataStart: Int) -> Step {
+        if size == 0 {
+            state = .trailers
+            // The next response's head most likely follows the empty trailer section.
+            ByteScanner.prefetch(bytes, from: dataStart, count: previousHead.bytes.count + 2)
+        } else {
+            state = .chunkData(remaining: size)
+            // The next chunk-size line, which the next call reads after handing back this chunk's data.
+            ByteScanner.prefetch(bytes, from: dataStart &+ size, count: 8)
+        }
+        return .advanced(to: dataStart)
+    }
+
+    /// The common chunk-size line, whole in `bytes`: 1 to 15 hex digits and CRLF, no extension. Returns the
+    /// size and the offset after the LF, or nil for anything else (which ``parseChunkSizeLine(_:)`` handles,
+    /// rejecting what it must). Fifteen digits cannot overflow.
+    @inline(__always)
+    private static func plainChunkSizeLine(_ bytes: UnsafeRawBufferPointer, from offset: Int) -> (size: Int, lineEnd: Int)? {
+        var position = offset
+        var size = 0
+        let digitsEnd = min(bytes.count, offset + 15)
+        while position < digitsEnd, let digit = ByteScanner.hexValue(bytes[position]) {
+            size = size << 4 | digit
+            position += 1
+        }
+        guard position > offset, position + 1 < bytes.count, bytes[position] == ByteScanner.cr,
+            bytes[position + 1] == ByteScanner.lf
+        else { return nil }
+        return (size, position + 2)
     }
 
     private mutating func parseChunkData(_ bytes: UnsafeRawBufferPointer, from offset: Int, remaining: Int) -> Step {
@@ -393,6 +434,10 @@ struct HTTP1ResponseParser {
     }
 
     private mutating func parseChunkDataEnd(_ bytes: UnsafeRawBufferPointer, from offset: Int, sawCR: Bool) throws(HTTPClientError) -> Step {
+        if !sawCR, offset + 1 < bytes.count, bytes[offset] == ByteScanner.cr, bytes[offset + 1] == ByteScanner.lf {
+            state = .chunkSize
+            return .advanced(to: offset + 2)
+        }
         var position = offset
         var sawCR = sawCR
         while position < bytes.count {
@@ -498,8 +543,21 @@ struct HTTP1ResponseParser {
         var spans: [FieldSpan] = []
         /// The span array of the head before, kept for its capacity (two arrays take turns).
         var spareSpans: [FieldSpan] = []
-        /// Kept for its capacity: the fields a new head changes, applied once it has parsed completely.
-        var changes: [FieldChange] = []
+
+        /// After a head that was incomplete or invalid: takes back `fields`, the previous head's fields as
+        /// that head's parsing left them, and forgets the spans of those it replaced (`newSpans[i].replaced`),
+        /// so that `fields[i]` still is what `spans[i]` says wherever a span can match.
+        mutating func restore(_ fields: HTTPFields, changedBy newSpans: [FieldSpan]) {
+            var fields = fields
+            if fields.count > spans.count {
+                fields.removeSubrange(spans.count...)
+            }
+            for index in 0..<min(newSpans.count, spans.count) where newSpans[index].replaced {
+                spans[index] = .folded
+            }
+            self.fields = fields
+            spareSpans = newSpans
+        }
     }
 
     /// Where a field's line lies in its section's bytes, and what it says for framing. A line of the next head
@@ -515,16 +573,16 @@ struct HTTP1ResponseParser {
         var valueStart: Int32
         var valueEnd: Int32
         var role: FieldRole
+        /// Whether parsing this span's head put a new field at its position (rather than keeping the previous
+        /// head's): what must be undone if that head turns out to be incomplete or invalid.
+        var replaced: Bool
         /// The parsed value of a Content-Length field.
         var contentLength: Int
-    }
 
-    /// A field of a new head that differs from the previous head's at `index` (or lies past its end).
-    struct FieldChange {
-        var index: Int
-        /// Whether the name differs too (or is new): then the field replaces the old one entirely.
-        var replacesName: Bool
-        var field: HTTPField
+        /// Matches no line and no name.
+        static let folded = FieldSpan(
+            lineStart: 0, lineLength: 0, nameLength: 0, valueStart: -1, valueEnd: -1, role: .other, replaced: false,
+            contentLength: 0)
     }
 
     /// The previous section's bytes and field spans, while a new section is compared with them.
@@ -574,15 +632,16 @@ struct HTTP1ResponseParser {
         var spans: [FieldSpan] = []
         swap(&spans, &previous.spareSpans)
         spans.removeAll(keepingCapacity: true)
-        var changes: [FieldChange] = []
-        swap(&changes, &previous.changes)
+        // The previous head's fields, changed in place where this head differs: taken out of `previous` first,
+        // so that unless the previous head is still held elsewhere, its array is not copied.
+        var headers = HTTPFields()
+        swap(&headers, &previous.fields)
         let outcome = previous.bytes.withUnsafeBytes { bytes in
             previous.spans.withUnsafeBufferPointer { previousSpans in
                 Result { () throws(HTTPClientError) -> (end: Int, count: Int)? in
                     try parseHeadFields(
-                        section, from: lineFeed + 1, limits: limits, previousFields: previous.fields,
-                        reusing: ReuseSource(bytes: bytes, spans: previousSpans), framing: &framing, spans: &spans,
-                        changes: &changes)
+                        section, from: lineFeed + 1, limits: limits, fields: &headers,
+                        reusing: ReuseSource(bytes: bytes, spans: previousSpans), framing: &framing, spans: &spans)
                 }
             }
         }
@@ -590,41 +649,13 @@ struct HTTP1ResponseParser {
         switch outcome {
         case .success(let result): parsed = result
         case .failure(let error):
-            changes.removeAll(keepingCapacity: true)
-            previous.changes = changes
-            previous.spareSpans = spans
+            previous.restore(headers, changedBy: spans)
             throw error
         }
         guard let (length, count) = parsed else {
-            changes.removeAll(keepingCapacity: true)
-            previous.changes = changes
-            previous.spareSpans = spans
+            previous.restore(headers, changedBy: spans)
             return nil
         }
-        // The head is complete: apply its changes to the previous head's fields. Taken out of `previous`
-        // first, so that unless the previous head is still held elsewhere, they are changed in place.
-        var headers = HTTPFields()
-        swap(&headers, &previous.fields)
-        if headers.isEmpty {
-            // One allocation for the fields array instead of several while it grows; 32 bytes per field is
-            // about what real heads average (hyper guesses 30: `AVERAGE_HEADER_SIZE`).
-            headers.reserveCapacity(min((length - lineFeed) / 32 + 1, 24))
-        }
-        for change in changes {
-            if change.index < headers.count {
-                if change.replacesName {
-                    // Not the subscript setter: it ignores a new field that is `==` to the old one, and names
-                    // compare case-insensitively, so `server` would keep the previous head's spelling `Server`.
-                    headers.replaceSubrange(change.index..<(change.index + 1), with: CollectionOfOne(change.field))
-                } else {
-                    headers[change.index] = change.field
-                }
-            } else {
-                headers.append(change.field)
-            }
-        }
-        changes.removeAll(keepingCapacity: true)
-        previous.changes = changes
         if count < headers.count {
             headers.removeSubrange(count...)
         }
@@ -632,8 +663,13 @@ struct HTTP1ResponseParser {
         previous.fields = headers
         previous.spareSpans = previous.spans
         previous.spans = spans
-        previous.bytes.removeAll(keepingCapacity: true)
-        previous.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: section[..<length]))
+        if previous.bytes.count == length {
+            // Heads on one connection often have the same length (same fields, fixed-width dates and ids).
+            previous.bytes.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: section[..<length])) }
+        } else {
+            previous.bytes.removeAll(keepingCapacity: true)
+            previous.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: section[..<length]))
+        }
 
         if framing.transferEncoding != .absent && version == .http1_0 {
             throw .malformedResponse("Transfer-Encoding in an HTTP/1.0 response (RFC 9112 §6.1: its framing is faulty)")
@@ -788,17 +824,21 @@ struct HTTP1ResponseParser {
     }
 
     /// Parses the field lines of a head from `offset` up to and including the empty line that ends it,
-    /// comparing each with the previous head's field at its position (`previousFields`, which came from
-    /// `previous`): a line with the same bytes is that field, taken as it is; a field whose name bytes are
-    /// the same keeps its `HTTPField.Name`. The fields that differ are added to `changes`, for the caller to
-    /// apply to `previousFields` once the head is known to be complete and valid; `spans` says where each
-    /// field lies in `section`. Returns the offset just past the empty line and the number of fields, or nil
-    /// if `section` ends first.
+    /// comparing each with the previous head's field at its position: `fields` holds the previous head's
+    /// fields on entry, which came from `previous`, and this head's on return (from position `count` on, the
+    /// previous head's remain, for the caller to remove). A line with the same bytes as the previous head's
+    /// is that field, kept as it is; a field whose name bytes are the same keeps its `HTTPField.Name`.
+    /// `spans` says where each field lies in `section`, and which positions of `fields` were replaced.
+    /// Returns the offset just past the empty line and the number of fields, or nil if `section` ends first.
     static func parseHeadFields(
-        _ section: UnsafeRawBufferPointer, from offset: Int, limits: Limits, previousFields: HTTPFields,
-        reusing previous: ReuseSource, framing: inout FramingFields, spans: inout [FieldSpan],
-        changes: inout [FieldChange]
+        _ section: UnsafeRawBufferPointer, from offset: Int, limits: Limits, fields: inout HTTPFields,
+        reusing previous: ReuseSource, framing: inout FramingFields, spans: inout [FieldSpan]
     ) throws(HTTPClientError) -> (end: Int, count: Int)? {
+        if fields.isEmpty {
+            // One allocation for the fields array instead of several while it grows; 32 bytes per field is
+            // about what real heads average (hyper guesses 30: `AVERAGE_HEADER_SIZE`).
+            fields.reserveCapacity(min((section.count - offset) / 32 + 1, 24))
+        }
         var lineStart = offset
         var count = 0
         while true {
@@ -821,6 +861,7 @@ struct HTTP1ResponseParser {
                     moved.lineStart &+= shift
                     moved.valueStart &+= shift
                     moved.valueEnd &+= shift
+                    moved.replaced = false
                     if span.role == .contentLength {
                         try noteContentLength(span.contentLength, into: &framing)
                     } else if span.role != .other {
@@ -840,37 +881,42 @@ struct HTTP1ResponseParser {
             case .field(let field, let folded, let isASCII, let next):
                 let index = count
                 count += 1
-                func note(_ value: UnsafeRawBufferPointer) throws(HTTPClientError) -> (FieldChange?, Int) {
+                // Everything that can throw comes before `fields` changes, and the span noting the change is
+                // appended right after: if the head fails, `spans` names every position that was replaced.
+                func place(_ value: UnsafeRawBufferPointer) throws(HTTPClientError) -> (replaced: Bool, contentLength: Int) {
                     let contentLength = try noteFraming(field.role, value: value, into: &framing)
-                    guard index < previousFields.count, index < previous.spans.count else {
-                        return (FieldChange(index: index, replacesName: true, field: try makeField(name: makeName(field.name), value: value, isASCII: isASCII)), contentLength)
+                    guard index < fields.count else {
+                        fields.append(try makeField(name: makeName(field.name), value: value, isASCII: isASCII))
+                        return (true, contentLength)
                     }
-                    let span = previous.spans[index]
-                    guard ByteScanner.equals(previous.name(span), field.name) else {
-                        return (FieldChange(index: index, replacesName: true, field: try makeField(name: makeName(field.name), value: value, isASCII: isASCII)), contentLength)
+                    guard index < previous.spans.count, ByteScanner.equals(previous.name(previous.spans[index]), field.name) else {
+                        // Not the subscript setter: it ignores a new field that is `==` to the old one, and names
+                        // compare case-insensitively, so `server` would keep the previous head's spelling `Server`.
+                        let replacement = try makeField(name: makeName(field.name), value: value, isASCII: isASCII)
+                        fields.replaceSubrange(index..<(index + 1), with: CollectionOfOne(replacement))
+                        return (true, contentLength)
                     }
-                    if let previousValue = previous.value(span), ByteScanner.equals(previousValue, value) {
+                    if let previousValue = previous.value(previous.spans[index]), ByteScanner.equals(previousValue, value) {
                         // The same name and value bytes as the previous head's field here: keep that field.
-                        return (nil, contentLength)
+                        return (false, contentLength)
                     }
-                    return (FieldChange(index: index, replacesName: false, field: makeField(name: previousFields[index].name, value: value, isASCII: isASCII)), contentLength)
+                    fields[index] = makeField(name: fields[index].name, value: value, isASCII: isASCII)
+                    return (true, contentLength)
                 }
-                let (change, contentLength) = if let folded { try folded.withBytes(note) } else { try note(field.value) }
-                if let change {
-                    changes.append(change)
-                }
+                let (replaced, contentLength) = if let folded { try folded.withBytes(place) } else { try place(field.value) }
                 if folded == nil, let base = section.baseAddress, let valueBase = field.value.baseAddress {
                     let valueStart = valueBase - base
                     spans.append(FieldSpan(
                         lineStart: Int32(truncatingIfNeeded: lineStart), lineLength: Int32(truncatingIfNeeded: next - lineStart),
                         nameLength: Int32(truncatingIfNeeded: field.name.count), valueStart: Int32(truncatingIfNeeded: valueStart),
                         valueEnd: Int32(truncatingIfNeeded: valueStart + field.value.count), role: field.role,
-                        contentLength: contentLength))
+                        replaced: replaced, contentLength: contentLength))
                 } else {
                     // A folded field (or an empty value, which has no address): never reused as a line, and its
                     // name never matches.
-                    spans.append(FieldSpan(
-                        lineStart: 0, lineLength: 0, nameLength: 0, valueStart: -1, valueEnd: -1, role: .other, contentLength: 0))
+                    var span = FieldSpan.folded
+                    span.replaced = replaced
+                    spans.append(span)
                 }
                 lineStart = next
             }
@@ -1235,6 +1281,18 @@ enum ByteScanner {
         return nil
     }
 
+    /// Asks the CPU to start loading `bytes[start..<start + count]` (or as much of it as exists) into the cache.
+    @inline(__always)
+    static func prefetch(_ bytes: UnsafeRawBufferPointer, from start: Int, count: Int) {
+        guard start >= 0, start < bytes.count, count > 0, let base = bytes.baseAddress else { return }
+        let end = UInt(bitPattern: base + min(bytes.count, start + count))
+        var line = UInt(bitPattern: base + start) & ~63  // 64-byte cache lines
+        while line < end {
+            _prefetch(UnsafeRawPointer(bitPattern: line)!, 0, 3, 1)
+            line += 64
+        }
+    }
+
     /// `bytes[start..<end]` without one CR at the end (a line whose LF is at `end`).
     @inline(__always)
     static func trimmingCR(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> UnsafeRawBufferPointer {
@@ -1368,3 +1426,6 @@ enum ByteScanner {
         return text + "'"
     }
 }
+
+@_silgen_name("llvm.prefetch.p0")
+private func _prefetch(_ address: UnsafeRawPointer, _ readWrite: Int32, _ locality: Int32, _ cacheType: Int32)
