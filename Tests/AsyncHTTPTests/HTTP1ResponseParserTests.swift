@@ -889,6 +889,20 @@ final class HTTP1ResponseParserTests: XCTestCase {
         }
     }
 
+    func testByteEqualitySeesADifferenceAtEveryPosition() {
+        for length in 0..<40 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            XCTAssertTrue(bytes.withUnsafeBytes { a in bytes.withUnsafeBytes { b in ByteScanner.equals(a, b) } })
+            for position in 0..<length {
+                var other = bytes
+                other[position] ^= 0x20
+                XCTAssertFalse(bytes.withUnsafeBytes { a in other.withUnsafeBytes { b in ByteScanner.equals(a, b) } }, "length \(length) position \(position)")
+            }
+            let longer = bytes + [0]
+            XCTAssertFalse(bytes.withUnsafeBytes { a in longer.withUnsafeBytes { b in ByteScanner.equals(a, b) } })
+        }
+    }
+
     func testByteSearchFindsTheFirstMatchAtEveryPosition() {
         for length in 0..<40 {
             for position in 0..<max(length, 1) {

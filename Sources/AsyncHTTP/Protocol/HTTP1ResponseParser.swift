@@ -1368,11 +1368,16 @@ enum ByteScanner {
         guard a.count == b.count else { return false }
         guard let left = a.baseAddress, let right = b.baseAddress else { return a.count == 0 }
         var position = 0
-        while position + 8 <= a.count {
-            if left.loadUnaligned(fromByteOffset: position, as: UInt64.self) != right.loadUnaligned(fromByteOffset: position, as: UInt64.self) {
-                return false
+        if a.count >= 8 {
+            while position + 8 < a.count {
+                if left.loadUnaligned(fromByteOffset: position, as: UInt64.self) != right.loadUnaligned(fromByteOffset: position, as: UInt64.self) {
+                    return false
+                }
+                position += 8
             }
-            position += 8
+            // The last eight bytes, overlapping what was compared already: no byte-by-byte tail.
+            let last = a.count - 8
+            return left.loadUnaligned(fromByteOffset: last, as: UInt64.self) == right.loadUnaligned(fromByteOffset: last, as: UInt64.self)
         }
         while position < a.count {
             if left.load(fromByteOffset: position, as: UInt8.self) != right.load(fromByteOffset: position, as: UInt8.self) { return false }
