@@ -307,6 +307,19 @@ final class HTTP1ResponseParserTests: XCTestCase {
 
     // MARK: - Read until close
 
+    func testLargestContentLengthAndChunkSizeStartABody() throws {
+        for wire in ["HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775807\r\n\r\nab",
+                     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n7fffffffffffffff\r\nab"] {
+            var parser = HTTP1ResponseParser()
+            parser.expectResponse(to: .get)
+            let bytes = Array(wire.utf8)
+            let (head, consumed) = try bytes.withUnsafeBytes { try parser.parse($0) }
+            guard case .head = head else { return XCTFail("no head: \(head)") }
+            let (body, _) = try bytes[consumed...].withUnsafeBytes { try parser.parse($0) }
+            XCTAssertEqual(body, .body(bytes.count - consumed - 2..<bytes.count - consumed))
+        }
+    }
+
     func testBodyWithoutLengthIsReadUntilClose() throws {
         let parsed = try parseAllWays("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of this\r\nis body", closeAtEnd: true)
         XCTAssertEqual(parsed.body, Array("all of this\r\nis body".utf8))

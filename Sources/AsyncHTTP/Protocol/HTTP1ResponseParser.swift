@@ -334,7 +334,10 @@ struct HTTP1ResponseParser {
         } else if let length = framing.contentLength {
             declaredContentLength = length
             state = .contentLength(remaining: length)
-            ByteScanner.prefetch(bytes, from: sectionEnd + length, count: previousHead.bytes.count)
+            if length < bytes.count - sectionEnd {
+                // The next response's head, most likely as long as this one.
+                ByteScanner.prefetch(bytes, from: sectionEnd + length, count: previousHead.bytes.count)
+            }
         } else {
             state = .untilClose
             head.keepAlive = false
