@@ -307,6 +307,19 @@ final class HTTP1ResponseParserTests: XCTestCase {
 
     // MARK: - Read until close
 
+    func testLargestContentLengthAndChunkSizeStartABody() throws {
+        for wire in ["HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775807\r\n\r\nab",
+                     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n7fffffffffffffff\r\nab"] {
+            var parser = HTTP1ResponseParser()
+            parser.expectResponse(to: .get)
+            let bytes = Array(wire.utf8)
+            let (head, consumed) = try bytes.withUnsafeBytes { try parser.parse($0) }
+            guard case .head = head else { return XCTFail("no head: \(head)") }
+            let (body, _) = try bytes[consumed...].withUnsafeBytes { try parser.parse($0) }
+            XCTAssertEqual(body, .body(bytes.count - consumed - 2..<bytes.count - consumed))
+        }
+    }
+
     func testBodyWithoutLengthIsReadUntilClose() throws {
         let parsed = try parseAllWays("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of this\r\nis body", closeAtEnd: true)
         XCTAssertEqual(parsed.body, Array("all of this\r\nis body".utf8))
@@ -778,12 +791,128 @@ final class HTTP1ResponseParserTests: XCTestCase {
         }
     }
 
+    /// Parses `wire` (one response with an empty body, or a failing one) with `parser`, fed in two parts split
+    /// at `split`; returns the head, or nil if parsing threw.
+    func parseHead(_ wire: [UInt8], with parser: inout HTTP1ResponseParser, split: Int) -> HTTP1ResponseHead? {
+        parser.expectResponse(to: .get)
+        var pending: [UInt8] = []
+        var head: HTTP1ResponseHead?
+        do {
+            for part in [wire[..<split], wire[split...]] {
+                pending += part
+                while true {
+                    let (event, consumed) = try pending.withUnsafeBytes { try parser.parse($0) }
+                    pending.removeFirst(consumed)
+                    if case .head(let parsed) = event { head = parsed }
+                    if case .end = event { return head }
+                    if case .needMoreData = event { break }
+                }
+            }
+        } catch {
+            return nil
+        }
+        XCTFail("the response did not end")
+        return nil
+    }
+
+    /// A head whose parsing stops part way (its bytes run out, or a line is invalid) after some of its fields
+    /// replaced the previous head's must leave nothing of itself behind: every later head on the connection
+    /// still comes out exactly as a fresh parser sees it, wherever the bytes were split.
+    func testHeadsReusedAfterASplitOrFailedHeadEqualWhatAFreshParserSees() throws {
+        let first = "HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Tue, 04 Mar 2025 10:00:00 GMT\r\nX-Id: 1\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n"
+        let changed = "HTTP/1.1 200 OK\r\nServer: other\r\nDate: Tue, 04 Mar 2025 10:00:01 GMT\r\nX-Ids: 2\r\nContent-Length: 0\r\nConnection: close\r\nExtra: 1\r\n\r\n"
+        let failing = [
+            "HTTP/1.1 200 OK\r\nServer: other\r\nDate: Tue, 04 Mar 2025 10:00:01 GMT\r\nX-Id: 2\r\nContent-Length: 0\r\nContent-Length: 1\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nServer: other\r\nDate: Tue, 04 Mar 2025 10:00:01 GMT\r\nX-Id: 2\r\nBad Name: 1\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Tue, 04 Mar 2025 10:00:00 GMT\r\nX-Id: 1\r\nContent-Length: 0\r\nConnection: keep-alive\r\nX: \u{7F}\r\n\r\n",
+        ]
+        let after = [first, changed, first]
+        for middle in [changed] + failing {
+            let middleWire = Array(middle.utf8)
+            for split in 0...middleWire.count {
+                var parser = HTTP1ResponseParser()
+                XCTAssertNotNil(parseHead(Array(first.utf8), with: &parser, split: 0))
+                let parsed = parseHead(middleWire, with: &parser, split: split)
+                if failing.contains(middle) {
+                    XCTAssertNil(parsed, "\(middle.debugDescription) split at \(split)")
+                } else {
+                    XCTAssertEqual(parsed, try run(middleWire, feeding: .whole).head, "split at \(split)")
+                }
+                for text in after {
+                    let wire = Array(text.utf8)
+                    let reused = parseHead(wire, with: &parser, split: min(split, wire.count))
+                    let fresh = try run(wire, feeding: .whole).head
+                    XCTAssertEqual(reused, fresh, "after \(middle.debugDescription) split at \(split)")
+                    XCTAssertEqual(reused.map { $0.headers.map(\.name.rawName) }, fresh.headers.map(\.name.rawName))
+                }
+            }
+        }
+    }
+
+    /// Framing fields repeated byte for byte from the previous head are still interpreted: a conflict with a
+    /// new Content-Length, a repeated chunked coding and a repeated `Connection: close` all count.
+    func testRepeatedFramingFieldsAreStillInterpreted() throws {
+        var parser = HTTP1ResponseParser()
+        let base = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\nKeep-Alive: timeout=5\r\n"
+        let head = parseHead(Array((base + "\r\n").utf8), with: &parser, split: 0)
+        XCTAssertEqual(head?.keepAlive, false)
+        XCTAssertEqual(head?.keepAliveTimeout, 5)
+        let again = parseHead(Array((base + "\r\n").utf8), with: &parser, split: 0)
+        XCTAssertEqual(again, head)
+        XCTAssertNil(parseHead(Array((base + "Content-Length: 1\r\n\r\n").utf8), with: &parser, split: 0))
+        XCTAssertEqual(parseHead(Array((base + "\r\n").utf8), with: &parser, split: 0), head)
+
+        let chunked = Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".utf8)
+        XCTAssertEqual(parseHead(chunked, with: &parser, split: 0), try run(chunked, feeding: .whole).head)
+        XCTAssertEqual(parseHead(chunked, with: &parser, split: 0), try run(chunked, feeding: .whole).head)
+        let twice = Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".utf8)
+        XCTAssertNil(parseHead(twice, with: &parser, split: 0))
+        // A repeated line followed by an obs-fold continuation is folded, not reused as it was.
+        let folded = Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n  , gzip\r\n\r\n".utf8)
+        parser.expectResponse(to: .get)
+        XCTAssertNotNil(parseHead(chunked, with: &parser, split: 0))
+        let (event, _) = try folded.withUnsafeBytes { [parser] bytes in
+            var copy = parser
+            copy.expectResponse(to: .get)
+            return try copy.parse(bytes)
+        }
+        guard case .head(let foldedHead) = event else { return XCTFail("no head: \(event)") }
+        XCTAssertEqual(foldedHead.headers[.transferEncoding], "chunked , gzip")
+        XCTAssertFalse(foldedHead.keepAlive, "a final coding other than chunked is read until close")
+    }
+
+    /// The common chunk-size line (hex digits and CRLF) takes a shortcut; the lines around it must not.
+    func testChunkSizeLinesOfEveryShape() throws {
+        let body = try parseAllWays(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "1\r\na\r\nA\r\n0123456789\r\nf;ext=1\r\n0123456789abcde\r\n00000000000000000000002\r\nxy\r\n"
+                + "3 \r\nxyz\n1\nz\r\n0\r\n\r\n").body
+        XCTAssertEqual(String(decoding: body, as: UTF8.self), "a0123456789" + "0123456789abcde" + "xy" + "xyz" + "z")
+        assertFails("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1x\r\na\r\n0\r\n\r\n", "invalid chunk size")
+        assertFails("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n0\r\n\r\n", "missing CRLF after chunk data")
+        assertFails("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\r\n0\r\n\r\n", "missing CRLF after chunk data")
+    }
+
     // MARK: - Byte helpers
 
     func testTokenMasksMatchRFC9110TokenCharacters() {
         let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
         for byte in UInt8.min...UInt8.max {
             XCTAssertEqual(ByteScanner.isTokenCharacter(byte), tchar.contains(byte), "byte \(byte)")
+        }
+    }
+
+    func testByteEqualitySeesADifferenceAtEveryPosition() {
+        for length in 0..<40 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            XCTAssertTrue(bytes.withUnsafeBytes { a in bytes.withUnsafeBytes { b in ByteScanner.equals(a, b) } })
+            for position in 0..<length {
+                var other = bytes
+                other[position] ^= 0x20
+                XCTAssertFalse(bytes.withUnsafeBytes { a in other.withUnsafeBytes { b in ByteScanner.equals(a, b) } }, "length \(length) position \(position)")
+            }
+            let longer = bytes + [0]
+            XCTAssertFalse(bytes.withUnsafeBytes { a in longer.withUnsafeBytes { b in ByteScanner.equals(a, b) } })
         }
     }
 

@@ -108,8 +108,8 @@ struct HTTP1ResponseParser {
         case untilClose
         /// `.end` was returned. Valid transitions to: .head (by `expectResponse`)
         case complete
-        /// A parse error was thrown; it is thrown again until `expectResponse` resets the parser.
-        case failed(HTTPClientError)
+        /// A parse error was thrown; it (`failure`) is thrown again until `expectResponse` resets the parser.
+        case failed
     }
 
     /// Go's net/http allows at most 5 interim responses before the final one (`max1xxResponses`); a server
@@ -121,6 +121,8 @@ struct HTTP1ResponseParser {
 
     let limits: Limits
     private var state: State = .head
+    /// The error of `.failed`, kept outside `State` so that the state is a trivial value, cheap to switch on.
+    private var failure: HTTPClientError?
     private var method: HTTPRequest.Method = .get
     /// Bytes of an incomplete head, trailer section or chunk-size line, carried to the next call. Never body bytes.
     private var carry: [UInt8] = []
@@ -152,6 +154,7 @@ struct HTTP1ResponseParser {
     mutating func expectResponse(to method: HTTPRequest.Method) {
         self.method = method
         state = .head
+        failure = nil
         carry.removeAll(keepingCapacity: true)
         carriedLineLength = 0
         interimResponses = 0
@@ -213,7 +216,7 @@ struct HTTP1ResponseParser {
                 case .trailers: step = try parseTrailers(bytes, from: offset)
                 case .untilClose: step = parseUntilCloseBody(bytes, from: offset)
                 case .complete: return (.needMoreData, 0)
-                case .failed(let error): throw error
+                case .failed: throw failure ?? HTTPClientError(.malformedResponse, "the parser failed")
                 }
                 switch step {
                 case .advanced(let newOffset):
@@ -224,7 +227,8 @@ struct HTTP1ResponseParser {
                 }
             }
         } catch {
-            state = .failed(error)
+            failure = error
+            state = .failed
             throw error
         }
     }
@@ -240,8 +244,8 @@ struct HTTP1ResponseParser {
         case .noBody, .untilClose, .contentLength(remaining: 0):
             state = .complete
             return .end(trailers: nil)
-        case .failed(let error):
-            throw error
+        case .failed:
+            throw failure ?? HTTPClientError(.malformedResponse, "the parser failed")
         case .head:
             if bytesReceived == 0 {
                 message = "connection closed before the response head"
@@ -258,7 +262,8 @@ struct HTTP1ResponseParser {
             message = "connection closed inside the trailer section of a chunked body"
         }
         let error = HTTPClientError.connectionClosed(message, bytesReceived: bytesReceived)
-        state = .failed(error)
+        failure = error
+        state = .failed
         throw error
     }
 
@@ -329,6 +334,10 @@ struct HTTP1ResponseParser {
         } else if let length = framing.contentLength {
             declaredContentLength = length
             state = .contentLength(remaining: length)
+            if length < bytes.count - sectionEnd {
+                // The next response's head, most likely as long as this one.
+                ByteScanner.prefetch(bytes, from: sectionEnd + length, count: previousHead.bytes.count)
+            }
         } else {
             state = .untilClose
             head.keepAlive = false
@@ -359,6 +368,9 @@ struct HTTP1ResponseParser {
     }
 
     private mutating func parseChunkSize(_ bytes: UnsafeRawBufferPointer, from offset: Int) throws(HTTPClientError) -> Step {
+        if carry.isEmpty, let (size, lineEnd) = Self.plainChunkSizeLine(bytes, from: offset) {
+            return startChunk(bytes, size: size, dataStart: lineEnd)
+        }
         guard let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: bytes, from: offset) else {
             guard carry.count + (bytes.count - offset) <= Self.maxChunkLineBytes else {
                 throw .malformedResponse("chunk size line longer than \(Self.maxChunkLineBytes) bytes")
@@ -377,8 +389,40 @@ struct HTTP1ResponseParser {
             size = try carry.withBytes { line throws(HTTPClientError) in try Self.parseChunkSizeLine(line) }
             carry.removeAll(keepingCapacity: true)
         }
-        state = size == 0 ? .trailers : .chunkData(remaining: size)
-        return .advanced(to: lineFeed + 1)
+        return startChunk(bytes, size: size, dataStart: lineFeed + 1)
+    }
+
+    /// After a chunk-size line: the chunk's data (or, for the last chunk, the trailer section) starts at `dataStart`.
+    @inline(__always)
+    private mutating func startChunk(_ bytes: UnsafeRawBufferPointer, size: Int, dataStart: Int) -> Step {
+        if size == 0 {
+            state = .trailers
+            // The next response's head most likely follows the empty trailer section.
+            ByteScanner.prefetch(bytes, from: dataStart, count: previousHead.bytes.count + 2)
+        } else {
+            state = .chunkData(remaining: size)
+            // The next chunk-size line, which the next call reads after handing back this chunk's data.
+            ByteScanner.prefetch(bytes, from: dataStart &+ size, count: 8)
+        }
+        return .advanced(to: dataStart)
+    }
+
+    /// The common chunk-size line, whole in `bytes`: 1 to 15 hex digits and CRLF, no extension. Returns the
+    /// size and the offset after the LF, or nil for anything else (which ``parseChunkSizeLine(_:)`` handles,
+    /// rejecting what it must). Fifteen digits cannot overflow.
+    @inline(__always)
+    private static func plainChunkSizeLine(_ bytes: UnsafeRawBufferPointer, from offset: Int) -> (size: Int, lineEnd: Int)? {
+        var position = offset
+        var size = 0
+        let digitsEnd = min(bytes.count, offset + 15)
+        while position < digitsEnd, let digit = ByteScanner.hexValue(bytes[position]) {
+            size = size << 4 | digit
+            position += 1
+        }
+        guard position > offset, position + 1 < bytes.count, bytes[position] == ByteScanner.cr,
+            bytes[position + 1] == ByteScanner.lf
+        else { return nil }
+        return (size, position + 2)
     }
 
     private mutating func parseChunkData(_ bytes: UnsafeRawBufferPointer, from offset: Int, remaining: Int) -> Step {
@@ -393,6 +437,10 @@ struct HTTP1ResponseParser {
     }
 
     private mutating func parseChunkDataEnd(_ bytes: UnsafeRawBufferPointer, from offset: Int, sawCR: Bool) throws(HTTPClientError) -> Step {
+        if !sawCR, offset + 1 < bytes.count, bytes[offset] == ByteScanner.cr, bytes[offset + 1] == ByteScanner.lf {
+            state = .chunkSize
+            return .advanced(to: offset + 2)
+        }
         var position = offset
         var sawCR = sawCR
         while position < bytes.count {
@@ -498,14 +546,46 @@ struct HTTP1ResponseParser {
         var spans: [FieldSpan] = []
         /// The span array of the head before, kept for its capacity (two arrays take turns).
         var spareSpans: [FieldSpan] = []
+
+        /// After a head that was incomplete or invalid: takes back `fields`, the previous head's fields as
+        /// that head's parsing left them, and forgets the spans of those it replaced (`newSpans[i].replaced`),
+        /// so that `fields[i]` still is what `spans[i]` says wherever a span can match.
+        mutating func restore(_ fields: HTTPFields, changedBy newSpans: [FieldSpan]) {
+            var fields = fields
+            if fields.count > spans.count {
+                fields.removeSubrange(spans.count...)
+            }
+            for index in 0..<min(newSpans.count, spans.count) where newSpans[index].replaced {
+                spans[index] = .folded
+            }
+            self.fields = fields
+            spareSpans = newSpans
+        }
     }
 
-    /// Where a field's name and value lie in its section's bytes; `valueStart` is -1 for a folded value.
+    /// Where a field's line lies in its section's bytes, and what it says for framing. A line of the next head
+    /// with the same bytes (its line ending included) is the same field: its name is a token, its value is
+    /// valid, and it means the same for framing, so none of that is checked again.
     struct FieldSpan {
-        var nameStart: Int32
-        var nameEnd: Int32
+        var lineStart: Int32
+        /// The line's length with its CRLF or LF; 0 for a folded field (never reused as a line).
+        var lineLength: Int32
+        /// 0 for a folded field: no name bytes compare equal.
+        var nameLength: Int32
+        /// -1 for a folded value.
         var valueStart: Int32
         var valueEnd: Int32
+        var role: FieldRole
+        /// Whether parsing this span's head put a new field at its position (rather than keeping the previous
+        /// head's): what must be undone if that head turns out to be incomplete or invalid.
+        var replaced: Bool
+        /// The parsed value of a Content-Length field.
+        var contentLength: Int
+
+        /// Matches no line and no name.
+        static let folded = FieldSpan(
+            lineStart: 0, lineLength: 0, nameLength: 0, valueStart: -1, valueEnd: -1, role: .other, replaced: false,
+            contentLength: 0)
     }
 
     /// The previous section's bytes and field spans, while a new section is compared with them.
@@ -514,14 +594,19 @@ struct HTTP1ResponseParser {
         var spans: UnsafeBufferPointer<FieldSpan>
 
         @inline(__always)
-        func name(_ index: Int) -> UnsafeRawBufferPointer {
-            let span = spans[index]
-            return UnsafeRawBufferPointer(rebasing: bytes[Int(span.nameStart)..<Int(span.nameEnd)])
+        func line(_ span: FieldSpan) -> UnsafeRawBufferPointer {
+            let start = Int(span.lineStart)
+            return UnsafeRawBufferPointer(rebasing: bytes[start..<start + Int(span.lineLength)])
         }
 
         @inline(__always)
-        func value(_ index: Int) -> UnsafeRawBufferPointer? {
-            let span = spans[index]
+        func name(_ span: FieldSpan) -> UnsafeRawBufferPointer {
+            let start = Int(span.lineStart)
+            return UnsafeRawBufferPointer(rebasing: bytes[start..<start + Int(span.nameLength)])
+        }
+
+        @inline(__always)
+        func value(_ span: FieldSpan) -> UnsafeRawBufferPointer? {
             guard span.valueStart >= 0 else { return nil }
             return UnsafeRawBufferPointer(rebasing: bytes[Int(span.valueStart)..<Int(span.valueEnd)])
         }
@@ -546,38 +631,48 @@ struct HTTP1ResponseParser {
     ) throws(HTTPClientError) -> (head: ParsedHead, length: Int)? {
         guard let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: 0) else { return nil }
         let (version, status) = try parseStatusLine(ByteScanner.trimmingCR(section, 0, lineFeed), previous: previous.status)
-        var headers = previous.fields
         var framing = FramingFields()
         var spans: [FieldSpan] = []
         swap(&spans, &previous.spareSpans)
         spans.removeAll(keepingCapacity: true)
+        // The previous head's fields, changed in place where this head differs: taken out of `previous` first,
+        // so that unless the previous head is still held elsewhere, its array is not copied.
+        var headers = HTTPFields()
+        swap(&headers, &previous.fields)
         let outcome = previous.bytes.withUnsafeBytes { bytes in
             previous.spans.withUnsafeBufferPointer { previousSpans in
-                Result { () throws(HTTPClientError) -> Int? in
-                    try parseFieldLines(
-                        section, from: lineFeed + 1, kind: "header", interpretsFraming: true, limits: limits,
-                        into: &headers, framing: &framing, reusing: ReuseSource(bytes: bytes, spans: previousSpans),
-                        spans: &spans)
+                Result { () throws(HTTPClientError) -> (end: Int, count: Int)? in
+                    try parseHeadFields(
+                        section, from: lineFeed + 1, limits: limits, fields: &headers,
+                        reusing: ReuseSource(bytes: bytes, spans: previousSpans), framing: &framing, spans: &spans)
                 }
             }
         }
-        let parsedLength: Int?
+        let parsed: (end: Int, count: Int)?
         switch outcome {
-        case .success(let length): parsedLength = length
+        case .success(let result): parsed = result
         case .failure(let error):
-            previous.spareSpans = spans
+            previous.restore(headers, changedBy: spans)
             throw error
         }
-        guard let length = parsedLength else {
-            previous.spareSpans = spans
+        guard let (length, count) = parsed else {
+            previous.restore(headers, changedBy: spans)
             return nil
+        }
+        if count < headers.count {
+            headers.removeSubrange(count...)
         }
         previous.status = status
         previous.fields = headers
         previous.spareSpans = previous.spans
         previous.spans = spans
-        previous.bytes.removeAll(keepingCapacity: true)
-        previous.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: section[..<length]))
+        if previous.bytes.count == length {
+            // Heads on one connection often have the same length (same fields, fixed-width dates and ids).
+            previous.bytes.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: section[..<length])) }
+        } else {
+            previous.bytes.removeAll(keepingCapacity: true)
+            previous.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: section[..<length]))
+        }
 
         if framing.transferEncoding != .absent && version == .http1_0 {
             throw .malformedResponse("Transfer-Encoding in an HTTP/1.0 response (RFC 9112 §6.1: its framing is faulty)")
@@ -642,29 +737,106 @@ struct HTTP1ResponseParser {
         return (version, HTTPResponse.Status(code: code, reasonPhrase: reasonPhrase))
     }
 
-    /// Parses field lines from `offset` up to and including the empty line that ends the section, noting
-    /// what the framing-related ones say in `framing`, and returns the offset just past that empty line, or
-    /// nil if `section` ends before it. `kind` ("header" or "trailer") names them in errors.
-    ///
-    /// `fields` holds the previous section's fields on entry (or nothing) and this section's on return: a
-    /// field whose name and value bytes equal the previous field at its position is kept as it is.
+    /// What ``nextFieldLine`` found.
+    private enum FieldLineResult {
+        /// The section ends before the line does (or before the line after it, which might continue it).
+        case incomplete
+        /// The empty line that ends the section; the offset just past it.
+        case endOfSection(Int)
+        /// A field line, checked, with its obs-fold continuations replaced by single SPs in `folded`
+        /// (nil if it had none), and the offset of the line after it.
+        case field(FieldLine, folded: [UInt8]?, isASCII: Bool, next: Int)
+    }
+
+    /// Parses the field line at `lineStart`, the section's `(count + 1)`th field if it is one.
+    @inline(__always)
+    private static func nextFieldLine(
+        _ section: UnsafeRawBufferPointer, at lineStart: Int, count: Int, kind: String, limits: Limits
+    ) throws(HTTPClientError) -> FieldLineResult {
+        guard let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: lineStart) else { return .incomplete }
+        let line = ByteScanner.trimmingCR(section, lineStart, lineFeed)
+        var next = lineFeed + 1
+        if line.isEmpty { return .endOfSection(next) }
+        // Whether the next line continues this one (obs-fold) is unknown until it has arrived.
+        guard next < section.count else { return .incomplete }
+        if line[0] == ByteScanner.sp || line[0] == ByteScanner.htab {
+            // Continuation lines are consumed with their field below, so this is the section's first line.
+            // RFC 9112 §2.2: whitespace before the first field line must be rejected (or the line ignored).
+            throw .malformedResponse("\(kind) section starts with a whitespace-prefixed line \(ByteScanner.quote(line))")
+        }
+        if count + 1 > limits.maxHeaderCount {
+            throw .headerLimitExceeded("more than \(limits.maxHeaderCount) \(kind) fields")
+        }
+        let field = try FieldLine(line, kind: kind)
+        // Looking one line ahead for an obs-fold continuation (a line starting with SP or HTAB) is one byte compare.
+        guard section[next] == ByteScanner.sp || section[next] == ByteScanner.htab else {
+            return .field(field, folded: nil, isASCII: field.isASCII, next: next)
+        }
+        var folded = Array(field.value)
+        var isASCII = field.isASCII
+        while next < section.count && (section[next] == ByteScanner.sp || section[next] == ByteScanner.htab),
+            let continuationEnd = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: next)
+        {
+            // RFC 9112 §5.2: replace each obs-fold (the line break and the whitespace around it) by one SP.
+            let continuation = ByteScanner.trimmingWhitespace(ByteScanner.trimmingCR(section, next, continuationEnd))
+            isASCII = try checkValue(continuation, name: field.name, kind: kind) && isASCII
+            if !continuation.isEmpty {
+                if !folded.isEmpty { folded.append(ByteScanner.sp) }
+                folded.append(contentsOf: continuation)
+            }
+            next = continuationEnd + 1
+        }
+        // A continuation line without its LF yet: the next call finds no LF there and says `.incomplete`.
+        guard next < section.count else { return .incomplete }
+        return .field(field, folded: folded, isASCII: isASCII, next: next)
+    }
+
+    /// Parses field lines from `offset` up to and including the empty line that ends the section into
+    /// `fields` (empty on entry), noting what the framing-related ones say in `framing` if `interpretsFraming`,
+    /// and returns the offset just past that empty line, or nil if `section` ends before it. `kind`
+    /// ("header" or "trailer") names them in errors.
     static func parseFieldLines(
         _ section: UnsafeRawBufferPointer, from offset: Int, kind: String, interpretsFraming: Bool, limits: Limits,
         into fields: inout HTTPFields, framing: inout FramingFields
     ) throws(HTTPClientError) -> Int? {
-        var spans: [FieldSpan] = []
-        return try parseFieldLines(
-            section, from: offset, kind: kind, interpretsFraming: interpretsFraming, limits: limits, into: &fields,
-            framing: &framing, reusing: nil, spans: &spans)
+        var lineStart = offset
+        var count = 0
+        while true {
+            switch try nextFieldLine(section, at: lineStart, count: count, kind: kind, limits: limits) {
+            case .incomplete:
+                return nil
+            case .endOfSection(let end):
+                return end
+            case .field(let field, let folded, let isASCII, let next):
+                count += 1
+                lineStart = next
+                func makeAndNote(_ value: UnsafeRawBufferPointer) throws(HTTPClientError) {
+                    fields.append(try makeField(name: makeName(field.name), value: value, isASCII: isASCII))
+                    // Framing fields in trailers are meaningless (RFC 9110 §6.5.1); they are kept as plain fields.
+                    if interpretsFraming {
+                        _ = try noteFraming(field.role, value: value, into: &framing)
+                    }
+                }
+                if let folded {
+                    try folded.withBytes(makeAndNote)
+                } else {
+                    try makeAndNote(field.value)
+                }
+            }
+        }
     }
 
-    /// The same, comparing each field with `previous` (whose fields `fields` holds on entry) and noting in
-    /// `spans` where each field lies in `section`.
-    static func parseFieldLines(
-        _ section: UnsafeRawBufferPointer, from offset: Int, kind: String, interpretsFraming: Bool, limits: Limits,
-        into fields: inout HTTPFields, framing: inout FramingFields, reusing previous: ReuseSource?,
-        spans: inout [FieldSpan]
-    ) throws(HTTPClientError) -> Int? {
+    /// Parses the field lines of a head from `offset` up to and including the empty line that ends it,
+    /// comparing each with the previous head's field at its position: `fields` holds the previous head's
+    /// fields on entry, which came from `previous`, and this head's on return (from position `count` on, the
+    /// previous head's remain, for the caller to remove). A line with the same bytes as the previous head's
+    /// is that field, kept as it is; a field whose name bytes are the same keeps its `HTTPField.Name`.
+    /// `spans` says where each field lies in `section`, and which positions of `fields` were replaced.
+    /// Returns the offset just past the empty line and the number of fields, or nil if `section` ends first.
+    static func parseHeadFields(
+        _ section: UnsafeRawBufferPointer, from offset: Int, limits: Limits, fields: inout HTTPFields,
+        reusing previous: ReuseSource, framing: inout FramingFields, spans: inout [FieldSpan]
+    ) throws(HTTPClientError) -> (end: Int, count: Int)? {
         if fields.isEmpty {
             // One allocation for the fields array instead of several while it grows; 32 bytes per field is
             // about what real heads average (hyper guesses 30: `AVERAGE_HEADER_SIZE`).
@@ -673,62 +845,116 @@ struct HTTP1ResponseParser {
         var lineStart = offset
         var count = 0
         while true {
-            guard let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: lineStart) else { return nil }
-            let line = ByteScanner.trimmingCR(section, lineStart, lineFeed)
-            lineStart = lineFeed + 1
-            if line.isEmpty { break }
-            // Whether the next line continues this one (obs-fold) is unknown until it has arrived.
-            guard lineStart < section.count else { return nil }
-            if line[0] == ByteScanner.sp || line[0] == ByteScanner.htab {
-                // Continuation lines are consumed with their field below, so this is the section's first line.
-                // RFC 9112 §2.2: whitespace before the first field line must be rejected (or the line ignored).
-                throw .malformedResponse("\(kind) section starts with a whitespace-prefixed line \(ByteScanner.quote(line))")
-            }
-            count += 1
-            if count > limits.maxHeaderCount {
-                throw .headerLimitExceeded("more than \(limits.maxHeaderCount) \(kind) fields")
-            }
-            var field = try FieldLine(line, kind: kind)
-            if !interpretsFraming {
-                // Framing fields in trailers are meaningless (RFC 9110 §6.5.1); keep them as plain fields.
-                field.role = .other
-            }
-            // Looking one line ahead for an obs-fold continuation (a line starting with SP or HTAB) is one byte compare.
-            if section[lineStart] == ByteScanner.sp || section[lineStart] == ByteScanner.htab {
-                var folded = Array(field.value)
-                var isASCII = field.isASCII
-                while lineStart < section.count && (section[lineStart] == ByteScanner.sp || section[lineStart] == ByteScanner.htab),
-                    let continuationEnd = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: lineStart)
+            if count < previous.spans.count {
+                // The common case on a keep-alive connection: the same line as in the previous head. The byte
+                // after it must be here (it could start an obs-fold continuation) and must not be SP or HTAB.
+                let span = previous.spans[count]
+                let lineEnd = lineStart + Int(span.lineLength)
+                if span.lineLength > 0, lineEnd < section.count,
+                    section[lineEnd] != ByteScanner.sp && section[lineEnd] != ByteScanner.htab,
+                    ByteScanner.equals(UnsafeRawBufferPointer(rebasing: section[lineStart..<lineEnd]), previous.line(span))
                 {
-                    // RFC 9112 §5.2: replace each obs-fold (the line break and the whitespace around it) by one SP.
-                    let continuation = ByteScanner.trimmingWhitespace(ByteScanner.trimmingCR(section, lineStart, continuationEnd))
-                    isASCII = try checkValue(continuation, name: field.name, kind: kind) && isASCII
-                    if !continuation.isEmpty {
-                        if !folded.isEmpty { folded.append(ByteScanner.sp) }
-                        folded.append(contentsOf: continuation)
+                    count += 1
+                    if count > limits.maxHeaderCount {
+                        throw .headerLimitExceeded("more than \(limits.maxHeaderCount) header fields")
                     }
-                    lineStart = continuationEnd + 1
-                }
-                guard lineStart < section.count else { return nil }
-                try folded.withBytes { value throws(HTTPClientError) in
-                    try add(field, value: value, isASCII: isASCII, at: count - 1, into: &fields, framing: &framing, reusing: nil)
-                }
-                spans.append(FieldSpan(nameStart: 0, nameEnd: 0, valueStart: -1, valueEnd: -1))
-            } else {
-                try add(field, value: field.value, isASCII: field.isASCII, at: count - 1, into: &fields, framing: &framing, reusing: previous)
-                if let base = section.baseAddress, let name = field.name.baseAddress {
-                    let nameStart = Int32(truncatingIfNeeded: name - base)
-                    let valueStart = field.value.baseAddress.map { Int32(truncatingIfNeeded: $0 - base) } ?? nameStart
-                    spans.append(FieldSpan(
-                        nameStart: nameStart, nameEnd: nameStart + Int32(truncatingIfNeeded: field.name.count),
-                        valueStart: valueStart, valueEnd: valueStart + Int32(truncatingIfNeeded: field.value.count)))
+                    // Where the same line lies in this section.
+                    let shift = Int32(truncatingIfNeeded: lineStart) &- span.lineStart
+                    var moved = span
+                    moved.lineStart &+= shift
+                    moved.valueStart &+= shift
+                    moved.valueEnd &+= shift
+                    moved.replaced = false
+                    if span.role == .contentLength {
+                        try noteContentLength(span.contentLength, into: &framing)
+                    } else if span.role != .other {
+                        let value = UnsafeRawBufferPointer(rebasing: section[Int(moved.valueStart)..<Int(moved.valueEnd)])
+                        _ = try noteFraming(span.role, value: value, into: &framing)
+                    }
+                    spans.append(moved)
+                    lineStart = lineEnd
+                    continue
                 }
             }
+            switch try nextFieldLine(section, at: lineStart, count: count, kind: "header", limits: limits) {
+            case .incomplete:
+                return nil
+            case .endOfSection(let end):
+                return (end, count)
+            case .field(let field, let folded, let isASCII, let next):
+                let index = count
+                count += 1
+                // Everything that can throw comes before `fields` changes, and the span noting the change is
+                // appended right after: if the head fails, `spans` names every position that was replaced.
+                func place(_ value: UnsafeRawBufferPointer) throws(HTTPClientError) -> (replaced: Bool, contentLength: Int) {
+                    let contentLength = try noteFraming(field.role, value: value, into: &framing)
+                    guard index < fields.count else {
+                        fields.append(try makeField(name: makeName(field.name), value: value, isASCII: isASCII))
+                        return (true, contentLength)
+                    }
+                    guard index < previous.spans.count, ByteScanner.equals(previous.name(previous.spans[index]), field.name) else {
+                        // Not the subscript setter: it ignores a new field that is `==` to the old one, and names
+                        // compare case-insensitively, so `server` would keep the previous head's spelling `Server`.
+                        let replacement = try makeField(name: makeName(field.name), value: value, isASCII: isASCII)
+                        fields.replaceSubrange(index..<(index + 1), with: CollectionOfOne(replacement))
+                        return (true, contentLength)
+                    }
+                    if let previousValue = previous.value(previous.spans[index]), ByteScanner.equals(previousValue, value) {
+                        // The same name and value bytes as the previous head's field here: keep that field.
+                        return (false, contentLength)
+                    }
+                    fields[index] = makeField(name: fields[index].name, value: value, isASCII: isASCII)
+                    return (true, contentLength)
+                }
+                let (replaced, contentLength) = if let folded { try folded.withBytes(place) } else { try place(field.value) }
+                if folded == nil, let base = section.baseAddress, let valueBase = field.value.baseAddress {
+                    let valueStart = valueBase - base
+                    spans.append(FieldSpan(
+                        lineStart: Int32(truncatingIfNeeded: lineStart), lineLength: Int32(truncatingIfNeeded: next - lineStart),
+                        nameLength: Int32(truncatingIfNeeded: field.name.count), valueStart: Int32(truncatingIfNeeded: valueStart),
+                        valueEnd: Int32(truncatingIfNeeded: valueStart + field.value.count), role: field.role,
+                        replaced: replaced, contentLength: contentLength))
+                } else {
+                    // A folded field (or an empty value, which has no address): never reused as a line, and its
+                    // name never matches.
+                    var span = FieldSpan.folded
+                    span.replaced = replaced
+                    spans.append(span)
+                }
+                lineStart = next
+            }
         }
-        if count < fields.count {
-            fields.removeSubrange(count...)
+    }
+
+    /// Notes what a framing field's value says; returns the length a Content-Length field gives (else 0).
+    @inline(__always)
+    private static func noteFraming(_ role: FieldRole, value: UnsafeRawBufferPointer, into framing: inout FramingFields) throws(HTTPClientError) -> Int {
+        switch role {
+        case .other:
+            return 0
+        case .connection:
+            FieldValueParser.forEachListElement(value) { token in
+                if ByteScanner.equalsIgnoringCase(token, "close") { framing.connectionClose = true }
+                if ByteScanner.equalsIgnoringCase(token, "keep-alive") { framing.connectionKeepAlive = true }
+            }
+        case .keepAlive:
+            FieldValueParser.parseKeepAlive(value, into: &framing)
+        case .contentLength:
+            let length = try FieldValueParser.parseContentLength(value)
+            try noteContentLength(length, into: &framing)
+            return length
+        case .transferEncoding:
+            try FieldValueParser.parseTransferEncoding(value, into: &framing)
         }
-        return lineStart
+        return 0
+    }
+
+    @inline(__always)
+    private static func noteContentLength(_ length: Int, into framing: inout FramingFields) throws(HTTPClientError) {
+        if let previous = framing.contentLength, previous != length {
+            throw .malformedResponse("conflicting Content-Length values \(previous) and \(length)")
+        }
+        framing.contentLength = length
     }
 
     /// Field values may hold HTAB, SP, VCHAR and obs-text (RFC 9110 §5.5); any other control byte is an error.
@@ -746,50 +972,6 @@ struct HTTP1ResponseParser {
             }
             guard let next = ByteScanner.firstNonPrintableASCII(in: value, from: index + 1) else { return isASCII }
             index = next
-        }
-    }
-
-    /// Puts the field at `index` of `fields` (replacing what the previous section had there, unless it is the
-    /// same bytes), then notes what a framing field says.
-    private static func add(
-        _ field: FieldLine, value: UnsafeRawBufferPointer, isASCII: Bool, at index: Int, into fields: inout HTTPFields,
-        framing: inout FramingFields, reusing previous: ReuseSource?
-    ) throws(HTTPClientError) {
-        if index < fields.count {
-            // `fields` still holds the previous section's fields from `index` on.
-            if let previous, index < previous.spans.count, ByteScanner.equals(previous.name(index), field.name) {
-                if let previousValue = previous.value(index), ByteScanner.equals(previousValue, value) {
-                    // The same bytes as the previous head's field here: keep that field.
-                } else {
-                    fields[index] = makeField(name: fields[index].name, value: value, isASCII: isASCII)
-                }
-            } else {
-                // Not the subscript setter: it ignores a new field that is `==` to the old one, and names
-                // compare case-insensitively, so `server` would keep the previous head's spelling `Server`.
-                let replacement = try makeField(name: makeName(field.name), value: value, isASCII: isASCII)
-                fields.replaceSubrange(index..<(index + 1), with: CollectionOfOne(replacement))
-            }
-        } else {
-            fields.append(try makeField(name: makeName(field.name), value: value, isASCII: isASCII))
-        }
-        switch field.role {
-        case .other:
-            break
-        case .connection:
-            FieldValueParser.forEachListElement(value) { token in
-                if ByteScanner.equalsIgnoringCase(token, "close") { framing.connectionClose = true }
-                if ByteScanner.equalsIgnoringCase(token, "keep-alive") { framing.connectionKeepAlive = true }
-            }
-        case .keepAlive:
-            FieldValueParser.parseKeepAlive(value, into: &framing)
-        case .contentLength:
-            let length = try FieldValueParser.parseContentLength(value)
-            if let previous = framing.contentLength, previous != length {
-                throw .malformedResponse("conflicting Content-Length values \(previous) and \(length)")
-            }
-            framing.contentLength = length
-        case .transferEncoding:
-            try FieldValueParser.parseTransferEncoding(value, into: &framing)
         }
     }
 
@@ -814,7 +996,7 @@ struct HTTP1ResponseParser {
     }
 
     /// The fields whose values decide framing and connection reuse.
-    private enum FieldRole {
+    enum FieldRole: UInt8 {
         case other, contentLength, transferEncoding, connection, keepAlive
 
         init(name: UnsafeRawBufferPointer) {
@@ -1102,6 +1284,18 @@ enum ByteScanner {
         return nil
     }
 
+    /// Asks the CPU to start loading `bytes[start..<start + count]` (or as much of it as exists) into the cache.
+    @inline(__always)
+    static func prefetch(_ bytes: UnsafeRawBufferPointer, from start: Int, count: Int) {
+        guard start >= 0, start < bytes.count, count > 0, let base = bytes.baseAddress else { return }
+        let end = UInt(bitPattern: base + min(bytes.count, start + count))
+        var line = UInt(bitPattern: base + start) & ~63  // 64-byte cache lines
+        while line < end {
+            _prefetch(UnsafeRawPointer(bitPattern: line)!, 0, 3, 1)
+            line += 64
+        }
+    }
+
     /// `bytes[start..<end]` without one CR at the end (a line whose LF is at `end`).
     @inline(__always)
     static func trimmingCR(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> UnsafeRawBufferPointer {
@@ -1177,11 +1371,16 @@ enum ByteScanner {
         guard a.count == b.count else { return false }
         guard let left = a.baseAddress, let right = b.baseAddress else { return a.count == 0 }
         var position = 0
-        while position + 8 <= a.count {
-            if left.loadUnaligned(fromByteOffset: position, as: UInt64.self) != right.loadUnaligned(fromByteOffset: position, as: UInt64.self) {
-                return false
+        if a.count >= 8 {
+            while position + 8 < a.count {
+                if left.loadUnaligned(fromByteOffset: position, as: UInt64.self) != right.loadUnaligned(fromByteOffset: position, as: UInt64.self) {
+                    return false
+                }
+                position += 8
             }
-            position += 8
+            // The last eight bytes, overlapping what was compared already: no byte-by-byte tail.
+            let last = a.count - 8
+            return left.loadUnaligned(fromByteOffset: last, as: UInt64.self) == right.loadUnaligned(fromByteOffset: last, as: UInt64.self)
         }
         while position < a.count {
             if left.load(fromByteOffset: position, as: UInt8.self) != right.load(fromByteOffset: position, as: UInt8.self) { return false }
@@ -1235,3 +1434,6 @@ enum ByteScanner {
         return text + "'"
     }
 }
+
+@_silgen_name("llvm.prefetch.p0")
+private func _prefetch(_ address: UnsafeRawPointer, _ readWrite: Int32, _ locality: Int32, _ cacheType: Int32)
