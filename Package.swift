@@ -30,11 +30,14 @@ let package = Package(
         ),
         // Linux readiness APIs (epoll, eventfd) that Glibc's Swift module does not export.
         .systemLibrary(name: "CEpoll"),
+        // Compiler intrinsics without a Swift spelling (a cache prefetch for the parser), as static inline C.
+        .systemLibrary(name: "CIntrinsics"),
         .target(
             name: "AsyncHTTP",
             dependencies: [
                 "COpenSSL",
                 "CEpoll",
+                "CIntrinsics",
                 "CZlib",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

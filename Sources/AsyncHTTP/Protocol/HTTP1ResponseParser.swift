@@ -1,3 +1,4 @@
+import CIntrinsics
 import HTTPTypes
 
 // An incremental, sans-IO HTTP/1.0 and HTTP/1.1 response parser: bytes in, events out (h11's
@@ -1291,7 +1292,7 @@ enum ByteScanner {
         let end = UInt(bitPattern: base + min(bytes.count, start + count))
         var line = UInt(bitPattern: base + start) & ~63  // 64-byte cache lines
         while line < end {
-            _prefetch(UnsafeRawPointer(bitPattern: line)!, 0, 3, 1)
+            ahttp_prefetch(UnsafeRawPointer(bitPattern: line))
             line += 64
         }
     }
@@ -1434,6 +1435,3 @@ enum ByteScanner {
         return text + "'"
     }
 }
-
-@_silgen_name("llvm.prefetch.p0")
-private func _prefetch(_ address: UnsafeRawPointer, _ readWrite: Int32, _ locality: Int32, _ cacheType: Int32)
