@@ -83,6 +83,18 @@ final class ClientBehaviourTests: XCTestCase {
     func testLargeContentLengthBodyStreamsInManyChunks() async throws {
         let size = 20 << 20
         let response = try await client.send(HTTPClientRequest(url: url("/bytes?n=\(size)")))
+        let (count, chunks, mismatch) = try await readPatternBody(response)
+        XCTAssertEqual(count, size)
+        XCTAssertNil(mismatch)
+        XCTAssertGreaterThan(chunks, 10)
+    }
+
+    /// Reads a `/bytes` body chunk by chunk, checking each byte against the server's pattern (`i % 251`);
+    /// `afterChunk` gets the number of chunks read so far. Returns the byte and chunk counts and the offset of
+    /// the first wrong byte.
+    func readPatternBody(
+        _ response: HTTPClientResponse, afterChunk: (Int) async throws -> Void = { _ in }
+    ) async throws -> (count: Int, chunks: Int, mismatch: Int?) {
         var count = 0
         var chunks = 0
         var mismatch: Int?
@@ -92,10 +104,9 @@ final class ClientBehaviourTests: XCTestCase {
             }
             count += chunk.count
             chunks += 1
+            try await afterChunk(chunks)
         }
-        XCTAssertEqual(count, size)
-        XCTAssertNil(mismatch)
-        XCTAssertGreaterThan(chunks, 10)
+        return (count, chunks, mismatch)
     }
 
     /// A reader that pauses lets edges pile up while nobody waits, so the event loop disarms the descriptor;
@@ -107,15 +118,7 @@ final class ClientBehaviourTests: XCTestCase {
         var request = HTTPClientRequest(url: url("/bytes?n=\(size)"))
         request.timeout = .seconds(60)
         let response = try await client.send(request)
-        var count = 0
-        var chunks = 0
-        var mismatch: Int?
-        for try await chunk in response.body {
-            for (offset, byte) in chunk.enumerated() where byte != UInt8((count + offset) % 251) {
-                mismatch = mismatch ?? count + offset
-            }
-            count += chunk.count
-            chunks += 1
+        let (count, _, mismatch) = try await readPatternBody(response) { chunks in
             // Pause on the first 20 chunks: the server keeps sending, the kernel keeps signalling.
             if chunks <= 20 { try await Task.sleep(for: .milliseconds(5)) }
         }
