@@ -74,6 +74,28 @@ final class EpollEventLoop: IOEventNotifier {
         var writable = false
         /// The events epoll currently reports for this descriptor (always with `EPOLLET`).
         var armed = EpollEventLoop.readEvents | EpollEventLoop.writeEvents
+
+        /// An edge in `interest`'s direction: takes the parked waiter, or remembers the edge. A second edge
+        /// while the first is still remembered disarms the direction (the caller applies `armed`).
+        mutating func edge(_ interest: IOInterest) -> Waiter? {
+            switch interest {
+            case .readable:
+                if let waiter = reader {
+                    reader = nil
+                    return waiter
+                }
+                if readable { armed &= ~EpollEventLoop.readEvents }
+                readable = true
+            case .writable:
+                if let waiter = writer {
+                    writer = nil
+                    return waiter
+                }
+                if writable { armed &= ~EpollEventLoop.writeEvents }
+                writable = true
+            }
+            return nil
+        }
     }
 
     private static let readEvents = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
@@ -317,29 +339,13 @@ final class EpollEventLoop: IOEventNotifier {
                         let flags = event.events
                         let failed = flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
                         let armedBefore = state.registrations.values[slot].armed
-                        if flags & Self.readEvents != 0 || failed {
-                            if let reader = state.registrations.values[slot].reader {
-                                ready.append((reader.continuation, .ready))
-                                state.registrations.values[slot].reader = nil
-                                state.left(reader)
-                            } else {
-                                if state.registrations.values[slot].readable {
-                                    state.registrations.values[slot].armed &= ~Self.readEvents
-                                }
-                                state.registrations.values[slot].readable = true
-                            }
+                        if flags & Self.readEvents != 0 || failed, let reader = state.registrations.values[slot].edge(.readable) {
+                            ready.append((reader.continuation, .ready))
+                            state.left(reader)
                         }
-                        if flags & Self.writeEvents != 0 || failed {
-                            if let writer = state.registrations.values[slot].writer {
-                                ready.append((writer.continuation, .ready))
-                                state.registrations.values[slot].writer = nil
-                                state.left(writer)
-                            } else {
-                                if state.registrations.values[slot].writable {
-                                    state.registrations.values[slot].armed &= ~Self.writeEvents
-                                }
-                                state.registrations.values[slot].writable = true
-                            }
+                        if flags & Self.writeEvents != 0 || failed, let writer = state.registrations.values[slot].edge(.writable) {
+                            ready.append((writer.continuation, .ready))
+                            state.left(writer)
                         }
                         let armed = state.registrations.values[slot].armed
                         if armed != armedBefore {
