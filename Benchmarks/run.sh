@@ -240,8 +240,23 @@ record() {
     fi
 }
 
+# Reads the files a scenario serves (or uploads) into the page cache before each client's run. This VM's kernel
+# runs DAMON reclaim, which pages out file pages left unread for about 60 s; without this, whichever client
+# ran first in a round read the 256 MiB file from disk through nginx's sendfile (session 4: AsyncHTTP's
+# download measured 1.7 GB/s in full runs, 2.4 GB/s once the file was warm; AHC and curl, a few seconds
+# later, never saw it cold).
+warm_cache() {
+    case $1 in
+        seq|conc) cat "$BENCH/www/1k.bin" >/dev/null ;;
+        download) cat "$BENCH/www/256m.bin" >/dev/null ;;
+        gzip) cat "$BENCH/www/gz/data.json.gz" >/dev/null ;;
+        upload) cat "$BENCH/upload-64m.bin" >/dev/null ;;
+    esac
+}
+
 # The Swift clients, one scenario.
 run_client() {
+    warm_cache "$2"
     local client=$1 scenario=$2 base=http://127.0.0.1:$HTTP_PORT concurrency=1 extra=()
     case $scenario in
         tls-*|memory) base=https://127.0.0.1:$HTTPS_PORT ;;
@@ -292,6 +307,7 @@ PY
 
 # curl as the C reference for throughput: COUNT transfers, one process each, summed.
 run_curl() {
+    warm_cache "$1"
     local scenario=$1 count args=() size=0
     case $scenario in
         download) count=$DOWNLOADS; args=(-o /dev/null "http://127.0.0.1:$HTTP_PORT/256m.bin") ;;
