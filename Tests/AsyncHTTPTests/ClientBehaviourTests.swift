@@ -65,7 +65,7 @@ final class ClientBehaviourTests: XCTestCase {
         defer { Task { try await client.shutdown() } }
         _ = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)
         try await Task.sleep(for: .milliseconds(400))
-        let value1 = await client.pool.idleCount
+        let value1 = client.pool.idleCount
         XCTAssertEqual(value1, 0, "the sweep closed the idle connection")
         _ = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)
         XCTAssertEqual(client.connectionsOpened, 2)
@@ -422,6 +422,55 @@ final class ClientBehaviourTests: XCTestCase {
         let value6 = try await response.body.collect(upTo: 100)
         XCTAssertEqual(value6, Array("hello".utf8))
         XCTAssertEqual(server.connectionsAccepted, 1)
+    }
+
+    func testPoolWaitTimesOutNamingThePhaseAndTheQueueRecovers() async throws {
+        var configuration = HTTPClient.Configuration()
+        configuration.maxConnectionsPerHost = 1
+        let client = HTTPClient(configuration: configuration)
+        defer { Task { try await client.shutdown() } }
+        let slow = url("/slow-head?ms=400")
+        let holder = Task { try await client.send(HTTPClientRequest(url: slow)).body.collect(upTo: 100) }
+        try await Task.sleep(for: .milliseconds(100))
+        var waiting = HTTPClientRequest(url: url("/hello"))
+        waiting.timeout = .milliseconds(100)
+        do {
+            _ = try await client.send(waiting)
+            XCTFail("expected a timeout while waiting for the only connection")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .timeout)
+            XCTAssertEqual(error.timeoutPhase, .poolWait)
+        }
+        _ = try await holder.value
+        let body = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)
+        XCTAssertEqual(body, Array("hello".utf8))
+        XCTAssertEqual(server.connectionsAccepted, 1)
+        XCTAssertEqual(client.pool.idleCount, 1)
+    }
+
+    func testShutdownFailsRequestsQueuedForAConnection() async throws {
+        var configuration = HTTPClient.Configuration()
+        configuration.maxConnectionsPerHost = 1
+        let client = HTTPClient(configuration: configuration)
+        let slow = url("/slow-head?ms=300")
+        let holder = Task { try await client.send(HTTPClientRequest(url: slow)).body.collect(upTo: 100) }
+        try await Task.sleep(for: .milliseconds(100))
+        let hello = url("/hello")
+        let queued = (0..<3).map { _ in Task { try await client.send(HTTPClientRequest(url: hello)) } }
+        try await Task.sleep(for: .milliseconds(50))
+        try await client.shutdown()
+        for waiter in queued {
+            do {
+                _ = try await waiter.value
+                XCTFail("expected the queued request to fail at shutdown")
+            } catch let error as HTTPClientError {
+                XCTAssertEqual(error.code, .shutdown)
+            }
+        }
+        // The request already on the wire finishes; its connection is then closed, not parked.
+        let body = try await holder.value
+        XCTAssertEqual(body, Array("slow".utf8))
+        XCTAssertEqual(client.pool.idleCount, 0)
     }
 
     func testBatchOfConcurrentRequestsThroughATaskGroup() async throws {

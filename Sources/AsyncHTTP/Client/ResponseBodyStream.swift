@@ -38,31 +38,31 @@ final class ResponseBodyStream: @unchecked Sendable {
         } catch {
             self.connection = nil
             connection.close()
-            await pool.discard(connection.key)
+            pool.discard(connection.key)
             throw error
         }
         self.connection = nil
         let reusable = keepAlive && connection.isReusable
         logger.trace("response complete", metadata: ["connection": "\(connection.id)", "reusable": "\(reusable)"])
-        await Self.release(connection, reusable: reusable, pool: pool, pin: pin)
+        Self.release(connection, reusable: reusable, pool: pool, pin: pin)
         return nil
     }
 
     /// Hands a connection whose response ended back: to the pin of an NTLM handshake in progress, else the pool.
-    static func release(_ connection: HTTP1Connection, reusable: Bool, pool: ConnectionPool, pin: ConnectionPin?) async {
+    static func release(_ connection: HTTP1Connection, reusable: Bool, pool: ConnectionPool, pin: ConnectionPin?) {
         if let pin, pin.isHolding, reusable {
             pin.hold(connection, pool: pool)
         } else {
-            await pool.release(connection, reusable: reusable)
+            pool.release(connection, reusable: reusable)
         }
     }
 
     /// Gives up on the rest of the body: the connection is closed, not reused.
-    func abandon() async {
+    func abandon() {
         guard let connection else { return }
         self.connection = nil
         connection.close()
-        await pool.discard(connection.key)
+        pool.discard(connection.key)
     }
 
     deinit {
@@ -76,10 +76,10 @@ final class ResponseBodyStream: @unchecked Sendable {
             let drained = keepAlive ? await connection.drainResponse(limit: Self.drainLimit) : false
             logger.debug("unread body \(drained ? "drained" : "not drainable, closing")", metadata: ["connection": "\(connection.id)"])
             if drained {
-                await Self.release(connection, reusable: connection.isReusable, pool: pool, pin: pin)
+                Self.release(connection, reusable: connection.isReusable, pool: pool, pin: pin)
             } else {
                 connection.close()
-                await pool.discard(connection.key)
+                pool.discard(connection.key)
             }
         }
     }
