@@ -3,7 +3,8 @@ import XCTest
 
 @testable import AsyncHTTP
 
-/// `HTTPClientRequest` keeps its fields in a shared copy-on-write box; copies must still behave as values.
+/// `HTTPClientRequest` keeps most fields in a shared copy-on-write box (headers and the parsed URL beside it);
+/// copies must still behave as values.
 final class HTTPClientRequestTests: XCTestCase {
     func testCopiesAreIndependentValues() {
         var original = HTTPClientRequest(url: "http://127.0.0.1/a")
@@ -44,7 +45,7 @@ final class HTTPClientRequestTests: XCTestCase {
 
     func testCopyTakenBeforeAMutationKeepsTheOldParsedURL() throws {
         var request = HTTPClientRequest(url: "http://127.0.0.1:8080/x")
-        request.parsedURL = (request.url, try HTTPURL(request.url))
+        request.parsedURL = .init(source: request.url, url: try HTTPURL(request.url))
         let before = request
         request.url = "http://127.0.0.1:9090/y"
         XCTAssertEqual(try before.httpURL().port, 8080)
