@@ -65,7 +65,7 @@ final class ClientBehaviourTests: XCTestCase {
         defer { Task { try await client.shutdown() } }
         _ = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)
         try await Task.sleep(for: .milliseconds(400))
-        let value1 = client.pool.idleCount
+        let value1 = await client.pool.idleCount
         XCTAssertEqual(value1, 0, "the sweep closed the idle connection")
         _ = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)
         XCTAssertEqual(client.connectionsOpened, 2)
@@ -445,7 +445,8 @@ final class ClientBehaviourTests: XCTestCase {
         let body = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)
         XCTAssertEqual(body, Array("hello".utf8))
         XCTAssertEqual(server.connectionsAccepted, 1)
-        XCTAssertEqual(client.pool.idleCount, 1)
+        let idle = await client.pool.idleCount
+        XCTAssertEqual(idle, 1)
     }
 
     func testShutdownFailsRequestsQueuedForAConnection() async throws {
@@ -470,7 +471,8 @@ final class ClientBehaviourTests: XCTestCase {
         // The request already on the wire finishes; its connection is then closed, not parked.
         let body = try await holder.value
         XCTAssertEqual(body, Array("slow".utf8))
-        XCTAssertEqual(client.pool.idleCount, 0)
+        let idle = await client.pool.idleCount
+        XCTAssertEqual(idle, 0)
     }
 
     func testBatchOfConcurrentRequestsThroughATaskGroup() async throws {

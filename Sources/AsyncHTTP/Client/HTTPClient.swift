@@ -85,7 +85,7 @@ public final class HTTPClient: Sendable {
             return
         }
         isShutDown.store(true, ordering: .relaxed)
-        pool.shutdown()
+        await pool.shutdown()
     }
 
     /// How many connections this client has opened so far (curl's `%{num_connects}`, summed).
@@ -155,7 +155,7 @@ public final class HTTPClient: Sendable {
                 } else {
                     // The server closed the handshake's connection; the handshake will fail and say so.
                     pinned.close()
-                    pool.discard(pinned.key)
+                    await pool.discard(pinned.key)
                     connection = try await connectionFor(key, fresh: true, deadlines: deadlines)
                 }
             } else {
@@ -171,7 +171,7 @@ public final class HTTPClient: Sendable {
             return try await response(for: request, head: head, connection: connection, pin: pin, deadlines: deadlines)
         } catch {
             connection.close()
-            pool.discard(key)
+            await pool.discard(key)
             let attempt = StaleConnectionRetry.Attempt(
                 connectionWasReused: connection.wasReused,
                 requestBytesWritten: connection.requestBytesWritten,
@@ -194,7 +194,7 @@ public final class HTTPClient: Sendable {
         let body: HTTPClientResponse.Body
         if let chunks = try connection.takeBufferedBodyIfComplete() {
             // The whole body came with the head: hand the connection back before the caller even reads.
-            ResponseBodyStream.release(connection, reusable: keepAlive && connection.isReusable, pool: pool, pin: pin)
+            await ResponseBodyStream.release(connection, reusable: keepAlive && connection.isReusable, pool: pool, pin: pin)
             body = .init(storage: .buffered(chunks))
         } else {
             body = .init(storage: .connection(ResponseBodyStream(
@@ -218,14 +218,14 @@ public final class HTTPClient: Sendable {
                 }
                 logger.debug("connection \(connection.id) was closed by the server while idle", metadata: ["key": "\(key)"])
                 connection.close()
-                pool.discard(key)
+                await pool.discard(key)
             case .connect:
                 do {
                     let connection = try await openConnection(key, deadlines: deadlines)
                     logger.debug("connection \(connection.id) opened", metadata: ["key": "\(key)", "remote": "\(connection.socket.remote)"])
                     return connection
                 } catch {
-                    pool.discard(key)
+                    await pool.discard(key)
                     throw error
                 }
             }

@@ -150,7 +150,7 @@ extension HTTPClientResponse {
             }
             for try await chunk in self {
                 guard bytes.count + chunk.count <= maxBytes else {
-                    if case .connection(let stream) = storage { stream.abandon() }
+                    if case .connection(let stream) = storage { await stream.abandon() }
                     throw HTTPClientError(.bodyLimitExceeded, "the body is larger than the limit of \(maxBytes) bytes")
                 }
                 if bytes.isEmpty { bytes.reserveCapacity(Swift.min(maxBytes, Swift.max(chunk.count, 16 * 1024))) }

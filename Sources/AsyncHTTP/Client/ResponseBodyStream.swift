@@ -38,31 +38,31 @@ final class ResponseBodyStream: @unchecked Sendable {
         } catch {
             self.connection = nil
             connection.close()
-            pool.discard(connection.key)
+            await pool.discard(connection.key)
             throw error
         }
         self.connection = nil
         let reusable = keepAlive && connection.isReusable
         logger.trace("response complete", metadata: ["connection": "\(connection.id)", "reusable": "\(reusable)"])
-        Self.release(connection, reusable: reusable, pool: pool, pin: pin)
+        await Self.release(connection, reusable: reusable, pool: pool, pin: pin)
         return nil
     }
 
     /// Hands a connection whose response ended back: to the pin of an NTLM handshake in progress, else the pool.
-    static func release(_ connection: HTTP1Connection, reusable: Bool, pool: ConnectionPool, pin: ConnectionPin?) {
+    static func release(_ connection: HTTP1Connection, reusable: Bool, pool: ConnectionPool, pin: ConnectionPin?) async {
         if let pin, pin.isHolding, reusable {
             pin.hold(connection, pool: pool)
         } else {
-            pool.release(connection, reusable: reusable)
+            await pool.release(connection, reusable: reusable)
         }
     }
 
     /// Gives up on the rest of the body: the connection is closed, not reused.
-    func abandon() {
+    func abandon() async {
         guard let connection else { return }
         self.connection = nil
         connection.close()
-        pool.discard(connection.key)
+        await pool.discard(connection.key)
     }
 
     deinit {
@@ -76,10 +76,10 @@ final class ResponseBodyStream: @unchecked Sendable {
             let drained = keepAlive ? await connection.drainResponse(limit: Self.drainLimit) : false
             logger.debug("unread body \(drained ? "drained" : "not drainable, closing")", metadata: ["connection": "\(connection.id)"])
             if drained {
-                Self.release(connection, reusable: connection.isReusable, pool: pool, pin: pin)
+                await Self.release(connection, reusable: connection.isReusable, pool: pool, pin: pin)
             } else {
                 connection.close()
-                pool.discard(connection.key)
+                await pool.discard(connection.key)
             }
         }
     }

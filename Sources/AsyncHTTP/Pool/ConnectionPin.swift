@@ -53,6 +53,6 @@ final class ConnectionPin: @unchecked Sendable {
     }
 
     private static func giveBack(_ connection: HTTP1Connection, to pool: ConnectionPool) {
-        pool.release(connection, reusable: connection.looksReusable())
+        Task { await pool.release(connection, reusable: connection.looksReusable()) }
     }
 }
