@@ -381,9 +381,7 @@ final class ClientBehaviourTests: XCTestCase {
     // MARK: The pool
 
     func testPerHostLimitCapsConcurrentConnections() async throws {
-        var configuration = HTTPClient.Configuration()
-        configuration.maxConnectionsPerHost = 2
-        let client = HTTPClient(configuration: configuration)
+        let client = clientLimited(toConnectionsPerHost: 2)
         defer { Task { try await client.shutdown() } }
         let slow = url("/slow-head?ms=50")
         try await withThrowingTaskGroup(of: Int.self) { group in
@@ -400,9 +398,7 @@ final class ClientBehaviourTests: XCTestCase {
     }
 
     func testCancelledPoolWaiterLeavesTheQueue() async throws {
-        var configuration = HTTPClient.Configuration()
-        configuration.maxConnectionsPerHost = 1
-        let client = HTTPClient(configuration: configuration)
+        let client = clientLimited(toConnectionsPerHost: 1)
         defer { Task { try await client.shutdown() } }
         let slow = url("/slow-head?ms=400")
         let hello = url("/hello")
@@ -425,9 +421,7 @@ final class ClientBehaviourTests: XCTestCase {
     }
 
     func testPoolWaitTimesOutNamingThePhaseAndTheQueueRecovers() async throws {
-        var configuration = HTTPClient.Configuration()
-        configuration.maxConnectionsPerHost = 1
-        let client = HTTPClient(configuration: configuration)
+        let client = clientLimited(toConnectionsPerHost: 1)
         defer { Task { try await client.shutdown() } }
         let slow = url("/slow-head?ms=400")
         let holder = Task { try await client.send(HTTPClientRequest(url: slow)).body.collect(upTo: 100) }
@@ -450,9 +444,7 @@ final class ClientBehaviourTests: XCTestCase {
     }
 
     func testShutdownFailsRequestsQueuedForAConnection() async throws {
-        var configuration = HTTPClient.Configuration()
-        configuration.maxConnectionsPerHost = 1
-        let client = HTTPClient(configuration: configuration)
+        let client = clientLimited(toConnectionsPerHost: 1)
         let slow = url("/slow-head?ms=300")
         let holder = Task { try await client.send(HTTPClientRequest(url: slow)).body.collect(upTo: 100) }
         try await Task.sleep(for: .milliseconds(100))
@@ -493,6 +485,12 @@ final class ClientBehaviourTests: XCTestCase {
     func testShutdownRefusesNewRequests() async throws {
         try await client.shutdown()
         await assertThrows(.shutdown) { _ = try await self.client.send(HTTPClientRequest(url: self.url("/hello"))) }
+    }
+    /// A client of its own with at most `limit` connections per host (the pool tests).
+    func clientLimited(toConnectionsPerHost limit: Int) -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.maxConnectionsPerHost = limit
+        return HTTPClient(configuration: configuration)
     }
 }
 
