@@ -58,25 +58,40 @@ struct PreparedRequest: Sendable {
             try await connection.write(head, bytes[...], deadlines: deadlines)
         case .stream(let length, let makeSource)?:
             try await connection.write(head, deadlines: deadlines)
-            let source = makeSource()
-            if let length {
-                try await writeExactly(length, from: source, to: connection, deadlines: deadlines)
-            } else {
-                try await writeChunked(from: source, to: connection, deadlines: deadlines)
+            // A child task pulls the body's chunks ahead of this one, which writes whatever is waiting in one
+            // `sendmsg` (see `RequestBodyReadAhead`).
+            let readAhead = RequestBodyReadAhead()
+            let outcome = await withTaskGroup(of: Void.self) { group -> Result<Void, HTTPClientError> in
+                group.addTask { await readAhead.produce(from: makeSource()) }
+                do throws(HTTPClientError) {
+                    if let length {
+                        try await writeExactly(length, from: readAhead, to: connection, deadlines: deadlines)
+                    } else {
+                        try await writeChunked(from: readAhead, to: connection, deadlines: deadlines)
+                    }
+                    return .success(())
+                } catch {
+                    readAhead.close()
+                    group.cancelAll()
+                    return .failure(error)
+                }
             }
+            try outcome.get()
         }
     }
 
     private func writeExactly(
-        _ length: Int, from source: BodyChunkSource, to connection: HTTP1Connection, deadlines: Deadlines
+        _ length: Int, from readAhead: RequestBodyReadAhead, to connection: HTTP1Connection, deadlines: Deadlines
     ) async throws(HTTPClientError) {
         var sent = 0
-        while let chunk = try await nextChunk(source) {
-            guard sent + chunk.count <= length else {
+        while true {
+            let batch = try await readAhead.take()
+            guard sent + batch.bytes <= length else {
                 throw .invalidRequest("the body stream produced more than its declared length of \(length) bytes")
             }
-            try await connection.write([], chunk, deadlines: deadlines)
-            sent += chunk.count
+            try await connection.write(batch.chunks, deadlines: deadlines)
+            sent += batch.bytes
+            if batch.ended { break }
         }
         guard sent == length else {
             throw .invalidRequest("the body stream ended after \(sent) of its declared \(length) bytes")
@@ -84,29 +99,29 @@ struct PreparedRequest: Sendable {
     }
 
     /// RFC 9112 §7.1: each chunk is its size in hex, CRLF, the data, CRLF; a zero chunk ends the body.
-    /// A chunk's closing CRLF rides in front of the next chunk's size line to save a syscall.
+    /// A chunk's closing CRLF rides in front of the next chunk's size line, and a batch of chunks goes out in one
+    /// `sendmsg` with the size lines between them.
     private func writeChunked(
-        from source: BodyChunkSource, to connection: HTTP1Connection, deadlines: Deadlines
+        from readAhead: RequestBodyReadAhead, to connection: HTTP1Connection, deadlines: Deadlines
     ) async throws(HTTPClientError) {
-        var prefix: [UInt8] = []
-        while let chunk = try await nextChunk(source) {
-            guard !chunk.isEmpty else { continue } // an empty chunk would end the body early
-            HTTP1RequestEncoder.chunkHeader(size: chunk.count, into: &prefix)
-            try await connection.write(prefix, chunk, deadlines: deadlines)
-            prefix = HTTP1RequestEncoder.chunkTrailer
-        }
-        try await connection.write(prefix + HTTP1RequestEncoder.lastChunk, deadlines: deadlines)
-    }
-
-    private func nextChunk(_ source: BodyChunkSource) async throws(HTTPClientError) -> ArraySlice<UInt8>? {
-        do {
-            return try await source.next()
-        } catch let error as HTTPClientError {
-            throw error
-        } catch is CancellationError {
-            throw .cancelled
-        } catch {
-            throw .invalidRequest("the request body stream failed: \(error)")
+        var trailer: [UInt8] = []
+        while true {
+            let batch = try await readAhead.take()
+            var parts: [ArraySlice<UInt8>] = []
+            parts.reserveCapacity(batch.chunks.count * 2 + 1)
+            for chunk in batch.chunks where !chunk.isEmpty { // an empty chunk would end the body early
+                var sizeLine = trailer
+                HTTP1RequestEncoder.chunkHeader(size: chunk.count, into: &sizeLine)
+                parts.append(sizeLine[...])
+                parts.append(chunk)
+                trailer = HTTP1RequestEncoder.chunkTrailer
+            }
+            if batch.ended {
+                parts.append((trailer + HTTP1RequestEncoder.lastChunk)[...])
+                try await connection.write(parts, deadlines: deadlines)
+                return
+            }
+            try await connection.write(parts, deadlines: deadlines)
         }
     }
 }

@@ -126,6 +126,38 @@ final class HTTP1Connection: @unchecked Sendable {
         }
     }
 
+    /// Writes `parts` in order: one `sendmsg` for all of them on plain TCP (a batch of body chunks), one
+    /// `SSL_write` each under TLS, which cuts records of at most 16 KiB anyway.
+    func write(_ parts: [ArraySlice<UInt8>], deadlines: Deadlines) async throws(HTTPClientError) {
+        if parts.count <= 1 || tls != nil {
+            for part in parts { try await write(part, deadlines: deadlines) }
+            return
+        }
+        // Where the next byte to send is: a part, and an offset in it.
+        var index = 0
+        var offset = 0
+        while index < parts.count {
+            let end = min(parts.count, index + Socket.maxVectors)
+            let outcome = WriteOutcome(socket.tryWrite(parts[index..<end], skippingFirst: offset))
+            var written = try await settle(outcome, deadlines: deadlines)
+            while written > 0 {
+                let left = parts[index].count - offset
+                if written < left {
+                    offset += written
+                    written = 0
+                } else {
+                    written -= left
+                    index += 1
+                    offset = 0
+                }
+            }
+            while index < parts.count && parts[index].count == offset {
+                index += 1
+                offset = 0
+            }
+        }
+    }
+
     private func attemptWrite(_ bytes: UnsafeRawBufferPointer) -> WriteOutcome {
         if let tls { return WriteOutcome(tls.tryWrite(bytes)) }
         return WriteOutcome(socket.tryWrite(bytes))

@@ -188,23 +188,50 @@ final class Socket: @unchecked Sendable {
             iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count)
         )
         return withUnsafeMutableBytes(of: &vectors) { raw in
-            var message = msghdr()
-            message.msg_iov = raw.baseAddress!.assumingMemoryBound(to: iovec.self)
-            message.msg_iovlen = 2
-            while true {
-                #if os(Linux)
-                let n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
-                #else
-                let n = sendmsg(fd, &message, 0)
-                #endif
-                if n >= 0 { return .done(n) }
-                switch errno {
-                case EINTR: continue
-                case EAGAIN, EWOULDBLOCK: return .wouldBlock
-                case let code: return .failed(code)
-                }
+            tryWrite(UnsafeMutableBufferPointer(start: raw.baseAddress!.assumingMemoryBound(to: iovec.self), count: 2))
+        }
+    }
+
+    /// The most buffers passed to one `sendmsg` (Linux's and Darwin's `IOV_MAX` is 1024).
+    static let maxVectors = 1024
+
+    /// One `sendmsg` of up to ``maxVectors`` buffers, in order.
+    func tryWrite(_ vectors: UnsafeMutableBufferPointer<iovec>) -> SyscallOutcome {
+        precondition(vectors.count <= Self.maxVectors, "more buffers than one sendmsg takes")
+        var message = msghdr()
+        message.msg_iov = vectors.baseAddress
+        message.msg_iovlen = numericCast(vectors.count)
+        while true {
+            #if os(Linux)
+            let n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+            #else
+            let n = sendmsg(fd, &message, 0)
+            #endif
+            if n >= 0 { return .done(n) }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            case let code: return .failed(code)
             }
         }
+    }
+
+    /// One `sendmsg` of `parts` (at most ``maxVectors``), the first starting `skippingFirst` bytes in. Each
+    /// `iovec` points into its part's own storage; such a pointer is valid only inside that part's
+    /// `withUnsafeBytes`, hence the nesting by recursion instead of a copy.
+    func tryWrite(_ parts: ArraySlice<ArraySlice<UInt8>>, skippingFirst: Int) -> SyscallOutcome {
+        let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: parts.count)
+        defer { vectors.deallocate() }
+        func gather(_ position: Int) -> SyscallOutcome {
+            guard position < parts.endIndex else { return tryWrite(vectors) }
+            return parts[position].withUnsafeBytes { raw in
+                let skip = position == parts.startIndex ? skippingFirst : 0
+                vectors[position - parts.startIndex] = iovec(
+                    iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress.map { $0 + skip }), iov_len: raw.count - skip)
+                return gather(position + 1)
+            }
+        }
+        return gather(parts.startIndex)
     }
 
     /// Suspends until the socket is ready, mapping a timeout to `phase`.
