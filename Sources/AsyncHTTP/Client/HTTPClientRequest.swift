@@ -342,6 +342,10 @@ extension HTTPClientRequest {
         /// A stream of byte chunks, read as the socket can take them. One-shot: a request with a stream
         /// body is never sent twice, so a redirect, auth retry or stale-connection retry fails with
         /// ``HTTPClientError/Code/bodyNotReplayable`` instead.
+        ///
+        /// The sequence is iterated by a child task of the request, at most 1 MiB ahead of what the socket has
+        /// taken; the chunks waiting are written together. A chunk is never held back to wait for the next.
+        /// If the request fails or is cancelled, iteration stops (the child task is cancelled).
         public static func stream<Chunks: AsyncSequence & Sendable>(_ chunks: Chunks, length: Length = .unknown) -> Body
         where Chunks.Element: Collection<UInt8> {
             let knownLength: Int? = if case .known(let n) = length { n } else { nil }
