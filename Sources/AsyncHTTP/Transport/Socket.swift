@@ -166,12 +166,21 @@ final class Socket: @unchecked Sendable {
     /// One `send` of `buffer`; may write less than all of it.
     @inline(__always)
     func tryWrite(_ buffer: UnsafeRawBufferPointer) -> SyscallOutcome {
+        Self.sendOutcome { send(fd, buffer.baseAddress, buffer.count, Self.sendFlags) }
+    }
+
+    /// No `SIGPIPE` for a peer that has gone: Linux says so per call, Darwin per socket (`SO_NOSIGPIPE`).
+    #if os(Linux)
+    private static let sendFlags = Int32(MSG_NOSIGNAL)
+    #else
+    private static let sendFlags: Int32 = 0
+    #endif
+
+    /// Repeats a `send`-like call while a signal interrupts it, and sorts its result.
+    @inline(__always)
+    private static func sendOutcome(_ call: () -> Int) -> SyscallOutcome {
         while true {
-            #if os(Linux)
-            let n = send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
-            #else
-            let n = send(fd, buffer.baseAddress, buffer.count, 0)
-            #endif
+            let n = call()
             if n >= 0 { return .done(n) }
             switch errno {
             case EINTR: continue
@@ -201,19 +210,7 @@ final class Socket: @unchecked Sendable {
         var message = msghdr()
         message.msg_iov = vectors.baseAddress
         message.msg_iovlen = numericCast(vectors.count)
-        while true {
-            #if os(Linux)
-            let n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
-            #else
-            let n = sendmsg(fd, &message, 0)
-            #endif
-            if n >= 0 { return .done(n) }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK: return .wouldBlock
-            case let code: return .failed(code)
-            }
-        }
+        return Self.sendOutcome { sendmsg(fd, &message, Self.sendFlags) }
     }
 
     /// One `sendmsg` of `parts` (at most ``maxVectors``), the first starting `skippingFirst` bytes in. Each
