@@ -2,11 +2,17 @@
 import PackageDescription
 
 // The library depends on system OpenSSL 3 and zlib plus two small Apple packages.
+//
+// Three layers, each a target, so that an arrow the design forbids does not compile (docs/architecture.md):
+//   AsyncHTTP1      sans-IO HTTP/1.x: parser, encoder, the connection's state; HTTPTypes only, no OS, no client
+//   AsyncHTTPCore   vocabulary every layer shares: errors, URL, deadlines, configuration values, locks
+//   AsyncHTTP       the library users import: IO, pool, transport, middleware, client (re-exports the two)
+// Linux only for now: the event loop is epoll. A kqueue backend is one file in IO/ (see IO/EventLoop.swift);
+// until one exists and has run, no Apple platform is declared.
 // SwiftNIO and swift-nio-ssl are test-only: they power an independent in-process server.
 // Heavy comparison clients (async-http-client) live in Benchmarks/' own package.
 let package = Package(
     name: "AsyncHTTP",
-    platforms: [.macOS(.v15)],
     products: [
         .library(name: "AsyncHTTP", targets: ["AsyncHTTP"]),
         .executable(name: "ahttp", targets: ["ahttp"]),
@@ -33,17 +39,32 @@ let package = Package(
         // Compiler intrinsics without a Swift spelling (a cache prefetch for the parser), as static inline C.
         .systemLibrary(name: "CIntrinsics"),
         .target(
+            name: "AsyncHTTP1",
+            dependencies: [
+                "CIntrinsics",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        .target(
+            name: "AsyncHTTPCore",
+            dependencies: [
+                "AsyncHTTP1",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        .target(
             name: "AsyncHTTP",
             dependencies: [
+                "AsyncHTTP1",
+                "AsyncHTTPCore",
                 "COpenSSL",
                 "CEpoll",
-                "CIntrinsics",
                 "CZlib",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             // The Public Suffix List for the cookie jar, with its MPL-2.0 licence and where it came from. It is
-            // compiled in (Middleware/PublicSuffixListData.swift, made by scripts/embed-psl.sh), not a resource:
+            // compiled in (Generated/PublicSuffixListData.swift, made by scripts/embed-psl.sh), not a resource:
             // a resource's generated `Bundle.module` accessor would link Foundation into every user's program.
             exclude: ["Resources"]
         ),
@@ -55,6 +76,8 @@ let package = Package(
             name: "AsyncHTTPTests",
             dependencies: [
                 "AsyncHTTP",
+                "AsyncHTTP1",
+                "AsyncHTTPCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates Sources/AsyncHTTP/Middleware/PublicSuffixListData.swift from
+# Regenerates Sources/AsyncHTTP/Generated/PublicSuffixListData.swift from
 # Sources/AsyncHTTP/Resources/public_suffix_list.dat, the copy of the Public Suffix List that AsyncHTTP ships.
 #
 #   scripts/embed-psl.sh                 after replacing the .dat (update Resources/public_suffix_list.SOURCE too)
@@ -10,7 +10,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DAT=$ROOT/Sources/AsyncHTTP/Resources/public_suffix_list.dat
-OUT=$ROOT/Sources/AsyncHTTP/Middleware/PublicSuffixListData.swift
+OUT=$ROOT/Sources/AsyncHTTP/Generated/PublicSuffixListData.swift
 # A raw string literal #"""…"""# takes the text as it is, unless it holds the closing delimiter or a CR.
 if grep -q '"""#' "$DAT" || grep -q $'\r' "$DAT"; then
     echo "embed-psl.sh: the list holds '\"\"\"#' or a CR; it cannot be embedded as a raw string literal" >&2

@@ -2,6 +2,7 @@ import HTTPTypes
 import XCTest
 
 @testable import AsyncHTTP
+@testable import AsyncHTTP1
 
 final class HTTP1RequestEncoderTests: XCTestCase {
     func encode(
@@ -20,7 +21,7 @@ final class HTTP1RequestEncoderTests: XCTestCase {
         _ fragment: String, file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> Void
     ) {
         XCTAssertThrowsError(try body(), file: file, line: line) { error in
-            guard let error = error as? HTTPClientError else { return XCTFail("unexpected \(error)", file: file, line: line) }
+            guard let error = error as? HTTP1Error else { return XCTFail("unexpected \(error)", file: file, line: line) }
             XCTAssertEqual(error.code, .invalidRequest, file: file, line: line)
             XCTAssertTrue(error.message.contains(fragment), "'\(error.message)' lacks '\(fragment)'", file: file, line: line)
         }

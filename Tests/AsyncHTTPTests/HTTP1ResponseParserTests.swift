@@ -2,6 +2,7 @@ import HTTPTypes
 import XCTest
 
 @testable import AsyncHTTP
+@testable import AsyncHTTP1
 
 final class HTTP1ResponseParserTests: XCTestCase {
     // MARK: - Harness
@@ -72,7 +73,7 @@ final class HTTP1ResponseParserTests: XCTestCase {
                 break
             } else {
                 XCTFail("the parser wants more data after the whole response", file: file, line: line)
-                throw HTTPClientError(.connectionClosed, "test input ended")
+                throw HTTP1Error(.connectionClosed, "test input ended")
             }
             while !ended {
                 let (event, consumed) = try pending.withUnsafeBytes { try parser.parse($0) }
@@ -121,14 +122,14 @@ final class HTTP1ResponseParserTests: XCTestCase {
     /// Asserts that parsing `wire` fails with `code` and a message containing `fragment`, fed whole and one
     /// byte at a time.
     func assertFails(
-        _ wire: [UInt8], method: HTTPRequest.Method = .get, code: HTTPClientError.Code, _ fragment: String,
+        _ wire: [UInt8], method: HTTPRequest.Method = .get, code: HTTP1Error.Code, _ fragment: String,
         limits: HTTP1ResponseParser.Limits = .init(), file: StaticString = #filePath, line: UInt = #line
     ) {
         for feeding in [Feeding.whole, .oneByteAtATime] {
             do {
                 let parsed = try run(wire, method: method, feeding: feeding, limits: limits, file: file, line: line)
                 XCTFail("\(feeding): parsed \(parsed.head.status) instead of failing with '\(fragment)'", file: file, line: line)
-            } catch let error as HTTPClientError {
+            } catch let error as HTTP1Error {
                 XCTAssertEqual(error.code, code, "\(feeding): \(error)", file: file, line: line)
                 XCTAssertTrue(error.message.contains(fragment), "\(feeding): '\(error.message)' lacks '\(fragment)'", file: file, line: line)
             } catch {
@@ -138,14 +139,14 @@ final class HTTP1ResponseParserTests: XCTestCase {
     }
 
     func assertFails(
-        _ wire: String, method: HTTPRequest.Method = .get, code: HTTPClientError.Code = .malformedResponse, _ fragment: String,
+        _ wire: String, method: HTTPRequest.Method = .get, code: HTTP1Error.Code = .malformedResponse, _ fragment: String,
         limits: HTTP1ResponseParser.Limits = .init(), file: StaticString = #filePath, line: UInt = #line
     ) {
         assertFails(Array(wire.utf8), method: method, code: code, fragment, limits: limits, file: file, line: line)
     }
 
     /// Feeds `wire` (which must not complete the response) then ends the input; returns the error.
-    func closedError(_ wire: String, method: HTTPRequest.Method = .get, file: StaticString = #filePath, line: UInt = #line) -> HTTPClientError? {
+    func closedError(_ wire: String, method: HTTPRequest.Method = .get, file: StaticString = #filePath, line: UInt = #line) -> HTTP1Error? {
         var parser = HTTP1ResponseParser()
         parser.expectResponse(to: method)
         var bytes = Array(wire.utf8)
@@ -162,7 +163,7 @@ final class HTTP1ResponseParserTests: XCTestCase {
             _ = try parser.endOfInput()
             XCTFail("endOfInput did not throw", file: file, line: line)
             return nil
-        } catch let error as HTTPClientError {
+        } catch let error as HTTP1Error {
             return error
         } catch {
             XCTFail("unexpected \(error)", file: file, line: line)
@@ -301,7 +302,7 @@ final class HTTP1ResponseParserTests: XCTestCase {
         XCTAssertEqual(try Array("7fffffffffffffff".utf8).withUnsafeBytes { try HTTP1ResponseParser.parseChunkSizeLine($0) }, Int.max)
         XCTAssertEqual(try Array("000000000000000000001\r".utf8).withUnsafeBytes { try HTTP1ResponseParser.parseChunkSizeLine($0) }, 1)
         XCTAssertThrowsError(try Array("8000000000000000".utf8).withUnsafeBytes { try HTTP1ResponseParser.parseChunkSizeLine($0) }) {
-            XCTAssertEqual(($0 as? HTTPClientError)?.message, "chunk size '8000000000000000' is too large")
+            XCTAssertEqual(($0 as? HTTP1Error)?.message, "chunk size '8000000000000000' is too large")
         }
     }
 
@@ -545,7 +546,7 @@ final class HTTP1ResponseParserTests: XCTestCase {
         let junk = [UInt8](repeating: UInt8(ascii: "a"), count: 600)
         XCTAssertNoThrow(try junk.withUnsafeBytes { try parser.parse($0) })
         XCTAssertThrowsError(try junk.withUnsafeBytes { try parser.parse($0) }) { error in
-            XCTAssertEqual((error as? HTTPClientError)?.code, .headerLimitExceeded)
+            XCTAssertEqual((error as? HTTP1Error)?.code, .headerLimitExceeded)
         }
     }
 
@@ -648,7 +649,7 @@ final class HTTP1ResponseParserTests: XCTestCase {
         let bad = Array("HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n".utf8)
         XCTAssertThrowsError(try bad.withUnsafeBytes { try parser.parse($0) })
         XCTAssertThrowsError(try Array("more".utf8).withUnsafeBytes { try parser.parse($0) }) { error in
-            XCTAssertEqual((error as? HTTPClientError)?.message, "invalid Content-Length 'x'")
+            XCTAssertEqual((error as? HTTP1Error)?.message, "invalid Content-Length 'x'")
         }
         parser.expectResponse(to: .get)
         let good = Array("HTTP/1.1 204 No Content\r\n\r\n".utf8)

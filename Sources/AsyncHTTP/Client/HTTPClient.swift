@@ -289,8 +289,3 @@ public final class HTTPClient: Sendable {
         throw error
     }
 }
-
-func earliest(_ a: ContinuousClock.Instant, _ b: ContinuousClock.Instant?) -> ContinuousClock.Instant {
-    guard let b else { return a }
-    return min(a, b)
-}

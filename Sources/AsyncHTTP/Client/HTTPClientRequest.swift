@@ -288,7 +288,7 @@ public struct HTTPClientRequest: Sendable {
     /// throw ``HTTPClientError/Code/invalidRequest`` before anything is sent.
     public mutating func setHeader(_ name: String, _ value: String) {
         do throws(HTTPClientError) {
-            try HTTP1RequestEncoder.validateHeader(name: name, value: value)
+            try HTTPClientError.mapping { () throws(HTTP1Error) in try HTTP1RequestEncoder.validateHeader(name: name, value: value) }
             guard let fieldName = HTTPField.Name(name) else {
                 throw HTTPClientError.invalidRequest("header name '\(name)' is not a valid token")
             }
@@ -301,7 +301,7 @@ public struct HTTPClientRequest: Sendable {
     /// Adds a header line from plain strings, keeping earlier values of the same name; validated like ``setHeader(_:_:)``.
     public mutating func addHeader(_ name: String, _ value: String) {
         do throws(HTTPClientError) {
-            try HTTP1RequestEncoder.validateHeader(name: name, value: value)
+            try HTTPClientError.mapping { () throws(HTTP1Error) in try HTTP1RequestEncoder.validateHeader(name: name, value: value) }
             guard let fieldName = HTTPField.Name(name) else {
                 throw HTTPClientError.invalidRequest("header name '\(name)' is not a valid token")
             }

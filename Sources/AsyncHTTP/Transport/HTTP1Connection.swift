@@ -15,21 +15,6 @@ struct ConnectionKey: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The deadlines one request runs under: an inactivity timeout between bytes (ASIHTTPRequest's
-/// `timeOutSeconds`) and an optional total deadline.
-struct Deadlines: Sendable {
-    var inactivity: Duration?
-    var total: ContinuousClock.Instant?
-
-    /// The deadline for the next wait, and which phase a timeout should name.
-    func next(_ phase: HTTPClientError.TimeoutPhase) -> (ContinuousClock.Instant?, HTTPClientError.TimeoutPhase) {
-        guard let inactivity else { return (total, .total) }
-        let idle = ContinuousClock.now + inactivity
-        if let total, total <= idle { return (total, .total) }
-        return (idle, phase)
-    }
-}
-
 /// One HTTP/1.x connection: a socket (with TLS when the key says so) driving the sans-IO parser.
 ///
 /// Ownership: the pool leases a connection to one task at a time; everything mutable here is used only by
@@ -214,7 +199,7 @@ final class HTTP1Connection: @unchecked Sendable {
             let waitFirst = firstRead && tls == nil
             firstRead = false
             guard try await fill(deadlines: deadlines, phase: .head, waitFirst: waitFirst) else {
-                let event = try parser.endOfInput()
+                let event = try HTTPClientError.mapping { () throws(HTTP1Error) in try parser.endOfInput() }
                 if case .head(let head) = event { return head }
                 throw .connectionClosed("the connection closed before the response head", bytesReceived: parser.bytesReceived)
             }
@@ -234,7 +219,7 @@ final class HTTP1Connection: @unchecked Sendable {
                 }
             }
             guard try await fill(deadlines: deadlines, phase: .body) else {
-                switch try parser.endOfInput() {
+                switch try HTTPClientError.mapping({ () throws(HTTP1Error) in try parser.endOfInput() }) {
                 case .end:
                     responseEnded()
                     return nil
@@ -287,9 +272,12 @@ final class HTTP1Connection: @unchecked Sendable {
     private func parseAtOffset() throws(HTTPClientError) -> (event: HTTP1ResponseParser.Event, consumed: Int) {
         let offset = bufferOffset
         let result = buffer.withUnsafeBytes { raw in
-            Result { () throws(HTTPClientError) in try parser.parse(UnsafeRawBufferPointer(rebasing: raw[offset...])) }
+            Result { () throws(HTTP1Error) in try parser.parse(UnsafeRawBufferPointer(rebasing: raw[offset...])) }
         }
-        return try result.get()
+        switch result {
+        case .success(let step): return step
+        case .failure(let error): throw HTTPClientError(error)
+        }
     }
 
     /// Parses buffered bytes; nil when they are used up and more must be read.

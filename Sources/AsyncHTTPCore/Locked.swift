@@ -10,12 +10,12 @@ import Darwin
 /// and raw futex calls, which the thread sanitizer cannot see, so every access under it is reported as a
 /// race. A pthread mutex is intercepted by the sanitizer, costs the same uncontended, and keeps CI's
 /// sanitizer pass meaningful (SwiftNIO's `NIOLock` is a pthread mutex for the same reason).
-final class Locked<Value>: @unchecked Sendable {
+package final class Locked<Value>: @unchecked Sendable {
     // @unchecked: `value` is only read or written while `mutex` is held (see `withLock`).
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline var value: Value
 
-    init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -28,8 +28,8 @@ final class Locked<Value>: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    @inline(__always)
-    func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    @inlinable @inline(__always)
+    package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)

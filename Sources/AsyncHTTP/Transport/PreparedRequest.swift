@@ -41,9 +41,12 @@ struct PreparedRequest: Sendable {
         }
         var head: [UInt8] = []
         head.reserveCapacity(256)
-        try HTTP1RequestEncoder.encodeHead(
-            method: request.method, target: absoluteForm ? url.absoluteFormTarget : url.requestTarget, host: url.hostHeader, headers: headers,
-            framing: framing, version: request.version, userAgent: userAgent, into: &head)
+        let target = absoluteForm ? url.absoluteFormTarget : url.requestTarget
+        try HTTPClientError.mapping { () throws(HTTP1Error) in
+            try HTTP1RequestEncoder.encodeHead(
+                method: request.method, target: target, host: url.hostHeader, headers: headers,
+                framing: framing, version: request.version, userAgent: userAgent, into: &head)
+        }
         self.head = head
     }
 

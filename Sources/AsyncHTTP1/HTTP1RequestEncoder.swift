@@ -1,7 +1,7 @@
 import HTTPTypes
 
 /// How a request body is delimited on the wire (RFC 9112 §6).
-enum HTTP1BodyFraming: Equatable {
+package enum HTTP1BodyFraming: Equatable {
     /// No body and no framing header. Use `.contentLength(0)` for an empty body on a method that defines
     /// one (POST, PUT): RFC 9110 §8.6 says a user agent should then send `Content-Length: 0`.
     case none
@@ -21,7 +21,7 @@ enum HTTP1BodyFraming: Equatable {
 /// buffer += part + HTTP1RequestEncoder.chunkTrailer
 /// buffer += HTTP1RequestEncoder.lastChunk
 /// ```
-enum HTTP1RequestEncoder {
+package enum HTTP1RequestEncoder {
     /// Appends `METHOD target HTTP/1.x`, `Host`, the caller's fields, `User-Agent` and the framing header,
     /// then the empty line.
     ///
@@ -34,10 +34,10 @@ enum HTTP1RequestEncoder {
     /// Throws `.invalidRequest` for a method that is not a token, a target with a space, control or
     /// non-ASCII byte, a host or field value with CR, LF or NUL, a version other than 1.0/1.1, or chunked
     /// framing on HTTP/1.0 (which has no chunked coding).
-    static func encodeHead(
+    package static func encodeHead(
         method: HTTPRequest.Method, target: String, host: String, headers: HTTPFields, framing: HTTP1BodyFraming,
         version: HTTPVersion, userAgent: String?, into buffer: inout [UInt8]
-    ) throws(HTTPClientError) {
+    ) throws(HTTP1Error) {
         guard version == .http1_1 || version == .http1_0 else {
             throw .invalidRequest("cannot send an \(version) request (only HTTP/1.0 and HTTP/1.1)")
         }
@@ -71,7 +71,7 @@ enum HTTP1RequestEncoder {
             if name == .contentLength || name == .transferEncoding { continue }
             if name == .userAgent { hasUserAgent = true }
             let value = field.value
-            do throws(HTTPClientError) {
+            do throws(HTTP1Error) {
                 try validateName(name.rawName)
                 try validateValue(value, name: name.rawName)
             } catch {
@@ -88,7 +88,7 @@ enum HTTP1RequestEncoder {
             append(name: "Cookie", value: cookies.joined(separator: "; "), into: &buffer)
         }
         if !hasUserAgent, let userAgent {
-            do throws(HTTPClientError) {
+            do throws(HTTP1Error) {
                 try validateValue(userAgent, name: "User-Agent")
             } catch {
                 buffer.removeSubrange(start...)
@@ -109,7 +109,7 @@ enum HTTP1RequestEncoder {
 
     /// Appends a chunk-size line, lowercase hex then CRLF: `1a2b\r\n`. `size` must be positive; a zero-size
     /// chunk would end the body, which is ``lastChunk``'s job.
-    static func chunkHeader(size: Int, into buffer: inout [UInt8]) {
+    package static func chunkHeader(size: Int, into buffer: inout [UInt8]) {
         precondition(size > 0, "a chunk must not be empty: use lastChunk to end the body")
         let digits = (Int.bitWidth - size.leadingZeroBitCount + 3) / 4
         for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
@@ -119,35 +119,35 @@ enum HTTP1RequestEncoder {
     }
 
     /// Follows each chunk's data.
-    static let chunkTrailer: [UInt8] = Array("\r\n".utf8)
+    package static let chunkTrailer: [UInt8] = Array("\r\n".utf8)
     /// Ends a chunked body (a zero-size chunk and an empty trailer section).
-    static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
+    package static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
 
     /// Checks a header given as strings, for the string-based `setHeader` API: the name must be an RFC 9110
     /// token, and the value must not hold CR, LF or NUL (which would let a value start a new header or
     /// end the head: header injection). `HTTPFields` would silently turn those into spaces; we refuse instead.
-    static func validateHeader(name: String, value: String) throws(HTTPClientError) {
+    package static func validateHeader(name: String, value: String) throws(HTTP1Error) {
         try validateName(name)
         try validateValue(value, name: name)
     }
 
     // MARK: - Validation
 
-    private static func validateMethod(_ method: String) throws(HTTPClientError) {
+    private static func validateMethod(_ method: String) throws(HTTP1Error) {
         guard !method.isEmpty else { throw .invalidRequest("empty request method") }
         for (offset, byte) in method.utf8.enumerated() where !ByteScanner.isTokenCharacter(byte) {
             throw .invalidRequest("invalid character \(ByteScanner.describe(byte)) at offset \(offset) in method \(quoted(method))")
         }
     }
 
-    private static func validateName(_ name: String) throws(HTTPClientError) {
+    private static func validateName(_ name: String) throws(HTTP1Error) {
         guard !name.isEmpty else { throw .invalidRequest("empty header name") }
         for (offset, byte) in name.utf8.enumerated() where !ByteScanner.isTokenCharacter(byte) {
             throw .invalidRequest("invalid character \(ByteScanner.describe(byte)) at offset \(offset) in header name \(quoted(name))")
         }
     }
 
-    private static func validateValue(_ value: String, name: String) throws(HTTPClientError) {
+    private static func validateValue(_ value: String, name: String) throws(HTTP1Error) {
         for byte in value.utf8 {
             switch byte {
             case ByteScanner.cr: throw .invalidRequest("header '\(name)' value contains a carriage return")
@@ -160,7 +160,7 @@ enum HTTP1RequestEncoder {
 
     /// The request target (RFC 9112 §3.2) is ASCII without spaces or controls; a space or CRLF would split
     /// the request line.
-    private static func validateTarget(_ target: String) throws(HTTPClientError) {
+    private static func validateTarget(_ target: String) throws(HTTP1Error) {
         guard !target.isEmpty else { throw .invalidRequest("empty request target") }
         for (offset, byte) in target.utf8.enumerated() {
             if byte == ByteScanner.sp {

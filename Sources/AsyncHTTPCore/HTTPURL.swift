@@ -1,3 +1,4 @@
+import AsyncHTTP1
 /// An absolute `http` or `https` URL, parsed by RFC 3986 rules.
 ///
 /// AsyncHTTP keeps Foundation's `URL` out of its core: `URL` percent-encodes or repairs some input on some
@@ -17,21 +18,21 @@
 /// Properties can only be set from inside the library, so a value always holds a URL that was validated.
 public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
     /// `http` or `https`, lowercased.
-    public internal(set) var scheme: String
+    public package(set) var scheme: String
     /// The user name from the userinfo, percent-decoded.
-    public internal(set) var user: String?
+    public package(set) var user: String?
     /// The password from the userinfo, percent-decoded.
-    public internal(set) var password: String?
+    public package(set) var password: String?
     /// The host, lowercased: a registered name, an IPv4 address, or an IPv6 address without its brackets.
-    public internal(set) var host: String
+    public package(set) var host: String
     /// The explicit port, or the scheme's default (80 for http, 443 for https).
-    public internal(set) var port: Int
+    public package(set) var port: Int
     /// The path as given (percent-escapes kept), `/` when the URL has none.
-    public internal(set) var path: String
+    public package(set) var path: String
     /// The query without its `?`.
-    public internal(set) var query: String?
+    public package(set) var query: String?
     /// The fragment without its `#`; never sent to a server.
-    public internal(set) var fragment: String?
+    public package(set) var fragment: String?
 
     /// Parses an absolute `http` or `https` URL.
     ///
@@ -151,21 +152,21 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
 
 /// A URI reference (RFC 3986 §4.1) split into validated components; the shared front end of
 /// `HTTPURL.init` and `HTTPURL.resolving`.
-struct URIReference {
-    struct Authority {
-        var user: String?
-        var password: String?
-        var host: String
-        var port: Int?
+package struct URIReference {
+    package struct Authority {
+        package var user: String?
+        package var password: String?
+        package var host: String
+        package var port: Int?
     }
 
-    var scheme: String?
-    var authority: Authority?
-    var path: String
-    var query: String?
-    var fragment: String?
+    package var scheme: String?
+    package var authority: Authority?
+    package var path: String
+    package var query: String?
+    package var fragment: String?
 
-    init(_ string: String) throws(HTTPClientError) {
+    package init(_ string: String) throws(HTTPClientError) {
         let bytes = Array(string.utf8)
         try Self.checkCharacters(bytes)
         // The split of RFC 3986 Appendix B: ^(([^:/?#]+):)?(//([^/?#]*))?([^?#]*)(\?([^#]*))?(#(.*))?
@@ -267,16 +268,16 @@ struct URIReference {
         }
     }
 
-    static func isAlpha(_ byte: UInt8) -> Bool { (byte | 0x20) &- UInt8(ascii: "a") < 26 }
+    package static func isAlpha(_ byte: UInt8) -> Bool { (byte | 0x20) &- UInt8(ascii: "a") < 26 }
 
     /// unreserved: ALPHA / DIGIT / "-" / "." / "_" / "~"
-    static func isUnreserved(_ byte: UInt8) -> Bool {
+    package static func isUnreserved(_ byte: UInt8) -> Bool {
         isAlpha(byte) || ByteScanner.isDigit(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
             || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
     }
 
     /// sub-delims: "!" / "$" / "&" / "'" / "(" / ")" / "*" / "+" / "," / ";" / "="
-    static func isSubDelimiter(_ byte: UInt8) -> Bool {
+    package static func isSubDelimiter(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
             UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"),
@@ -384,7 +385,7 @@ struct URIReference {
     }
 
     /// IPv4address = dec-octet "." dec-octet "." dec-octet "." dec-octet (RFC 3986 §3.2.2), no leading zeros.
-    static func isIPv4Address(_ text: Substring) -> Bool {
+    package static func isIPv4Address(_ text: Substring) -> Bool {
         var octets = 0
         var value = 0
         var digits = 0
@@ -463,7 +464,7 @@ struct URIReference {
     }
 
     /// Percent-encodes everything but unreserved and sub-delims (and ":" if allowed): the userinfo rule.
-    static func percentEncode(_ string: String, allowingColon: Bool) -> String {
+    package static func percentEncode(_ string: String, allowingColon: Bool) -> String {
         var text = ""
         for byte in string.utf8 {
             if isUnreserved(byte) || isSubDelimiter(byte) || (allowingColon && byte == UInt8(ascii: ":")) {
@@ -479,7 +480,7 @@ struct URIReference {
     // MARK: Dot segments
 
     /// remove_dot_segments (RFC 3986 §5.2.4).
-    static func removeDotSegments(_ path: String) -> String {
+    package static func removeDotSegments(_ path: String) -> String {
         var input = Array(path.utf8)[...]
         var output: [UInt8] = []
         func starts(with prefix: StaticString) -> Bool {

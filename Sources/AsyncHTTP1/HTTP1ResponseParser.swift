@@ -1,4 +1,3 @@
-import CIntrinsics
 import HTTPTypes
 
 // An incremental, sans-IO HTTP/1.0 and HTTP/1.1 response parser: bytes in, events out (h11's
@@ -20,23 +19,23 @@ import HTTPTypes
 // chunk data not followed by CRLF (§7.1).
 
 /// The head of one final (non-1xx) HTTP/1.x response.
-struct HTTP1ResponseHead: Sendable, Equatable {
-    var version: HTTPVersion
+package struct HTTP1ResponseHead: Sendable, Equatable {
+    package var version: HTTPVersion
     /// The status code and the reason phrase as received (`""` if the server sent none).
-    var status: HTTPResponse.Status
-    var headers: HTTPFields
+    package var status: HTTPResponse.Status
+    package var headers: HTTPFields
     /// May the connection be reused after this response? `false` for HTTP/1.0 without
     /// `Connection: keep-alive`, for `Connection: close`, for a body read until the server closes, for a
     /// response that carried both Transfer-Encoding and Content-Length (RFC 9112 §6.3: "the connection MUST
     /// be closed after the response"), and after a successful CONNECT (the connection is now a tunnel).
-    var keepAlive: Bool
+    package var keepAlive: Bool
     /// `timeout=N` from a `Keep-Alive` header: how many seconds the server keeps an idle connection.
-    var keepAliveTimeout: Int?
+    package var keepAliveTimeout: Int?
     /// `max=M` from a `Keep-Alive` header: how many more requests the server will accept on the connection.
-    var keepAliveMax: Int?
+    package var keepAliveMax: Int?
 
     // `HTTPResponse.Status ==` compares only the code; a parser test also wants to see the reason phrase.
-    static func == (lhs: Self, rhs: Self) -> Bool {
+    package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.version == rhs.version && lhs.status.code == rhs.status.code
             && lhs.status.reasonPhrase == rhs.status.reasonPhrase && lhs.headers == rhs.headers
             && lhs.keepAlive == rhs.keepAlive && lhs.keepAliveTimeout == rhs.keepAliveTimeout
@@ -61,18 +60,23 @@ struct HTTP1ResponseHead: Sendable, Equatable {
 ///     }
 /// }
 /// ```
-struct HTTP1ResponseParser {
-    struct Limits: Sendable {
+package struct HTTP1ResponseParser {
+    package struct Limits: Sendable {
         /// The largest response head (status line, fields and the empty line), and separately the largest
         /// trailer section. 64 KiB: Python's http.client caps a line at 65536 bytes, C http-parser caps a head
         /// at 80 KiB; real heads are well under 8 KiB (nginx's default buffer for an upstream head is 4–8 KiB).
-        var maxHeadBytes: Int = 64 * 1024
+        package var maxHeadBytes: Int = 64 * 1024
         /// The most fields in a head (or a trailer section). 100: hyper's `DEFAULT_MAX_HEADERS`, Python's
         /// http.client `_MAXHEADERS`, Apache's `LimitRequestFields`.
-        var maxHeaderCount: Int = 100
+        package var maxHeaderCount: Int = 100
+
+        package init(maxHeadBytes: Int = 64 * 1024, maxHeaderCount: Int = 100) {
+            self.maxHeadBytes = maxHeadBytes
+            self.maxHeaderCount = maxHeaderCount
+        }
     }
 
-    enum Event: Equatable {
+    package enum Event: Equatable {
         /// Every given byte was consumed; call again with more.
         case needMoreData
         /// The head of the final response (interim 1xx responses are skipped).
@@ -118,12 +122,12 @@ struct HTTP1ResponseParser {
     private static let maxInterimResponses = 5
     /// The longest chunk-size line, extensions included: Go's `maxLineLength` in net/http/internal/chunked.go.
     /// Extensions are ignored, but must not make the parser buffer without bound.
-    static let maxChunkLineBytes = 4096
+    package static let maxChunkLineBytes = 4096
 
-    let limits: Limits
+    package let limits: Limits
     private var state: State = .head
     /// The error of `.failed`, kept outside `State` so that the state is a trivial value, cheap to switch on.
-    private var failure: HTTPClientError?
+    private var failure: HTTP1Error?
     private var method: HTTPRequest.Method = .get
     /// Bytes of an incomplete head, trailer section or chunk-size line, carried to the next call. Never body bytes.
     private var carry: [UInt8] = []
@@ -141,18 +145,18 @@ struct HTTP1ResponseParser {
     private var declaredContentLength = 0
 
     /// Total bytes of the current response (interim responses included) consumed so far.
-    private(set) var bytesReceived = 0
+    package private(set) var bytesReceived = 0
 
     /// A parser ready for the response to a GET; call ``expectResponse(to:)`` before each response to say
     /// which method it answers.
-    init(limits: Limits = .init()) {
+    package init(limits: Limits = .init()) {
         self.limits = limits
     }
 
     /// Call before each response: the parser is reused across responses on one keep-alive connection.
     /// The method decides whether a body can follow: none for HEAD, none for a 2xx to CONNECT.
     /// Resets everything, including a failed state.
-    mutating func expectResponse(to method: HTTPRequest.Method) {
+    package mutating func expectResponse(to method: HTTPRequest.Method) {
         self.method = method
         state = .head
         failure = nil
@@ -166,19 +170,19 @@ struct HTTP1ResponseParser {
 
     /// Nothing of the current response has been received yet (not even an interim 1xx): a failure now means
     /// the server never answered, which is what the stale-connection retry rule asks.
-    var isAwaitingHead: Bool {
+    package var isAwaitingHead: Bool {
         if case .head = state { return bytesReceived == 0 }
         return false
     }
 
     /// Bytes left of a Content-Length body, `nil` for any other state or framing.
-    var remainingContentLength: Int? {
+    package var remainingContentLength: Int? {
         if case .contentLength(let remaining) = state { return remaining }
         return nil
     }
 
     /// `.end` was returned for the current response.
-    var isComplete: Bool {
+    package var isComplete: Bool {
         if case .complete = state { return true }
         return false
     }
@@ -202,9 +206,9 @@ struct HTTP1ResponseParser {
     /// - After `.end`, nothing is consumed until ``expectResponse(to:)`` is called: in that idle state this
     ///   returns `(.needMoreData, 0)`, and the unconsumed bytes belong to the next response (or, after a
     ///   CONNECT, to the tunnel).
-    mutating func parse(_ bytes: UnsafeRawBufferPointer) throws(HTTPClientError) -> (event: Event, consumed: Int) {
+    package mutating func parse(_ bytes: UnsafeRawBufferPointer) throws(HTTP1Error) -> (event: Event, consumed: Int) {
         var offset = 0
-        do throws(HTTPClientError) {
+        do throws(HTTP1Error) {
             while true {
                 let step: Step
                 switch state {
@@ -217,7 +221,7 @@ struct HTTP1ResponseParser {
                 case .trailers: step = try parseTrailers(bytes, from: offset)
                 case .untilClose: step = parseUntilCloseBody(bytes, from: offset)
                 case .complete: return (.needMoreData, 0)
-                case .failed: throw failure ?? HTTPClientError(.malformedResponse, "the parser failed")
+                case .failed: throw failure ?? HTTP1Error(.malformedResponse, "the parser failed")
                 }
                 switch step {
                 case .advanced(let newOffset):
@@ -237,7 +241,7 @@ struct HTTP1ResponseParser {
     /// The peer closed the stream. A body read until close ends here (`.end(trailers: nil)`), as does a
     /// response whose bytes had all arrived; otherwise this throws `.connectionClosed` saying what was
     /// incomplete, with ``bytesReceived``. After `.end` it returns `.needMoreData`: nothing was pending.
-    mutating func endOfInput() throws(HTTPClientError) -> Event {
+    package mutating func endOfInput() throws(HTTP1Error) -> Event {
         let message: String
         switch state {
         case .complete:
@@ -246,7 +250,7 @@ struct HTTP1ResponseParser {
             state = .complete
             return .end(trailers: nil)
         case .failed:
-            throw failure ?? HTTPClientError(.malformedResponse, "the parser failed")
+            throw failure ?? HTTP1Error(.malformedResponse, "the parser failed")
         case .head:
             if bytesReceived == 0 {
                 message = "connection closed before the response head"
@@ -262,7 +266,7 @@ struct HTTP1ResponseParser {
         case .trailers:
             message = "connection closed inside the trailer section of a chunked body"
         }
-        let error = HTTPClientError.connectionClosed(message, bytesReceived: bytesReceived)
+        let error = HTTP1Error.connectionClosed(message, bytesReceived: bytesReceived)
         failure = error
         state = .failed
         throw error
@@ -275,7 +279,7 @@ struct HTTP1ResponseParser {
         return .event(.end(trailers: trailers), consumedTo: offset)
     }
 
-    private mutating func parseHead(_ bytes: UnsafeRawBufferPointer, from offset: Int) throws(HTTPClientError) -> Step {
+    private mutating func parseHead(_ bytes: UnsafeRawBufferPointer, from offset: Int) throws(HTTP1Error) -> Step {
         let parsed: ParsedHead
         let sectionEnd: Int
         if carry.isEmpty, let inPlace = parseHeadInPlace(bytes, from: offset) {
@@ -295,7 +299,7 @@ struct HTTP1ResponseParser {
                 carry.removeAll(keepingCapacity: true)
             }
             let limits = self.limits
-            let complete = try section.withBytes { buffer throws(HTTPClientError) in
+            let complete = try section.withBytes { buffer throws(HTTP1Error) in
                 try Self.parseHeadSection(buffer, limits: limits, previous: &previousHead)
             }
             // The scanner found the empty line, so the section is complete.
@@ -368,7 +372,7 @@ struct HTTP1ResponseParser {
         return .event(.body(offset..<bytes.count), consumedTo: bytes.count)
     }
 
-    private mutating func parseChunkSize(_ bytes: UnsafeRawBufferPointer, from offset: Int) throws(HTTPClientError) -> Step {
+    private mutating func parseChunkSize(_ bytes: UnsafeRawBufferPointer, from offset: Int) throws(HTTP1Error) -> Step {
         if carry.isEmpty, let (size, lineEnd) = Self.plainChunkSizeLine(bytes, from: offset) {
             return startChunk(bytes, size: size, dataStart: lineEnd)
         }
@@ -387,7 +391,7 @@ struct HTTP1ResponseParser {
             size = try Self.parseChunkSizeLine(UnsafeRawBufferPointer(rebasing: bytes[offset..<lineFeed]))
         } else {
             carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<lineFeed]))
-            size = try carry.withBytes { line throws(HTTPClientError) in try Self.parseChunkSizeLine(line) }
+            size = try carry.withBytes { line throws(HTTP1Error) in try Self.parseChunkSizeLine(line) }
             carry.removeAll(keepingCapacity: true)
         }
         return startChunk(bytes, size: size, dataStart: lineFeed + 1)
@@ -437,7 +441,7 @@ struct HTTP1ResponseParser {
         return .event(.body(offset..<offset + take), consumedTo: offset + take)
     }
 
-    private mutating func parseChunkDataEnd(_ bytes: UnsafeRawBufferPointer, from offset: Int, sawCR: Bool) throws(HTTPClientError) -> Step {
+    private mutating func parseChunkDataEnd(_ bytes: UnsafeRawBufferPointer, from offset: Int, sawCR: Bool) throws(HTTP1Error) -> Step {
         if !sawCR, offset + 1 < bytes.count, bytes[offset] == ByteScanner.cr, bytes[offset + 1] == ByteScanner.lf {
             state = .chunkSize
             return .advanced(to: offset + 2)
@@ -460,7 +464,7 @@ struct HTTP1ResponseParser {
         return .event(.needMoreData, consumedTo: position)
     }
 
-    private mutating func parseTrailers(_ bytes: UnsafeRawBufferPointer, from offset: Int) throws(HTTPClientError) -> Step {
+    private mutating func parseTrailers(_ bytes: UnsafeRawBufferPointer, from offset: Int) throws(HTTP1Error) -> Step {
         guard let sectionEnd = try scanFieldSection(bytes, from: offset, what: "trailer section") else {
             return .event(.needMoreData, consumedTo: bytes.count)
         }
@@ -473,7 +477,7 @@ struct HTTP1ResponseParser {
                 interpretsFraming: false, limits: limits, into: &trailers, framing: &ignoredFraming)
         } else {
             carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<sectionEnd]))
-            _ = try carry.withBytes { section throws(HTTPClientError) in
+            _ = try carry.withBytes { section throws(HTTP1Error) in
                 try Self.parseFieldLines(
                     section, from: 0, kind: "trailer", interpretsFraming: false, limits: limits, into: &trailers,
                     framing: &ignoredFraming)
@@ -502,7 +506,7 @@ struct HTTP1ResponseParser {
     /// Looks for the empty line that ends a field section (a head or trailers), continuing a section begun in
     /// `carry`. Returns the offset just past that line, or `nil` after copying the rest of `bytes` into `carry`.
     /// Enforces `maxHeadBytes` without scanning further than the limit.
-    private mutating func scanFieldSection(_ bytes: UnsafeRawBufferPointer, from offset: Int, what: String) throws(HTTPClientError) -> Int? {
+    private mutating func scanFieldSection(_ bytes: UnsafeRawBufferPointer, from offset: Int, what: String) throws(HTTP1Error) -> Int? {
         let budget = limits.maxHeadBytes - carry.count
         let scanEnd = offset + min(bytes.count - offset, max(budget, 0))
         let window = UnsafeRawBufferPointer(rebasing: bytes[..<scanEnd])
@@ -539,19 +543,19 @@ struct HTTP1ResponseParser {
 
     /// The status and fields of the previous head, reused where the next head repeats them, with the head's
     /// bytes and where each field came from in them: comparing bytes with bytes costs no retain or release.
-    struct PreviousHead {
-        var status: HTTPResponse.Status?
-        var fields = HTTPFields()
-        var bytes: [UInt8] = []
+    package struct PreviousHead {
+        package var status: HTTPResponse.Status?
+        package var fields = HTTPFields()
+        package var bytes: [UInt8] = []
         /// `spans[i]` is where `fields[i]` came from in `bytes`.
-        var spans: [FieldSpan] = []
+        package var spans: [FieldSpan] = []
         /// The span array of the head before, kept for its capacity (two arrays take turns).
-        var spareSpans: [FieldSpan] = []
+        package var spareSpans: [FieldSpan] = []
 
         /// After a head that was incomplete or invalid: takes back `fields`, the previous head's fields as
         /// that head's parsing left them, and forgets the spans of those it replaced (`newSpans[i].replaced`),
         /// so that `fields[i]` still is what `spans[i]` says wherever a span can match.
-        mutating func restore(_ fields: HTTPFields, changedBy newSpans: [FieldSpan]) {
+        package mutating func restore(_ fields: HTTPFields, changedBy newSpans: [FieldSpan]) {
             var fields = fields
             if fields.count > spans.count {
                 fields.removeSubrange(spans.count...)
@@ -567,69 +571,69 @@ struct HTTP1ResponseParser {
     /// Where a field's line lies in its section's bytes, and what it says for framing. A line of the next head
     /// with the same bytes (its line ending included) is the same field: its name is a token, its value is
     /// valid, and it means the same for framing, so none of that is checked again.
-    struct FieldSpan {
-        var lineStart: Int32
+    package struct FieldSpan {
+        package var lineStart: Int32
         /// The line's length with its CRLF or LF; 0 for a folded field (never reused as a line).
-        var lineLength: Int32
+        package var lineLength: Int32
         /// 0 for a folded field: no name bytes compare equal.
-        var nameLength: Int32
+        package var nameLength: Int32
         /// -1 for a folded value.
-        var valueStart: Int32
-        var valueEnd: Int32
-        var role: FieldRole
+        package var valueStart: Int32
+        package var valueEnd: Int32
+        package var role: FieldRole
         /// Whether parsing this span's head put a new field at its position (rather than keeping the previous
         /// head's): what must be undone if that head turns out to be incomplete or invalid.
-        var replaced: Bool
+        package var replaced: Bool
         /// The parsed value of a Content-Length field.
-        var contentLength: Int
+        package var contentLength: Int
 
         /// Matches no line and no name.
-        static let folded = FieldSpan(
+        package static let folded = FieldSpan(
             lineStart: 0, lineLength: 0, nameLength: 0, valueStart: -1, valueEnd: -1, role: .other, replaced: false,
             contentLength: 0)
     }
 
     /// The previous section's bytes and field spans, while a new section is compared with them.
-    struct ReuseSource {
-        var bytes: UnsafeRawBufferPointer
-        var spans: UnsafeBufferPointer<FieldSpan>
+    package struct ReuseSource {
+        package var bytes: UnsafeRawBufferPointer
+        package var spans: UnsafeBufferPointer<FieldSpan>
 
         @inline(__always)
-        func line(_ span: FieldSpan) -> UnsafeRawBufferPointer {
+        package func line(_ span: FieldSpan) -> UnsafeRawBufferPointer {
             let start = Int(span.lineStart)
             return UnsafeRawBufferPointer(rebasing: bytes[start..<start + Int(span.lineLength)])
         }
 
         @inline(__always)
-        func name(_ span: FieldSpan) -> UnsafeRawBufferPointer {
+        package func name(_ span: FieldSpan) -> UnsafeRawBufferPointer {
             let start = Int(span.lineStart)
             return UnsafeRawBufferPointer(rebasing: bytes[start..<start + Int(span.nameLength)])
         }
 
         @inline(__always)
-        func value(_ span: FieldSpan) -> UnsafeRawBufferPointer? {
+        package func value(_ span: FieldSpan) -> UnsafeRawBufferPointer? {
             guard span.valueStart >= 0 else { return nil }
             return UnsafeRawBufferPointer(rebasing: bytes[Int(span.valueStart)..<Int(span.valueEnd)])
         }
     }
 
     /// What the framing-related fields of a head said; collected while the fields are parsed, from their bytes.
-    struct FramingFields {
-        enum TransferEncoding: Equatable { case absent, chunked, other }
-        var contentLength: Int?
-        var transferEncoding = TransferEncoding.absent
-        var chunkedCount = 0
-        var connectionClose = false
-        var connectionKeepAlive = false
-        var keepAliveTimeout: Int?
-        var keepAliveMax: Int?
+    package struct FramingFields {
+        package enum TransferEncoding: Equatable { case absent, chunked, other }
+        package var contentLength: Int?
+        package var transferEncoding = TransferEncoding.absent
+        package var chunkedCount = 0
+        package var connectionClose = false
+        package var connectionKeepAlive = false
+        package var keepAliveTimeout: Int?
+        package var keepAliveMax: Int?
     }
 
     /// Parses a head from the status line to the empty line that ends it, and returns it with its length in
     /// `section`; nil if `section` ends first. Reuses what `previous` holds and replaces it by this head.
     private static func parseHeadSection(
         _ section: UnsafeRawBufferPointer, limits: Limits, previous: inout PreviousHead
-    ) throws(HTTPClientError) -> (head: ParsedHead, length: Int)? {
+    ) throws(HTTP1Error) -> (head: ParsedHead, length: Int)? {
         guard let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: 0) else { return nil }
         let (version, status) = try parseStatusLine(ByteScanner.trimmingCR(section, 0, lineFeed), previous: previous.status)
         var framing = FramingFields()
@@ -642,7 +646,7 @@ struct HTTP1ResponseParser {
         swap(&headers, &previous.fields)
         let outcome = previous.bytes.withUnsafeBytes { bytes in
             previous.spans.withUnsafeBufferPointer { previousSpans in
-                Result { () throws(HTTPClientError) -> (end: Int, count: Int)? in
+                Result { () throws(HTTP1Error) -> (end: Int, count: Int)? in
                     try parseHeadFields(
                         section, from: lineFeed + 1, limits: limits, fields: &headers,
                         reusing: ReuseSource(bytes: bytes, spans: previousSpans), framing: &framing, spans: &spans)
@@ -702,7 +706,7 @@ struct HTTP1ResponseParser {
     /// `HTTP/1.1 200 OK`: "HTTP/" DIGIT "." DIGIT SP 3DIGIT [SP reason-phrase] (RFC 9112 §4).
     private static func parseStatusLine(
         _ line: UnsafeRawBufferPointer, previous: HTTPResponse.Status?
-    ) throws(HTTPClientError) -> (HTTPVersion, HTTPResponse.Status) {
+    ) throws(HTTP1Error) -> (HTTPVersion, HTTPResponse.Status) {
         let prefix: StaticString = "HTTP/"
         guard line.count >= 8, ByteScanner.hasPrefix(line, prefix), ByteScanner.isDigit(line[5]), line[6] == UInt8(ascii: "."), ByteScanner.isDigit(line[7]) else {
             if line.isEmpty {
@@ -753,7 +757,7 @@ struct HTTP1ResponseParser {
     @inline(__always)
     private static func nextFieldLine(
         _ section: UnsafeRawBufferPointer, at lineStart: Int, count: Int, kind: String, limits: Limits
-    ) throws(HTTPClientError) -> FieldLineResult {
+    ) throws(HTTP1Error) -> FieldLineResult {
         guard let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: section, from: lineStart) else { return .incomplete }
         let line = ByteScanner.trimmingCR(section, lineStart, lineFeed)
         var next = lineFeed + 1
@@ -796,10 +800,10 @@ struct HTTP1ResponseParser {
     /// `fields` (empty on entry), noting what the framing-related ones say in `framing` if `interpretsFraming`,
     /// and returns the offset just past that empty line, or nil if `section` ends before it. `kind`
     /// ("header" or "trailer") names them in errors.
-    static func parseFieldLines(
+    package static func parseFieldLines(
         _ section: UnsafeRawBufferPointer, from offset: Int, kind: String, interpretsFraming: Bool, limits: Limits,
         into fields: inout HTTPFields, framing: inout FramingFields
-    ) throws(HTTPClientError) -> Int? {
+    ) throws(HTTP1Error) -> Int? {
         var lineStart = offset
         var count = 0
         while true {
@@ -811,7 +815,7 @@ struct HTTP1ResponseParser {
             case .field(let field, let folded, let isASCII, let next):
                 count += 1
                 lineStart = next
-                func makeAndNote(_ value: UnsafeRawBufferPointer) throws(HTTPClientError) {
+                func makeAndNote(_ value: UnsafeRawBufferPointer) throws(HTTP1Error) {
                     fields.append(try makeField(name: makeName(field.name), value: value, isASCII: isASCII))
                     // Framing fields in trailers are meaningless (RFC 9110 §6.5.1); they are kept as plain fields.
                     if interpretsFraming {
@@ -834,10 +838,10 @@ struct HTTP1ResponseParser {
     /// is that field, kept as it is; a field whose name bytes are the same keeps its `HTTPField.Name`.
     /// `spans` says where each field lies in `section`, and which positions of `fields` were replaced.
     /// Returns the offset just past the empty line and the number of fields, or nil if `section` ends first.
-    static func parseHeadFields(
+    package static func parseHeadFields(
         _ section: UnsafeRawBufferPointer, from offset: Int, limits: Limits, fields: inout HTTPFields,
         reusing previous: ReuseSource, framing: inout FramingFields, spans: inout [FieldSpan]
-    ) throws(HTTPClientError) -> (end: Int, count: Int)? {
+    ) throws(HTTP1Error) -> (end: Int, count: Int)? {
         if fields.isEmpty {
             // One allocation for the fields array instead of several while it grows; 32 bytes per field is
             // about what real heads average (hyper guesses 30: `AVERAGE_HEADER_SIZE`).
@@ -887,7 +891,7 @@ struct HTTP1ResponseParser {
                 count += 1
                 // Everything that can throw comes before `fields` changes, and the span noting the change is
                 // appended right after: if the head fails, `spans` names every position that was replaced.
-                func place(_ value: UnsafeRawBufferPointer) throws(HTTPClientError) -> (replaced: Bool, contentLength: Int) {
+                func place(_ value: UnsafeRawBufferPointer) throws(HTTP1Error) -> (replaced: Bool, contentLength: Int) {
                     let contentLength = try noteFraming(field.role, value: value, into: &framing)
                     guard index < fields.count else {
                         fields.append(try makeField(name: makeName(field.name), value: value, isASCII: isASCII))
@@ -929,7 +933,7 @@ struct HTTP1ResponseParser {
 
     /// Notes what a framing field's value says; returns the length a Content-Length field gives (else 0).
     @inline(__always)
-    private static func noteFraming(_ role: FieldRole, value: UnsafeRawBufferPointer, into framing: inout FramingFields) throws(HTTPClientError) -> Int {
+    private static func noteFraming(_ role: FieldRole, value: UnsafeRawBufferPointer, into framing: inout FramingFields) throws(HTTP1Error) -> Int {
         switch role {
         case .other:
             return 0
@@ -951,7 +955,7 @@ struct HTTP1ResponseParser {
     }
 
     @inline(__always)
-    private static func noteContentLength(_ length: Int, into framing: inout FramingFields) throws(HTTPClientError) {
+    private static func noteContentLength(_ length: Int, into framing: inout FramingFields) throws(HTTP1Error) {
         if let previous = framing.contentLength, previous != length {
             throw .malformedResponse("conflicting Content-Length values \(previous) and \(length)")
         }
@@ -960,7 +964,7 @@ struct HTTP1ResponseParser {
 
     /// Field values may hold HTAB, SP, VCHAR and obs-text (RFC 9110 §5.5); any other control byte is an error.
     /// Returns whether the value is ASCII (then a `String` can be made from it without UTF-8 validation).
-    private static func checkValue(_ value: UnsafeRawBufferPointer, name: UnsafeRawBufferPointer, kind: String) throws(HTTPClientError) -> Bool {
+    private static func checkValue(_ value: UnsafeRawBufferPointer, name: UnsafeRawBufferPointer, kind: String) throws(HTTP1Error) -> Bool {
         guard let bad = ByteScanner.firstNonPrintableASCII(in: value, from: 0) else { return true }
         var isASCII = true
         var index = bad
@@ -988,7 +992,7 @@ struct HTTP1ResponseParser {
     }
 
     /// The name for token bytes (checked by ``FieldLine``).
-    private static func makeName(_ bytes: UnsafeRawBufferPointer) throws(HTTPClientError) -> HTTPField.Name {
+    private static func makeName(_ bytes: UnsafeRawBufferPointer) throws(HTTP1Error) -> HTTPField.Name {
         // Already checked to be a token, so `HTTPField.Name.init` cannot fail.
         guard let name = commonName(bytes) ?? HTTPField.Name(String(decoding: bytes, as: UTF8.self)) else {
             throw .malformedResponse("invalid field name \(ByteScanner.quote(bytes))")
@@ -997,10 +1001,10 @@ struct HTTP1ResponseParser {
     }
 
     /// The fields whose values decide framing and connection reuse.
-    enum FieldRole: UInt8 {
+    package enum FieldRole: UInt8 {
         case other, contentLength, transferEncoding, connection, keepAlive
 
-        init(name: UnsafeRawBufferPointer) {
+        package init(name: UnsafeRawBufferPointer) {
             switch name.count {
             case 10:
                 if ByteScanner.equalsIgnoringCase(name, "connection") { self = .connection; return }
@@ -1052,7 +1056,7 @@ struct HTTP1ResponseParser {
         var value: UnsafeRawBufferPointer
         var isASCII: Bool
 
-        init(_ line: UnsafeRawBufferPointer, kind: String) throws(HTTPClientError) {
+        init(_ line: UnsafeRawBufferPointer, kind: String) throws(HTTP1Error) {
             var colon = 0
             while colon < line.count && ByteScanner.isTokenCharacter(line[colon]) {
                 colon += 1
@@ -1086,7 +1090,7 @@ struct HTTP1ResponseParser {
 
     /// `chunk-size [ chunk-ext ]` (RFC 9112 §7.1), the line without its LF. Extensions are ignored; a bare CR
     /// at the end is the CRLF's.
-    static func parseChunkSizeLine(_ rawLine: UnsafeRawBufferPointer) throws(HTTPClientError) -> Int {
+    package static func parseChunkSizeLine(_ rawLine: UnsafeRawBufferPointer) throws(HTTP1Error) -> Int {
         let line = ByteScanner.trimmingCR(rawLine, 0, rawLine.count)
         var size = 0
         var position = 0
@@ -1121,9 +1125,9 @@ struct HTTP1ResponseParser {
 // MARK: - Field values
 
 /// Parsers for the values of the fields that decide framing and connection reuse, straight from bytes.
-enum FieldValueParser {
+package enum FieldValueParser {
     /// Calls `body` with each non-empty element of a comma-separated list, OWS trimmed (RFC 9110 §5.6.1).
-    static func forEachListElement<Failure: Error>(
+    package static func forEachListElement<Failure: Error>(
         _ value: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(Failure) -> Void
     ) throws(Failure) {
         var start = 0
@@ -1139,7 +1143,7 @@ enum FieldValueParser {
 
     /// `Content-Length: 1*DIGIT`, also accepting a list of identical values ("5, 5"), which RFC 9110 §8.6
     /// lets a recipient treat as one value.
-    static func parseContentLength(_ value: UnsafeRawBufferPointer) throws(HTTPClientError) -> Int {
+    package static func parseContentLength(_ value: UnsafeRawBufferPointer) throws(HTTP1Error) -> Int {
         var result: Int?
         var start = 0
         while start <= value.count {
@@ -1167,9 +1171,9 @@ enum FieldValueParser {
     }
 
     /// Notes the codings of a Transfer-Encoding field; the last coding of the last field is the final one.
-    static func parseTransferEncoding(_ value: UnsafeRawBufferPointer, into framing: inout HTTP1ResponseParser.FramingFields) throws(HTTPClientError) {
+    package static func parseTransferEncoding(_ value: UnsafeRawBufferPointer, into framing: inout HTTP1ResponseParser.FramingFields) throws(HTTP1Error) {
         var sawCoding = false
-        try forEachListElement(value) { coding throws(HTTPClientError) in
+        try forEachListElement(value) { coding throws(HTTP1Error) in
             // A coding may carry parameters ("gzip;q=1" is not valid here, but be exact about the name).
             let nameEnd = ByteScanner.firstIndex(of: UInt8(ascii: ";"), in: coding, from: 0) ?? coding.count
             let name = ByteScanner.trimmingWhitespace(UnsafeRawBufferPointer(rebasing: coding[..<nameEnd]))
@@ -1191,7 +1195,7 @@ enum FieldValueParser {
 
     /// `Keep-Alive: timeout=5, max=100` (RFC 2068 §19.7.1.1, never standardised further). Unknown or
     /// malformed parameters are ignored: the header is advisory.
-    static func parseKeepAlive(_ value: UnsafeRawBufferPointer, into framing: inout HTTP1ResponseParser.FramingFields) {
+    package static func parseKeepAlive(_ value: UnsafeRawBufferPointer, into framing: inout HTTP1ResponseParser.FramingFields) {
         forEachListElement(value) { parameter in
             guard let equals = ByteScanner.firstIndex(of: UInt8(ascii: "="), in: parameter, from: 0) else { return }
             let name = ByteScanner.trimmingWhitespace(UnsafeRawBufferPointer(rebasing: parameter[..<equals]))
@@ -1215,223 +1219,10 @@ enum FieldValueParser {
 
 extension Array where Element == UInt8 {
     /// `withUnsafeBytes` keeping the typed error (the standard library's version is `rethrows`).
-    fileprivate func withBytes<Result>(_ body: (UnsafeRawBufferPointer) throws(HTTPClientError) -> Result) throws(HTTPClientError) -> Result {
+    fileprivate func withBytes<Result>(_ body: (UnsafeRawBufferPointer) throws(HTTP1Error) -> Result) throws(HTTP1Error) -> Result {
         let result = withUnsafeBytes { buffer in
-            Swift.Result { () throws(HTTPClientError) in try body(buffer) }
+            Swift.Result { () throws(HTTP1Error) in try body(buffer) }
         }
         return try result.get()
-    }
-}
-
-/// Small helpers over contiguous bytes, shared by the parser and the request encoder.
-enum ByteScanner {
-    static let cr: UInt8 = 0x0D
-    static let lf: UInt8 = 0x0A
-    static let sp: UInt8 = 0x20
-    static let htab: UInt8 = 0x09
-
-    /// The first index of `byte` in `bytes[start...]`. Scans eight bytes at a time (the SWAR "has zero byte"
-    /// test that memchr implementations use), since the library does not import Glibc in Protocol/.
-    @inline(__always)
-    static func firstIndex(of byte: UInt8, in bytes: UnsafeRawBufferPointer, from start: Int) -> Int? {
-        guard start < bytes.count, let base = bytes.baseAddress else { return nil }
-        var position = start
-        let end = bytes.count
-        let pattern = UInt64(byte) &* 0x0101_0101_0101_0101
-        while position + 8 <= end {
-            let word = base.loadUnaligned(fromByteOffset: position, as: UInt64.self) ^ pattern
-            let found = (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080
-            if found != 0 {
-                // Little- and big-endian both: the lowest set bit marks the first match in memory order on
-                // little-endian; fall back to a byte loop within the word to stay endian-neutral.
-                #if _endian(little)
-                return position + found.trailingZeroBitCount / 8
-                #else
-                break
-                #endif
-            }
-            position += 8
-        }
-        while position < end {
-            if base.load(fromByteOffset: position, as: UInt8.self) == byte { return position }
-            position += 1
-        }
-        return nil
-    }
-
-    /// The first index at or after `start` of a byte outside printable ASCII (0x20–0x7E): a control
-    /// character, DEL, or obs-text. Eight bytes at a time, since field values are mostly long and clean.
-    @inline(__always)
-    static func firstNonPrintableASCII(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int? {
-        guard start < bytes.count, let base = bytes.baseAddress else { return nil }
-        var position = start
-        let end = bytes.count
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highBits: UInt64 = 0x8080_8080_8080_8080
-        while position + 8 <= end {
-            let word = base.loadUnaligned(fromByteOffset: position, as: UInt64.self)
-            let below0x20 = (word &- ones &* 0x20) & ~word
-            let del = word ^ (ones &* 0x7F)
-            let isDEL = (del &- ones) & ~del
-            // High bits flag bytes >= 0x80 directly, and bytes < 0x20 or == 0x7F through the two tests.
-            if (word | below0x20 | isDEL) & highBits != 0 { break }
-            position += 8
-        }
-        while position < end {
-            let byte = base.load(fromByteOffset: position, as: UInt8.self)
-            if byte < 0x20 || byte >= 0x7F { return position }
-            position += 1
-        }
-        return nil
-    }
-
-    /// Asks the CPU to start loading `bytes[start..<start + count]` (or as much of it as exists) into the cache.
-    @inline(__always)
-    static func prefetch(_ bytes: UnsafeRawBufferPointer, from start: Int, count: Int) {
-        guard start >= 0, start < bytes.count, count > 0, let base = bytes.baseAddress else { return }
-        let end = UInt(bitPattern: base + min(bytes.count, start + count))
-        var line = UInt(bitPattern: base + start) & ~63  // 64-byte cache lines
-        while line < end {
-            ahttp_prefetch(UnsafeRawPointer(bitPattern: line))
-            line += 64
-        }
-    }
-
-    /// `bytes[start..<end]` without one CR at the end (a line whose LF is at `end`).
-    @inline(__always)
-    static func trimmingCR(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> UnsafeRawBufferPointer {
-        let trimmedEnd = end > start && bytes[end - 1] == cr ? end - 1 : end
-        return UnsafeRawBufferPointer(rebasing: bytes[start..<trimmedEnd])
-    }
-
-    /// Without leading and trailing SP and HTAB (OWS).
-    static func trimmingWhitespace(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
-        var start = 0
-        var end = bytes.count
-        while start < end && (bytes[start] == sp || bytes[start] == htab) { start += 1 }
-        while end > start && (bytes[end - 1] == sp || bytes[end - 1] == htab) { end -= 1 }
-        return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
-    }
-
-    /// The index of the first byte that is a control character other than HTAB (0x00–0x08, 0x0A–0x1F, 0x7F).
-    static func firstControlCharacter(in bytes: UnsafeRawBufferPointer) -> Int? {
-        for index in 0..<bytes.count {
-            let byte = bytes[index]
-            if (byte < 0x20 && byte != htab) || byte == 0x7F { return index }
-        }
-        return nil
-    }
-
-    @inline(__always)
-    static func isDigit(_ byte: UInt8) -> Bool { byte &- 0x30 < 10 }
-
-    @inline(__always)
-    static func hexValue(_ byte: UInt8) -> Int? {
-        switch byte {
-        case 0x30...0x39: return Int(byte - 0x30)
-        case 0x41...0x46: return Int(byte - 0x41 + 10)
-        case 0x61...0x66: return Int(byte - 0x61 + 10)
-        default: return nil
-        }
-    }
-
-    /// RFC 9110 §5.6.2 tchar: "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" /
-    /// "|" / "~" / DIGIT / ALPHA, as two 64-bit masks (bytes 0–63 and 64–127); see the test that rebuilds them.
-    static let tokenMaskLow: UInt64 = 0x03ff_6cfa_0000_0000
-    static let tokenMaskHigh: UInt64 = 0x57ff_ffff_c7ff_fffe
-
-    @inline(__always)
-    static func isTokenCharacter(_ byte: UInt8) -> Bool {
-        if byte < 64 { return tokenMaskLow >> UInt64(byte) & 1 == 1 }
-        if byte < 128 { return tokenMaskHigh >> UInt64(byte - 64) & 1 == 1 }
-        return false
-    }
-
-    static func hasPrefix(_ bytes: UnsafeRawBufferPointer, _ prefix: StaticString) -> Bool {
-        guard bytes.count >= prefix.utf8CodeUnitCount else { return false }
-        for index in 0..<prefix.utf8CodeUnitCount where bytes[index] != prefix.utf8Start[index] {
-            return false
-        }
-        return true
-    }
-
-    /// Whether `string`'s UTF-8 is exactly `bytes`.
-    @inline(__always)
-    static func equals(_ string: String, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        let utf8 = string.utf8
-        guard utf8.count == bytes.count else { return false }
-        guard !bytes.isEmpty else { return true }
-        return utf8.withContiguousStorageIfAvailable { stored in
-            equals(UnsafeRawBufferPointer(stored), bytes)
-        } ?? utf8.elementsEqual(bytes)
-    }
-
-    /// Byte equality of two buffers, eight bytes at a time.
-    @inline(__always)
-    static func equals(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-        guard a.count == b.count else { return false }
-        guard let left = a.baseAddress, let right = b.baseAddress else { return a.count == 0 }
-        var position = 0
-        if a.count >= 8 {
-            while position + 8 < a.count {
-                if left.loadUnaligned(fromByteOffset: position, as: UInt64.self) != right.loadUnaligned(fromByteOffset: position, as: UInt64.self) {
-                    return false
-                }
-                position += 8
-            }
-            // The last eight bytes, overlapping what was compared already: no byte-by-byte tail.
-            let last = a.count - 8
-            return left.loadUnaligned(fromByteOffset: last, as: UInt64.self) == right.loadUnaligned(fromByteOffset: last, as: UInt64.self)
-        }
-        while position < a.count {
-            if left.load(fromByteOffset: position, as: UInt8.self) != right.load(fromByteOffset: position, as: UInt8.self) { return false }
-            position += 1
-        }
-        return true
-    }
-
-    /// ASCII case-insensitive comparison with a lowercase literal.
-    static func equalsIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ lowercase: StaticString) -> Bool {
-        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
-        for index in 0..<bytes.count {
-            var byte = bytes[index]
-            if byte >= 0x41 && byte <= 0x5A { byte |= 0x20 }
-            if byte != lowercase.utf8Start[index] { return false }
-        }
-        return true
-    }
-
-    /// Bytes as ISO Latin 1 (each byte one Unicode scalar), which is how HTTP/1 reason phrases are defined.
-    static func latin1String(_ bytes: UnsafeRawBufferPointer) -> String {
-        if bytes.allSatisfy({ $0 < 0x80 }) {
-            return String(decoding: bytes, as: UTF8.self)
-        }
-        var string = ""
-        string.unicodeScalars.append(contentsOf: bytes.map { Unicode.Scalar($0) })
-        return string
-    }
-
-    /// A byte for an error message: `'x'` when printable ASCII, `0x0A` otherwise.
-    static func describe(_ byte: UInt8) -> String {
-        if byte >= 0x21 && byte < 0x7F {
-            return "'\(Character(Unicode.Scalar(byte)))'"
-        }
-        let hex = String(byte, radix: 16, uppercase: true)
-        return "0x" + (hex.count == 1 ? "0" + hex : hex)
-    }
-
-    /// Bytes for an error message, quoted: printable ASCII as is, anything else as `\xNN`, cut at 64 bytes.
-    static func quote(_ bytes: UnsafeRawBufferPointer) -> String {
-        var text = "'"
-        for byte in bytes.prefix(64) {
-            if byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "\\") {
-                text.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                let hex = String(byte, radix: 16, uppercase: true)
-                text += "\\x" + (hex.count == 1 ? "0" + hex : hex)
-            }
-        }
-        if bytes.count > 64 { text += "…" }
-        return text + "'"
     }
 }

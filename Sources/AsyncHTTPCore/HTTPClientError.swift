@@ -1,3 +1,5 @@
+import AsyncHTTP1
+
 /// The one error type AsyncHTTP throws.
 ///
 /// Switch on ``code`` to decide what to do; ``description`` fits in one log line and says what
@@ -105,16 +107,34 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
 }
 
 extension HTTPClientError {
-    static func invalidURL(_ message: String) -> Self { .init(.invalidURL, message) }
-    static func invalidRequest(_ message: String) -> Self { .init(.invalidRequest, message) }
-    static func malformedResponse(_ message: String) -> Self { .init(.malformedResponse, message) }
-    static func headerLimitExceeded(_ message: String) -> Self { .init(.headerLimitExceeded, message) }
-    static func timeout(_ phase: TimeoutPhase, _ message: String) -> Self {
+    package static func invalidURL(_ message: String) -> Self { .init(.invalidURL, message) }
+    package static func invalidRequest(_ message: String) -> Self { .init(.invalidRequest, message) }
+    package static func malformedResponse(_ message: String) -> Self { .init(.malformedResponse, message) }
+    package static func headerLimitExceeded(_ message: String) -> Self { .init(.headerLimitExceeded, message) }
+    package static func timeout(_ phase: TimeoutPhase, _ message: String) -> Self {
         .init(.timeout, message, timeoutPhase: phase)
     }
-    static func connectionClosed(_ message: String, bytesReceived: Int) -> Self {
+    package static func connectionClosed(_ message: String, bytesReceived: Int) -> Self {
         .init(.connectionClosed, message, bytesReceived: bytesReceived)
     }
-    static let cancelled = HTTPClientError(.cancelled, "the task was cancelled")
-    static let shutdown = HTTPClientError(.shutdown, "the client has been shut down")
+    package static let cancelled = HTTPClientError(.cancelled, "the task was cancelled")
+    package static let shutdown = HTTPClientError(.shutdown, "the client has been shut down")
+}
+
+extension HTTPClientError {
+    /// The client's error for a failure of the sans-IO HTTP/1 layer: same code, same words.
+    package init(_ error: HTTP1Error) {
+        let code: Code = switch error.code {
+        case .malformedResponse: .malformedResponse
+        case .headerLimitExceeded: .headerLimitExceeded
+        case .connectionClosed: .connectionClosed
+        case .invalidRequest: .invalidRequest
+        }
+        self.init(code, error.message, bytesReceived: error.bytesReceived)
+    }
+
+    /// Runs a step of the HTTP/1 layer, turning its error into the client's.
+    package static func mapping<T>(_ body: () throws(HTTP1Error) -> T) throws(HTTPClientError) -> T {
+        do { return try body() } catch { throw HTTPClientError(error) }
+    }
 }
