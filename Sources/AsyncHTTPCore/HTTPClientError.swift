@@ -58,6 +58,10 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
         case authenticationFailed
         /// A proxy refused or failed the request.
         case proxyFailed
+        /// Another task is already reading this response body: a streamed body has one reader at a time.
+        case bodyInUse
+        /// A configuration value is out of its range (a negative connection limit, a zero timeout).
+        case invalidConfiguration
     }
 
     /// The phase a ``Code/timeout`` happened in.

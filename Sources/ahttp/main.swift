@@ -257,7 +257,8 @@ func curlExitCode(_ error: HTTPClientError) -> Int32 {
     case .authenticationFailed: 67
     case .proxyFailed: 97
     case .cancelled, .shutdown: 42
-    case .redirectRefused, .bodyNotReplayable: 1
+    case .redirectRefused, .bodyNotReplayable, .bodyInUse: 1
+    case .invalidConfiguration: 2  // CURLE_FAILED_INIT
     }
 }
 
@@ -351,7 +352,7 @@ func run() async -> Int32 {
         setenv("no_proxy", noProxy, 1)
         unsetenv("NO_PROXY")
     }
-    if options.verbose { configuration.middleware.append(VerboseHeads(userAgent: configuration.userAgent)) }
+    if options.verbose { configuration.observers.append(VerboseHeads()) }
     let client = HTTPClient(configuration: configuration)
 
     let sink: Sink
@@ -446,31 +447,22 @@ struct CommandLineCookieFiles: CookieStorage {
     }
 }
 
-/// `-v`: each request head as it goes out (`> `) and each response head as it comes in (`< `), one pair
-/// per hop of a redirect, as curl prints them. Innermost in the chain, so it shows the headers the other
-/// middleware added (cookies, Accept-Encoding) and the response before decompression; `Host`, `User-Agent`
-/// and the framing header are added by the encoder below it, so they are reconstructed here the same way.
-/// (An observer API would be the proper home for this: it only watches.)
-struct VerboseHeads: HTTPClientMiddleware {
-    let userAgent: String?
-
-    func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
-        var lines: [String] = []
-        if let url = try? HTTPURL(request.url) {
-            lines.append("\(request.method.rawValue) \(url.requestTarget) HTTP/\(request.version.major).\(request.version.minor)")
-            if request.headers[HTTPField.Name("Host")!] == nil { lines.append("Host: \(url.hostHeader)") }
+/// `-v`: each request head as it went out (`> `), exactly the bytes the encoder wrote, and each response
+/// head as it came in (`< `), one pair per hop of a redirect or round of authentication, as curl prints them.
+/// An observer: it watches the traffic and cannot change it.
+struct VerboseHeads: HTTPClientObserver {
+    func observe(_ event: HTTPClientEvent) {
+        switch event.kind {
+        case .headSent(let bytes):
+            let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false).dropLast()
+            try? writeAll(2, Array(lines.map { "> " + $0 + "\n" }.joined().utf8)[...])
+        case .headReceived(let status, let version, let headers):
+            let lines = ["HTTP/\(version.major).\(version.minor) \(status.code) \(status.reasonPhrase)"]
+                + headers.map { "\($0.name): \($0.value)" } + [""]
+            try? writeAll(2, Array(lines.map { "< " + $0 + "\n" }.joined().utf8)[...])
+        default:
+            break
         }
-        lines += request.headers.map { "\($0.name): \($0.value)" }
-        if let userAgent, request.headers[.userAgent] == nil { lines.append("User-Agent: \(userAgent)") }
-        if let body = request.body {
-            lines.append(body.length.map { "Content-Length: \($0)" } ?? "Transfer-Encoding: chunked")
-        }
-        lines.append("")
-        try? writeAll(2, Array(lines.map { "> " + $0 + "\n" }.joined().utf8)[...])
-        let response = try await next(request)
-        let head = responseHeadText(response).split(separator: "\r\n", omittingEmptySubsequences: false).dropLast()
-        try? writeAll(2, Array(head.map { "< " + $0 + "\n" }.joined().utf8)[...])
-        return response
     }
 }
 

@@ -65,7 +65,7 @@ final class ClientBehaviourTests: XCTestCase {
         defer { Task { try await client.shutdown() } }
         _ = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)
         try await Task.sleep(for: .milliseconds(400))
-        let value1 = await client.pool.idleCount
+        let value1 = await client.transport.pool.idleCount
         XCTAssertEqual(value1, 0, "the sweep closed the idle connection")
         _ = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)
         XCTAssertEqual(client.connectionsOpened, 2)
@@ -462,7 +462,7 @@ final class ClientBehaviourTests: XCTestCase {
         let body = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)
         XCTAssertEqual(body, Array("hello".utf8))
         XCTAssertEqual(server.connectionsAccepted, 1)
-        let idle = await client.pool.idleCount
+        let idle = await client.transport.pool.idleCount
         XCTAssertEqual(idle, 1)
     }
 
@@ -486,7 +486,7 @@ final class ClientBehaviourTests: XCTestCase {
         // The request already on the wire finishes; its connection is then closed, not parked.
         let body = try await holder.value
         XCTAssertEqual(body, Array("slow".utf8))
-        let idle = await client.pool.idleCount
+        let idle = await client.transport.pool.idleCount
         XCTAssertEqual(idle, 0)
     }
 

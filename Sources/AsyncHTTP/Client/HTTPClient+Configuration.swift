@@ -58,11 +58,40 @@ extension HTTPClient {
         /// `all_proxy` and `no_proxy` as curl reads them (Go's `ProxyFromEnvironment` is the default there too),
         /// with loopback hosts always direct. ``HTTPClientRequest/proxy`` overrides it per request.
         public var proxy: ProxySetting = .environment
+        /// Watchers of every request (``HTTPClientObserver``): the exact request heads, connection reuse, body
+        /// bytes, retries and timings. They see traffic and cannot change it. None by default, and with none
+        /// nothing is recorded.
+        public var observers: [any HTTPClientObserver] = []
 
         public init() {}
 
         public init(tls: TLSConfiguration) {
             self.tls = tls
+        }
+
+        /// Checks every value against its range. ``HTTPClient`` runs this when it is created, and a client made
+        /// with a bad value refuses every request with the same ``HTTPClientError/Code/invalidConfiguration``
+        /// error instead of trapping or guessing.
+        public func validate() throws(HTTPClientError) {
+            func refuse(_ what: String) -> HTTPClientError { HTTPClientError(.invalidConfiguration, what) }
+            guard maxConnectionsPerHost >= 1 else {
+                throw refuse("maxConnectionsPerHost is \(maxConnectionsPerHost); it must be at least 1")
+            }
+            guard retriesOnTimeout >= 0 else { throw refuse("retriesOnTimeout is \(retriesOnTimeout); it must not be negative") }
+            guard maxResponseHeadBytes >= 64 else {
+                throw refuse("maxResponseHeadBytes is \(maxResponseHeadBytes); it must be at least 64")
+            }
+            guard maxResponseHeaderCount >= 1 else {
+                throw refuse("maxResponseHeaderCount is \(maxResponseHeaderCount); it must be at least 1")
+            }
+            guard connectTimeout > .zero else { throw refuse("connectTimeout is \(connectTimeout); it must be positive") }
+            if let inactivityTimeout, inactivityTimeout <= .zero {
+                throw refuse("inactivityTimeout is \(inactivityTimeout); it must be positive (nil waits forever)")
+            }
+            if let totalTimeout, totalTimeout <= .zero {
+                throw refuse("totalTimeout is \(totalTimeout); it must be positive (nil sets no deadline)")
+            }
+            guard idleTimeout >= .zero else { throw refuse("idleTimeout is \(idleTimeout); it must not be negative") }
         }
 
         var parserLimits: HTTP1ResponseParser.Limits {

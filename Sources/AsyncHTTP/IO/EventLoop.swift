@@ -433,3 +433,14 @@ struct MinHeap<Element: Comparable> {
         }
     }
 }
+
+/// The readiness notifier the library runs on, chosen here and nowhere else. A kqueue backend for macOS and
+/// the BSDs is one more ``IOEventNotifier`` and one more line below; until it exists and has run, the package
+/// builds for Linux only and says so.
+enum IOBackend {
+    #if os(Linux)
+    static var notifier: EpollEventLoop { EpollEventLoop.shared }
+    #else
+    #error("AsyncHTTP has no event loop for this platform yet: add a kqueue IOEventNotifier beside EpollEventLoop")
+    #endif
+}

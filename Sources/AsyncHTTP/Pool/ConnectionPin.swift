@@ -2,16 +2,16 @@
 /// authenticate handshake authenticates the TCP connection, not the request (MS-NLMP §3.1.5; curl and
 /// browsers keep the connection for the same reason).
 ///
-/// While ``isHolding`` is true, a connection whose response ended is parked here instead of in the pool,
-/// still counted as leased there, and the next request carrying this pin takes it. Once ``isHolding`` is
-/// false (set before the last request of the handshake), that request's connection goes back to the pool
-/// as usual. A pin dropped while holding a connection returns it to the pool.
+/// While ``isHolding`` is true, a connection whose response ended is parked here (by its
+/// ``ConnectionLease``) instead of in the pool, still counted as leased there, and the next request carrying
+/// this pin takes it. Once ``isHolding`` is false (set before the last request of the handshake), that
+/// request's connection goes back to the pool as usual. A connection parked here and never taken goes back
+/// to the pool through a lease of its own when the pin is dropped.
 final class ConnectionPin: @unchecked Sendable {
     // @unchecked: `state` is guarded by its pthread lock (`Locked`).
     private struct State {
-        var connection: HTTP1Connection?
+        var parked: (connection: HTTP1Connection, pool: ConnectionPool)?
         var isHolding = true
-        var pool: ConnectionPool?
     }
 
     private let state = Locked(State())
@@ -22,22 +22,20 @@ final class ConnectionPin: @unchecked Sendable {
     var isHolding: Bool { state.withLock { $0.isHolding } }
 
     /// Parks `connection` (its response is complete and it can carry another request).
-    func hold(_ connection: HTTP1Connection, pool: ConnectionPool) {
-        let previous = state.withLock { state -> HTTP1Connection? in
-            defer {
-                state.connection = connection
-                state.pool = pool
-            }
-            return state.connection
+    func park(_ connection: HTTP1Connection, pool: ConnectionPool) {
+        let previous = state.withLock { state in
+            defer { state.parked = (connection, pool) }
+            return state.parked
         }
-        if let previous, previous !== connection { Self.giveBack(previous, to: pool) }
+        if let previous, previous.connection !== connection { Self.giveBack(previous) }
     }
 
-    /// The parked connection, if any; the caller now owns the pool lease.
-    func take() -> HTTP1Connection? {
+    /// The parked connection and its pool, if any; the caller now owns the pool lease and must settle it
+    /// through a ``ConnectionLease``.
+    func take() -> (connection: HTTP1Connection, pool: ConnectionPool)? {
         state.withLock { state in
-            defer { state.connection = nil }
-            return state.connection
+            defer { state.parked = nil }
+            return state.parked
         }
     }
 
@@ -48,11 +46,11 @@ final class ConnectionPin: @unchecked Sendable {
     }
 
     deinit {
-        let (connection, pool) = state.withLock { ($0.connection, $0.pool) }
-        if let connection, let pool { Self.giveBack(connection, to: pool) }
+        if let parked = state.withLock({ $0.parked }) { Self.giveBack(parked) }
     }
 
-    private static func giveBack(_ connection: HTTP1Connection, to pool: ConnectionPool) {
-        Task { await pool.release(connection, reusable: connection.looksReusable()) }
+    private static func giveBack(_ parked: (connection: HTTP1Connection, pool: ConnectionPool)) {
+        let lease = ConnectionLease(parked.connection, pool: parked.pool)
+        Task { await lease.responseEnded() }
     }
 }

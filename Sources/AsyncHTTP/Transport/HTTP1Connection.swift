@@ -36,14 +36,10 @@ final class HTTP1Connection: @unchecked Sendable {
     private var readSize = 16 * 1024
     private static let maxReadSize = 256 * 1024
 
-    /// Completed responses on this connection; above zero means a reuse.
-    private(set) var responsesCompleted = 0
-    /// Request bytes written for the current request (the stale-retry rule asks whether any went out).
-    private(set) var requestBytesWritten = 0
-    /// The server's `Keep-Alive: max=` budget, if it gave one.
-    private(set) var remainingRequests: Int?
-    private(set) var keepAliveTimeout: Duration?
-    private var lastHeadKeepAlive = false
+    /// Where the connection is in its life (idle, writing, awaiting the head, body, done, must close, closed),
+    /// with the keep-alive budget and the counters the stale-connection retry reads. Sans-IO; see
+    /// `HTTP1ConnectionStateMachine`.
+    private var machine = HTTP1ConnectionStateMachine()
 
     init(id: Int, key: ConnectionKey, socket: Socket, tls: TLSStream?, limits: HTTP1ResponseParser.Limits) {
         self.id = id
@@ -53,15 +49,16 @@ final class HTTP1Connection: @unchecked Sendable {
         self.parser = HTTP1ResponseParser(limits: limits)
     }
 
-    var wasReused: Bool { responsesCompleted > 0 }
+    var wasReused: Bool { machine.wasReused }
+    var requestBytesWritten: Int { machine.requestBytesWritten }
     var responseBytesReceived: Int { parser.bytesReceived }
-    var isAwaitingHead: Bool { parser.isAwaitingHead }
     var remainingContentLength: Int? { parser.remainingContentLength }
+    /// The server's `Keep-Alive: timeout=N`, if it gave one.
+    var keepAliveTimeout: Duration? { machine.keepAliveTimeout.map { .seconds($0) } }
 
-    /// Whether the connection can carry another request after the current response ended.
-    var isReusable: Bool {
-        lastHeadKeepAlive && parser.isComplete && (remainingRequests.map { $0 > 0 } ?? true)
-    }
+    /// Whether the connection can carry another request: the response ended, both sides keep the connection,
+    /// and the server's `Keep-Alive: max` budget is not used up.
+    var isReusable: Bool { machine.isReusable }
 
     // MARK: Writing
 
@@ -152,7 +149,7 @@ final class HTTP1Connection: @unchecked Sendable {
     private func settle(_ outcome: WriteOutcome, deadlines: Deadlines) async throws(HTTPClientError) -> Int {
         switch outcome {
         case .wrote(let n):
-            requestBytesWritten += n
+            machine.wrote(n)
             return n
         case .wait(let interest):
             let (deadline, phase) = deadlines.next(.write)
@@ -165,10 +162,18 @@ final class HTTP1Connection: @unchecked Sendable {
 
     // MARK: Reading
 
-    /// Prepares for the response to a request with `method`, resetting per-request counters.
-    func startRequest(method: HTTPRequest.Method) {
+    /// Starts a request with `method`; `persistent` is false when it goes out with `Connection: close`.
+    /// Throws if the connection is not ready for one (a bug, reported rather than trapped).
+    func startRequest(method: HTTPRequest.Method, persistent: Bool = true) throws(HTTPClientError) {
+        if case .refuse(let reason) = machine.requestStarted(persistent: persistent) {
+            throw HTTPClientError(.invalidRequest, "connection \(id): \(reason)")
+        }
         parser.expectResponse(to: method)
-        requestBytesWritten = 0
+    }
+
+    /// The whole request went out.
+    func requestWritten() {
+        _ = machine.requestWritten()
     }
 
     /// Reads until the response head is complete. Interim 1xx responses are skipped by the parser.
@@ -180,12 +185,9 @@ final class HTTP1Connection: @unchecked Sendable {
                 bufferOffset += consumed
                 switch event {
                 case .head(let head):
-                    lastHeadKeepAlive = head.keepAlive
-                    if let timeout = head.keepAliveTimeout { keepAliveTimeout = .seconds(timeout) }
-                    // `Keep-Alive: max=N` counts the requests still allowed on this connection after this
-                    // response (Apache counts down from MaxKeepAliveRequests and sends `close` after max=1).
-                    if let max = head.keepAliveMax { remainingRequests = max } else if let remaining = remainingRequests {
-                        remainingRequests = remaining - 1
+                    if case .refuse(let reason) = machine.headReceived(
+                        keepAlive: head.keepAlive, keepAliveMax: head.keepAliveMax, keepAliveTimeout: head.keepAliveTimeout) {
+                        throw .malformedResponse(reason)
                     }
                     return head
                 case .needMoreData:
@@ -230,37 +232,37 @@ final class HTTP1Connection: @unchecked Sendable {
         }
     }
 
-    /// The whole body if it is already buffered (a small response that arrived with its head), with no I/O.
-    /// Returns nil (and changes nothing the caller can see) when more bytes are needed.
-    func takeBufferedBodyIfComplete() throws(HTTPClientError) -> [ArraySlice<UInt8>]? {
+    /// What of the body is already buffered (a small response often arrives with its head), taken with no I/O.
+    enum BufferedBody {
+        /// The whole body: the connection's response has ended.
+        case complete([ArraySlice<UInt8>])
+        /// The start of the body; the rest is still to be read with ``nextBodyChunk(deadlines:)``.
+        case partial([ArraySlice<UInt8>])
+    }
+
+    /// Takes the body chunks that arrived with the head.
+    func takeBufferedBody() throws(HTTPClientError) -> BufferedBody {
         var chunks: [ArraySlice<UInt8>] = []
         while true {
-            guard let step = try parseBuffered() else {
-                // Incomplete: the chunks already taken are kept by the caller's streaming body instead.
-                pendingChunks = chunks
-                return nil
-            }
+            guard let step = try parseBuffered() else { return .partial(chunks) }
             switch step {
             case .chunk(let chunk): chunks.append(chunk)
             case .end:
                 responseEnded()
-                return chunks
+                return .complete(chunks)
             }
         }
     }
 
     /// An idle connection keeps no read buffer: chunks the user still holds keep their own storage alive.
     private func responseEnded() {
-        responsesCompleted += 1
+        _ = machine.bodyEnded()
         if bufferOffset >= buffer.count {
             buffer = []
             bufferOffset = 0
         }
         readSize = 16 * 1024
     }
-
-    /// Chunks parsed by an unsuccessful ``takeBufferedBodyIfComplete()``, handed out first by the stream.
-    var pendingChunks: [ArraySlice<UInt8>] = []
 
     private enum Step {
         case chunk(ArraySlice<UInt8>)
@@ -347,6 +349,7 @@ final class HTTP1Connection: @unchecked Sendable {
     }
 
     func close() {
+        machine.closed()
         tls?.shutdown()
         socket.close()
     }

@@ -53,14 +53,20 @@ struct PreparedRequest: Sendable {
     var isReplayable: Bool { body?.isReplayable ?? true }
 
     /// Writes the head and body. Small bodies go out in the same syscall as the head.
-    func write(to connection: HTTP1Connection, deadlines: Deadlines) async throws(HTTPClientError) {
+    func write(to connection: HTTP1Connection, deadlines: Deadlines, observation: RequestObservation? = nil) async throws(HTTPClientError) {
         switch body?.storage {
         case nil:
             try await connection.write(head, deadlines: deadlines)
+            observation?.headSent(head)
         case .bytes(let bytes)?:
             try await connection.write(head, bytes[...], deadlines: deadlines)
+            if let observation {
+                observation.headSent(head)
+                if !bytes.isEmpty { observation.bodySent(total: bytes.count) }
+            }
         case .stream(let length, let makeSource)?:
             try await connection.write(head, deadlines: deadlines)
+            observation?.headSent(head)
             // A child task pulls the body's chunks ahead of this one, which writes whatever is waiting in one
             // `sendmsg` (see `RequestBodyReadAhead`).
             let readAhead = RequestBodyReadAhead()
@@ -68,9 +74,9 @@ struct PreparedRequest: Sendable {
                 group.addTask { await readAhead.produce(from: makeSource()) }
                 do throws(HTTPClientError) {
                     if let length {
-                        try await writeExactly(length, from: readAhead, to: connection, deadlines: deadlines)
+                        try await writeExactly(length, from: readAhead, to: connection, deadlines: deadlines, observation: observation)
                     } else {
-                        try await writeChunked(from: readAhead, to: connection, deadlines: deadlines)
+                        try await writeChunked(from: readAhead, to: connection, deadlines: deadlines, observation: observation)
                     }
                     return .success(())
                 } catch {
@@ -84,7 +90,8 @@ struct PreparedRequest: Sendable {
     }
 
     private func writeExactly(
-        _ length: Int, from readAhead: RequestBodyReadAhead, to connection: HTTP1Connection, deadlines: Deadlines
+        _ length: Int, from readAhead: RequestBodyReadAhead, to connection: HTTP1Connection, deadlines: Deadlines,
+        observation: RequestObservation?
     ) async throws(HTTPClientError) {
         var sent = 0
         while true {
@@ -94,6 +101,7 @@ struct PreparedRequest: Sendable {
             }
             try await connection.write(batch.chunks, deadlines: deadlines)
             sent += batch.bytes
+            if batch.bytes > 0 { observation?.bodySent(total: sent) }
             if batch.ended { break }
         }
         guard sent == length else {
@@ -105,9 +113,11 @@ struct PreparedRequest: Sendable {
     /// A chunk's closing CRLF rides in front of the next chunk's size line, and a batch of chunks goes out in one
     /// `sendmsg` with the size lines between them.
     private func writeChunked(
-        from readAhead: RequestBodyReadAhead, to connection: HTTP1Connection, deadlines: Deadlines
+        from readAhead: RequestBodyReadAhead, to connection: HTTP1Connection, deadlines: Deadlines,
+        observation: RequestObservation?
     ) async throws(HTTPClientError) {
         var trailer: [UInt8] = []
+        var sent = 0
         while true {
             let batch = try await readAhead.take()
             var parts: [ArraySlice<UInt8>] = []
@@ -122,9 +132,13 @@ struct PreparedRequest: Sendable {
             if batch.ended {
                 parts.append((trailer + HTTP1RequestEncoder.lastChunk)[...])
                 try await connection.write(parts, deadlines: deadlines)
+                sent += batch.bytes
+                if batch.bytes > 0 { observation?.bodySent(total: sent) }
                 return
             }
             try await connection.write(parts, deadlines: deadlines)
+            sent += batch.bytes
+            if batch.bytes > 0 { observation?.bodySent(total: sent) }
         }
     }
 }

@@ -5,31 +5,48 @@ import Glibc
 import Darwin
 #endif
 
+/// Answers a proxy's `407` to `CONNECT`. The transport defines what it needs and the client's authenticator
+/// provides it (`Authenticator+ProxyTunnel.swift`), so the transport never reaches up into Auth.
+protocol ProxyTunnelAuthenticator: Sendable {
+    /// What one tunnel's authentication has done so far (which credentials were tried, Digest and NTLM state).
+    associatedtype Exchange: Sendable
+
+    /// A fresh exchange for a tunnel through `proxy` to `authority` (`host:port`).
+    func beginTunnel(through proxy: ProxyConfiguration, authority: String) throws(HTTPClientError) -> Exchange
+    /// `Proxy-Authorization` for the first `CONNECT`, from an earlier success with this proxy; nil for none.
+    func authorization(before exchange: inout Exchange, authority: String) async throws(HTTPClientError) -> String?
+    /// `Proxy-Authorization` answering the `Proxy-Authenticate` values of a `407`; nil when no credentials are left.
+    func answer(_ challenges: [String], exchange: inout Exchange, authority: String) async throws(HTTPClientError) -> String?
+    /// The proxy accepted the tunnel: remember what worked.
+    func accepted(_ exchange: Exchange) async
+    /// Whether the next `CONNECT` must go out on the same connection (NTLM mid-handshake).
+    func needsSameConnection(_ exchange: Exchange) -> Bool
+    /// Whether credentials were offered and refused.
+    func wasRefused(_ exchange: Exchange) -> Bool
+}
+
 /// An HTTP `CONNECT` tunnel (RFC 9110 §9.3.6) through a proxy, for `https` URLs: once the proxy answers 2xx,
 /// the socket carries bytes to the origin, and TLS to the origin runs inside it.
 ///
-/// A `407` is answered here, with the client's ``Authenticator`` (Basic, Digest, or NTLM on the same
+/// A `407` is answered here, through a ``ProxyTunnelAuthenticator`` (Basic, Digest, or NTLM on the same
 /// connection), since no middleware sees the tunnel's requests. A refusal is a
 /// ``HTTPClientError/Code/proxyFailed`` error that names the status: there is no response to return.
 enum ProxyTunnel {
-    static func open(
+    static func open<Authenticator: ProxyTunnelAuthenticator>(
         on socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, authenticator: Authenticator,
         userAgent: String?, limits: HTTP1ResponseParser.Limits, deadline: ContinuousClock.Instant,
         reconnect: () async throws(HTTPClientError) -> Socket
     ) async throws(HTTPClientError) -> Socket {
         let authority = (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
-        var exchange = AuthExchange(
-            isProxy: true, scheme: "http", host: proxy.host, port: proxy.port, target: try HTTPURL("https://\(authority)/"),
-            urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: nil)
-        var authorization = try await authenticator.preemptiveAuthorization(
-            for: &exchange, method: "CONNECT", uri: authority, body: nil, basicRequested: false)
+        var exchange = try authenticator.beginTunnel(through: proxy, authority: authority)
+        var authorization = try await authenticator.authorization(before: &exchange, authority: authority)
         var socket = socket
         let deadlines = Deadlines(inactivity: nil, total: deadline)
         // Bounded: the authenticator caps its rounds; each round either returns, throws or answers one 407.
         for _ in 0..<16 {
             let connection = HTTP1Connection(id: 0, key: ConnectionKey(scheme: "http", host: proxy.host, port: proxy.port),
                                              socket: socket, tls: nil, limits: limits)
-            connection.startRequest(method: .connect)
+            try connection.startRequest(method: .connect)
             var head = "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n"
             if let userAgent { head += "User-Agent: \(userAgent)\r\n" }
             // HTTP/1.0 proxies need to be asked to keep the connection for the next round of a 407.
@@ -37,13 +54,14 @@ enum ProxyTunnel {
             if let authorization { head += "Proxy-Authorization: \(authorization)\r\n" }
             head += "\r\n"
             try await connection.write(Array(head.utf8), deadlines: deadlines)
+            connection.requestWritten()
             let response = try await connection.readHead(deadlines: deadlines)
             let code = response.status.code
             if (200..<300).contains(code) {
                 guard connection.looksReusable() else {
                     throw HTTPClientError(.proxyFailed, "proxy \(proxy) sent bytes after accepting CONNECT to \(authority), before TLS began")
                 }
-                if exchange.current != nil { await authenticator.succeeded(exchange) }
+                await authenticator.accepted(exchange)
                 return socket
             }
             guard code == 407 else {
@@ -51,16 +69,15 @@ enum ProxyTunnel {
             }
             // Read the 407's body so the connection can carry the next CONNECT; a long one costs a new connection.
             let reusable = response.keepAlive ? await connection.drainResponse(limit: 64 * 1024, deadline: deadline) : false
-            let challenges = AuthChallenge.parse(response.headers[values: .proxyAuthenticate])
-            guard let answer = try await authenticator.respond(
-                to: challenges, exchange: &exchange, method: "CONNECT", uri: authority, body: nil) else {
+            guard let answer = try await authenticator.answer(
+                response.headers[values: .proxyAuthenticate], exchange: &exchange, authority: authority) else {
                 throw HTTPClientError(.proxyFailed,
                     "proxy \(proxy) requires authentication for CONNECT to \(authority) (407)"
-                        + (exchange.failures > 0 ? " and refused the credentials given" : " and no credentials were available"))
+                        + (authenticator.wasRefused(exchange) ? " and refused the credentials given" : " and no credentials were available"))
             }
-            authorization = answer.value
+            authorization = answer
             if !reusable {
-                if exchange.needsSameConnection {
+                if authenticator.needsSameConnection(exchange) {
                     throw HTTPClientError(.authenticationFailed,
                         "proxy \(proxy) closed the connection in the middle of the NTLM handshake; NTLM needs a keep-alive connection")
                 }

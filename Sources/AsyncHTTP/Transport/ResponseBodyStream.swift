@@ -1,86 +1,82 @@
 import Logging
+import Synchronization
 
-/// The streaming side of a response body: it holds the leased connection until the body ends, then
-/// returns it to the pool; on an error or cancellation it closes it.
+/// The streaming side of a response body: it reads the leased connection as the consumer asks, and settles
+/// the ``ConnectionLease`` when the body ends (back to the pool), fails (closed), or is dropped unread
+/// (drained or closed).
 ///
-/// Ownership: one consumer task iterates a body at a time (an `AsyncIterator` is not shared), so the
-/// state below is touched by that task, and by `deinit` once nobody holds the stream.
+/// Ownership: one consumer task reads at a time. A second task calling ``next()`` while a read is in progress
+/// gets ``HTTPClientError/Code/bodyInUse`` instead of racing the first; the `reading` flag is an atomic
+/// exchange, and every other field is touched only by the reader that holds it (or by `deinit`).
 final class ResponseBodyStream: @unchecked Sendable {
-    // @unchecked: single-consumer ownership as described above.
-    private var connection: HTTP1Connection?
-    private let pool: ConnectionPool
-    private let pin: ConnectionPin?
+    // @unchecked: `done` and `chunks` are touched only by the task that won the `reading` exchange, or by deinit.
+    private let lease: HTTP1Lease
     private let deadlines: Deadlines
-    private let keepAlive: Bool
     private let logger: Logger
+    private let observation: RequestObservation?
+    /// Chunks that arrived with the head, handed out first.
+    private var chunks: [ArraySlice<UInt8>]
+    private var chunkIndex = 0
+    private var done = false
+    private let reading = Atomic<Bool>(false)
 
     /// Dropped bodies are drained for reuse only when this little is left; more costs a close instead.
     /// 64 KiB: about one socket buffer, cheaper to read than a new TLS handshake (AHC closes instead; Go
     /// drains up to 256 KiB for the same reason).
     static let drainLimit = 64 * 1024
 
-    init(connection: HTTP1Connection, pool: ConnectionPool, pin: ConnectionPin?, deadlines: Deadlines, keepAlive: Bool, logger: Logger) {
-        self.connection = connection
-        self.pool = pool
-        self.pin = pin
+    init(lease: HTTP1Lease, bufferedChunks: [ArraySlice<UInt8>], deadlines: Deadlines, logger: Logger,
+         observation: RequestObservation?) {
+        self.lease = lease
+        self.chunks = bufferedChunks
         self.deadlines = deadlines
-        self.keepAlive = keepAlive
         self.logger = logger
+        self.observation = observation
     }
 
     func next() async throws(HTTPClientError) -> ArraySlice<UInt8>? {
-        guard let connection else { return nil }
-        if !connection.pendingChunks.isEmpty {
-            return connection.pendingChunks.removeFirst()
+        guard !reading.exchange(true, ordering: .acquiring) else {
+            throw HTTPClientError(.bodyInUse,
+                "another task is already reading this response body; a streamed body has one reader at a time")
         }
+        defer { reading.store(false, ordering: .releasing) }
+        guard !done else { return nil }
+        if chunkIndex < chunks.count {
+            defer { chunkIndex += 1 }
+            let chunk = chunks[chunkIndex]
+            observation?.bodyReceived(chunk.count)
+            return chunk
+        }
+        if chunkIndex > 0 {
+            chunks = []
+            chunkIndex = 0
+        }
+        let connection = lease.connection
         do {
-            if let chunk = try await connection.nextBodyChunk(deadlines: deadlines) { return chunk }
+            if let chunk = try await connection.nextBodyChunk(deadlines: deadlines) {
+                observation?.bodyReceived(chunk.count)
+                return chunk
+            }
         } catch {
-            self.connection = nil
-            connection.close()
-            await pool.discard(connection.key)
+            done = true
+            await lease.discard()
+            observation?.failed(error)
             throw error
         }
-        self.connection = nil
-        let reusable = keepAlive && connection.isReusable
-        logger.trace("response complete", metadata: ["connection": "\(connection.id)", "reusable": "\(reusable)"])
-        await Self.release(connection, reusable: reusable, pool: pool, pin: pin)
+        done = true
+        logger.trace("response complete", metadata: ["connection": "\(connection.id)", "reusable": "\(connection.isReusable)"])
+        await lease.responseEnded()
+        observation?.finished()
         return nil
-    }
-
-    /// Hands a connection whose response ended back: to the pin of an NTLM handshake in progress, else the pool.
-    static func release(_ connection: HTTP1Connection, reusable: Bool, pool: ConnectionPool, pin: ConnectionPin?) async {
-        if let pin, pin.isHolding, reusable {
-            pin.hold(connection, pool: pool)
-        } else {
-            await pool.release(connection, reusable: reusable)
-        }
     }
 
     /// Gives up on the rest of the body: the connection is closed, not reused.
     func abandon() async {
-        guard let connection else { return }
-        self.connection = nil
-        connection.close()
-        await pool.discard(connection.key)
+        await lease.discard()
     }
 
     deinit {
-        guard let connection else { return }
-        // Dropped unread. Drain a small remainder so the connection can be reused; otherwise close.
-        let pool = self.pool
-        let pin = self.pin
-        let keepAlive = self.keepAlive
-        let logger = self.logger
-        Task {
-            let drained = keepAlive ? await connection.drainResponse(limit: Self.drainLimit) : false
-            logger.debug("unread body \(drained ? "drained" : "not drainable, closing")", metadata: ["connection": "\(connection.id)"])
-            if drained {
-                await Self.release(connection, reusable: connection.isReusable, pool: pool, pin: pin)
-            } else {
-                connection.close()
-                await pool.discard(connection.key)
-            }
-        }
+        // Dropped unread: drain a small remainder so the connection can be reused; otherwise close.
+        if !done { lease.settleDropped(drainLimit: Self.drainLimit, logger: logger) }
     }
 }

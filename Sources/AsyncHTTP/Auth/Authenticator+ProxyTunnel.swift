@@ -1,0 +1,25 @@
+/// The client's authenticator answers the transport's `CONNECT` challenges: the dependency points from Auth
+/// down to the transport's protocol, never from the transport up into Auth.
+extension Authenticator: ProxyTunnelAuthenticator {
+    nonisolated func beginTunnel(through proxy: ProxyConfiguration, authority: String) throws(HTTPClientError) -> AuthExchange {
+        AuthExchange(
+            isProxy: true, scheme: "http", host: proxy.host, port: proxy.port, target: try HTTPURL("https://\(authority)/"),
+            urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: nil)
+    }
+
+    func authorization(before exchange: inout AuthExchange, authority: String) async throws(HTTPClientError) -> String? {
+        try preemptiveAuthorization(for: &exchange, method: "CONNECT", uri: authority, body: nil, basicRequested: false)
+    }
+
+    func answer(_ challenges: [String], exchange: inout AuthExchange, authority: String) async throws(HTTPClientError) -> String? {
+        try await respond(to: AuthChallenge.parse(challenges), exchange: &exchange, method: "CONNECT", uri: authority, body: nil)?.value
+    }
+
+    func accepted(_ exchange: AuthExchange) async {
+        if exchange.current != nil { await succeeded(exchange) }
+    }
+
+    nonisolated func needsSameConnection(_ exchange: AuthExchange) -> Bool { exchange.needsSameConnection }
+
+    nonisolated func wasRefused(_ exchange: AuthExchange) -> Bool { exchange.failures > 0 }
+}

@@ -1,0 +1,157 @@
+import HTTPTypes
+
+/// Watches requests without changing them: logging, metrics, progress, `ahttp -v`.
+///
+/// Observers see what middleware cannot: the exact bytes of each request head as the encoder wrote them,
+/// whether a connection was new or reused, body bytes as they cross the socket, retries, and timings.
+/// They cannot alter anything (watching is not changing: Alamofire's `EventMonitor`, Go's `httptrace`).
+///
+/// ```swift
+/// struct Printer: HTTPClientObserver {
+///     func observe(_ event: HTTPClientEvent) {
+///         if case .headSent(let bytes) = event.kind { print(String(decoding: bytes, as: UTF8.self)) }
+///     }
+/// }
+/// var configuration = HTTPClient.Configuration()
+/// configuration.observers = [Printer()]
+/// ```
+///
+/// `observe` is called synchronously on the task doing the work, in order for one request; keep it short
+/// and never block. With no observers configured nothing is built or recorded: observing costs nothing
+/// until it is asked for.
+public protocol HTTPClientObserver: Sendable {
+    func observe(_ event: HTTPClientEvent)
+}
+
+/// One thing that happened to a request.
+public struct HTTPClientEvent: Sendable {
+    /// Identifies one ``HTTPClient/send(_:)``: every hop, retry and body event of it carries the same number.
+    public var requestID: UInt64
+    /// When it happened.
+    public var time: ContinuousClock.Instant
+    public var kind: Kind
+
+    public enum Kind: Sendable {
+        /// `send` was called. The URL is shown without its userinfo.
+        case queued(method: HTTPRequest.Method, url: String)
+        /// A connection was leased for one attempt (each hop of a redirect and each retry leases one).
+        case connectionAcquired(ConnectionInfo)
+        /// The request head went out: exactly these bytes (an `Authorization` header included, as curl's `-v`
+        /// shows it; an observer that logs should redact it).
+        case headSent([UInt8])
+        /// Request body bytes went out; the total so far for this attempt.
+        case bodyBytesSent(total: Int)
+        /// The final response head arrived (interim 1xx responses are not reported).
+        case headReceived(status: HTTPResponse.Status, version: HTTPVersion, headers: HTTPFields)
+        /// Response body bytes arrived, as they are handed to the reader (before decompression).
+        case bodyBytesReceived(Int)
+        /// The request is sent again on a new connection, and why.
+        case retry(reason: String)
+        /// A redirect is being followed (URL shown without its userinfo).
+        case redirect(status: Int, location: String)
+        /// A response ended: its body was read to the end (one per hop of a redirect or round of authentication).
+        case finished(Timings)
+        /// The attempt failed.
+        case failed(HTTPClientError, Timings)
+    }
+
+    /// The connection an attempt runs on.
+    public struct ConnectionInfo: Sendable, Hashable {
+        /// The client's number for the connection (the one in its debug log lines).
+        public var id: Int
+        /// Whether it carried an earlier request.
+        public var reused: Bool
+        /// Whether its TLS handshake resumed a cached session (false for plain http).
+        public var tlsSessionResumed: Bool
+        /// `scheme://host:port` of the origin, and the proxy if there is one.
+        public var route: String
+    }
+
+    /// Times since the request was queued; nil for a phase not reached.
+    public struct Timings: Sendable, Hashable {
+        /// Until a connection was leased (new or reused).
+        public var connection: Duration?
+        /// Until the request head had been written.
+        public var headSent: Duration?
+        /// Until the response head arrived.
+        public var headReceived: Duration?
+        /// Until this event.
+        public var total: Duration
+    }
+}
+
+/// The observation of one `send`: its number, the client's observers, and the timing marks. Made only when the
+/// client has observers, and found by the transport and the middleware through a task-local.
+///
+/// `@unchecked Sendable`: the marks are behind the `Locked` pthread mutex; the rest is immutable.
+final class RequestObservation: @unchecked Sendable {
+    @TaskLocal static var current: RequestObservation?
+
+    let requestID: UInt64
+    private let observers: [any HTTPClientObserver]
+    private let start: ContinuousClock.Instant
+    private let marks = Locked(Marks())
+
+    private struct Marks {
+        var connection: ContinuousClock.Instant?
+        var headSent: ContinuousClock.Instant?
+        var headReceived: ContinuousClock.Instant?
+    }
+
+    init(requestID: UInt64, observers: [any HTTPClientObserver]) {
+        self.requestID = requestID
+        self.observers = observers
+        self.start = .now
+    }
+
+    private func emit(_ kind: HTTPClientEvent.Kind, at time: ContinuousClock.Instant = .now) {
+        let event = HTTPClientEvent(requestID: requestID, time: time, kind: kind)
+        for observer in observers { observer.observe(event) }
+    }
+
+    private func timings(at now: ContinuousClock.Instant) -> HTTPClientEvent.Timings {
+        let marks = self.marks.withLock { $0 }
+        return .init(connection: marks.connection.map { start.duration(to: $0) },
+                     headSent: marks.headSent.map { start.duration(to: $0) },
+                     headReceived: marks.headReceived.map { start.duration(to: $0) },
+                     total: start.duration(to: now))
+    }
+
+    func queued(method: HTTPRequest.Method, url: String) { emit(.queued(method: method, url: url), at: start) }
+
+    func connectionAcquired(_ info: HTTPClientEvent.ConnectionInfo) {
+        let now = ContinuousClock.now
+        marks.withLock { $0.connection = now; $0.headSent = nil; $0.headReceived = nil }
+        emit(.connectionAcquired(info), at: now)
+    }
+
+    func headSent(_ bytes: [UInt8]) {
+        let now = ContinuousClock.now
+        marks.withLock { $0.headSent = now }
+        emit(.headSent(bytes), at: now)
+    }
+
+    func bodySent(total: Int) { emit(.bodyBytesSent(total: total)) }
+
+    func headReceived(status: HTTPResponse.Status, version: HTTPVersion, headers: HTTPFields) {
+        let now = ContinuousClock.now
+        marks.withLock { $0.headReceived = now }
+        emit(.headReceived(status: status, version: version, headers: headers), at: now)
+    }
+
+    func bodyReceived(_ count: Int) { emit(.bodyBytesReceived(count)) }
+
+    func retry(reason: String) { emit(.retry(reason: reason)) }
+
+    func redirect(status: Int, location: String) { emit(.redirect(status: status, location: location)) }
+
+    func finished() {
+        let now = ContinuousClock.now
+        emit(.finished(timings(at: now)), at: now)
+    }
+
+    func failed(_ error: HTTPClientError) {
+        let now = ContinuousClock.now
+        emit(.failed(error, timings(at: now)), at: now)
+    }
+}

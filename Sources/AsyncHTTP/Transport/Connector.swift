@@ -1,0 +1,137 @@
+import Logging
+import Synchronization
+
+/// Opens connections: resolves the name, connects TCP (each address in turn), runs SOCKS5 or `CONNECT`
+/// through a proxy, and starts TLS. The only code that dials.
+///
+/// The leasing task calls it itself, so cancellation and deadlines stay with the request.
+final class Connector: Sendable {
+    struct Settings: Sendable {
+        var tls: TLSConfiguration
+        var connectTimeout: Duration
+        var userAgent: String?
+        var limits: HTTP1ResponseParser.Limits
+        var logger: Logger
+    }
+
+    private let settings: Settings
+    /// Answers a proxy's `407` to `CONNECT` (the client's authenticator); nil answers none.
+    private let tunnelAuthenticator: (any ProxyTunnelAuthenticator)?
+    /// Made by the first https connection (``tlsContext()``), so a client that only speaks plain http never
+    /// initialises OpenSSL or parses a trust store.
+    private let lazyTLSContext = Locked<Result<TLSContext, HTTPClientError>?>(nil)
+    private let connectionIDs = Atomic<Int>(0)
+    private let resumedSessions = Atomic<Int>(0)
+
+    init(settings: Settings, tunnelAuthenticator: (any ProxyTunnelAuthenticator)?) {
+        self.settings = settings
+        self.tunnelAuthenticator = tunnelAuthenticator
+    }
+
+    /// How many connections have been opened so far.
+    var connectionsOpened: Int { connectionIDs.load(ordering: .relaxed) }
+    /// How many TLS handshakes resumed a cached session.
+    var tlsSessionsResumed: Int { resumedSessions.load(ordering: .relaxed) }
+
+    /// The client's TLS context, created on first use. A bad CA file or client key is reported by every https
+    /// request, as a typed error. Creation holds the lock (one parse of the trust store, about 10 ms for the
+    /// system bundle), so concurrent first requests wait for it instead of each parsing the store.
+    private func tlsContext() throws(HTTPClientError) -> TLSContext {
+        try lazyTLSContext.withLock { context in
+            if let context { return context }
+            let made = Result { () throws(HTTPClientError) in try TLSContext(configuration: settings.tls) }
+            context = made
+            return made
+        }.get()
+    }
+
+    /// A new connection for `key`, ready for its first request.
+    func connect(_ key: ConnectionKey, deadlines: Deadlines) async throws(HTTPClientError) -> HTTP1Connection {
+        let connectDeadline = earliest(.now + settings.connectTimeout, deadlines.total)
+        var socket: Socket
+        if let proxy = key.proxy {
+            socket = try await connectSocket(host: proxy.host, port: proxy.port, deadline: connectDeadline, what: "proxy \(proxy)")
+            do {
+                switch proxy.kind {
+                case .socks5, .socks5h:
+                    try await SOCKS5.connect(socket, through: proxy, to: key.host, port: key.port, deadline: connectDeadline)
+                case .http where key.isTLS:
+                    socket = try await tunnel(on: socket, through: proxy, to: key, deadline: connectDeadline)
+                case .http:
+                    break // plain http goes to the proxy in absolute form
+                }
+            } catch {
+                socket.close()
+                throw error
+            }
+        } else {
+            socket = try await connectSocket(host: key.host, port: key.port, deadline: connectDeadline, what: key.description)
+        }
+        var tls: TLSStream?
+        var resumed = false
+        if key.isTLS {
+            do {
+                let stream = try TLSStream(socket: socket, context: try tlsContext(), host: key.host, port: key.port,
+                                           hostIsIPAddress: SocketAddress(numericHost: key.host, port: key.port) != nil)
+                try await stream.handshake(deadline: earliest(.now + settings.connectTimeout, deadlines.total))
+                resumed = stream.sessionWasReused
+                tls = stream
+            } catch {
+                socket.close()
+                throw error
+            }
+            if resumed {
+                resumedSessions.add(1, ordering: .relaxed)
+                settings.logger.trace("TLS session resumed", metadata: ["key": "\(key)"])
+            }
+        }
+        let id = connectionIDs.add(1, ordering: .relaxed).newValue
+        let connection = HTTP1Connection(id: id, key: key, socket: socket, tls: tls, limits: settings.limits)
+        settings.logger.debug("connection \(id) opened", metadata: ["key": "\(key)", "remote": "\(socket.remote)"])
+        return connection
+    }
+
+    private func tunnel(
+        on socket: Socket, through proxy: ProxyConfiguration, to key: ConnectionKey, deadline: ContinuousClock.Instant
+    ) async throws(HTTPClientError) -> Socket {
+        let reconnect = { () async throws(HTTPClientError) -> Socket in
+            try await self.connectSocket(host: proxy.host, port: proxy.port, deadline: deadline, what: "proxy \(proxy)")
+        }
+        guard let tunnelAuthenticator else {
+            return try await ProxyTunnel.open(
+                on: socket, through: proxy, to: key.host, port: key.port, authenticator: NoTunnelAuthentication(),
+                userAgent: settings.userAgent, limits: settings.limits, deadline: deadline, reconnect: reconnect)
+        }
+        return try await ProxyTunnel.open(
+            on: socket, through: proxy, to: key.host, port: key.port, authenticator: tunnelAuthenticator,
+            userAgent: settings.userAgent, limits: settings.limits, deadline: deadline, reconnect: reconnect)
+    }
+
+    /// A TCP connection to `host`, trying each resolved address in turn.
+    private func connectSocket(host: String, port: Int, deadline: ContinuousClock.Instant, what: String) async throws(HTTPClientError) -> Socket {
+        let addresses = try await Resolver.resolve(host: host, port: port, deadline: deadline)
+        var failures: [HTTPClientError] = []
+        for address in addresses {
+            do {
+                return try await Socket.connect(to: address, deadline: deadline, notifier: IOBackend.notifier)
+            } catch where error.code == .connectFailed {
+                failures.append(error) // try the next address (IPv6 and IPv4 in the resolver's order)
+            }
+        }
+        var error = failures.last ?? HTTPClientError(.connectFailed, "no address to connect to")
+        if failures.count > 1 {
+            error.message = "could not connect to \(what): " + failures.map(\.message).joined(separator: "; ")
+        }
+        throw error
+    }
+}
+
+/// For a transport without an authenticator: a `407` to `CONNECT` is a failure.
+private struct NoTunnelAuthentication: ProxyTunnelAuthenticator {
+    func beginTunnel(through proxy: ProxyConfiguration, authority: String) -> Void {}
+    func authorization(before exchange: inout Void, authority: String) async -> String? { nil }
+    func answer(_ challenges: [String], exchange: inout Void, authority: String) async -> String? { nil }
+    func accepted(_ exchange: Void) async {}
+    func needsSameConnection(_ exchange: Void) -> Bool { false }
+    func wasRefused(_ exchange: Void) -> Bool { false }
+}

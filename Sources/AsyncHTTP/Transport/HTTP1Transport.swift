@@ -1,0 +1,204 @@
+import HTTPTypes
+import Logging
+
+/// The end of the middleware chain: one request in, one response head out (the body streams on).
+///
+/// `roundTrip` validates and encodes the request once, picks its route (direct or through which proxy),
+/// leases a connection from the pool or has the ``Connector`` open one, writes the request, reads the head,
+/// and retries where that is safe. It never interprets a status: a 500 or a 401 is a successful round trip
+/// here, and redirects, authentication, cookies and decompression are middleware above it (Go's
+/// `RoundTripper` contract).
+///
+/// ```
+/// HTTPClient.send → middleware chain → HTTP1Transport.roundTrip → ConnectionPool / Connector
+///                                        → HTTP1Connection → Socket / TLSStream → event loop
+/// ```
+final class HTTP1Transport: Sendable {
+    struct Settings: Sendable {
+        var inactivityTimeout: Duration?
+        var totalTimeout: Duration?
+        var retriesOnTimeout: Int
+        var maxConnectionsPerHost: Int
+        var userAgent: String?
+        var logger: Logger
+        var observing: Bool
+    }
+
+    private let settings: Settings
+    let pool: ConnectionPool
+    let connector: Connector
+    /// The client's proxy choice, with the environment read once at creation.
+    let proxies: ProxyResolver
+
+    init(settings: Settings, pool: ConnectionPool, connector: Connector, proxies: ProxyResolver) {
+        self.settings = settings
+        self.pool = pool
+        self.connector = connector
+        self.proxies = proxies
+    }
+
+    func shutdown() async {
+        await pool.shutdown()
+    }
+
+    /// Sends `request` and returns once the response head has arrived.
+    func roundTrip(_ request: HTTPClientRequest) async throws(HTTPClientError) -> HTTPClientResponse {
+        guard !Task.isCancelled else { throw .cancelled }
+        if let problem = request.headerProblems.first { throw problem }
+        let url = try request.httpURL()
+        let deadlines = Deadlines(
+            inactivity: request.inactivityTimeout ?? settings.inactivityTimeout,
+            total: (request.timeout ?? settings.totalTimeout).map { .now + $0 }
+        )
+        let proxy = try route(for: request, url: url)
+        let key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.port, proxy: proxy)
+        let prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent,
+                                           absoluteForm: proxy?.kind == .http && !url.isSecure)
+        let observation = settings.observing ? RequestObservation.current : nil
+        let pin = request.connectionPin
+        var timeoutRetries = request.retriesOnTimeout ?? settings.retriesOnTimeout
+        var fresh = !request.persistentConnection
+        while true {
+            do {
+                return try await attempt(prepared, key: key, fresh: fresh, pin: pin, deadlines: deadlines, observation: observation)
+            } catch {
+                switch error {
+                case .stale(let error, let connectionID):
+                    settings.logger.debug("connection \(connectionID) was stale, retrying on a new connection",
+                                          metadata: ["url": "\(url.redactedDescription)", "error": "\(error)"])
+                    observation?.retry(reason: "connection \(connectionID) was closed by the server: \(error)")
+                    fresh = true
+                    // `stale` is produced only once: the next attempt runs on a fresh connection.
+                case .final(let error):
+                    if error.code == .timeout, timeoutRetries > 0, error.timeoutPhase != .total,
+                       request.method.isIdempotent, prepared.isReplayable {
+                        timeoutRetries -= 1
+                        settings.logger.debug("timed out, retrying",
+                                              metadata: ["url": "\(url.redactedDescription)", "left": "\(timeoutRetries)"])
+                        observation?.retry(reason: "\(error)")
+                        continue
+                    }
+                    observation?.failed(error)
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// The proxy for this request, if any: the request's own setting, else the client's.
+    private func route(for request: HTTPClientRequest, url: HTTPURL) throws(HTTPClientError) -> ProxyConfiguration? {
+        let resolver = request.proxy.map { ProxyResolver($0) } ?? proxies
+        if let problem = resolver.problem { throw problem }
+        return resolver.proxy(for: url)
+    }
+
+    private enum AttemptFailure: Error {
+        /// Failed on a reused connection in a way that is safe to send again.
+        case stale(HTTPClientError, connectionID: Int)
+        case final(HTTPClientError)
+    }
+
+    /// One try: lease or open a connection, write the request, read the head.
+    private func attempt(
+        _ request: PreparedRequest, key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines,
+        observation: RequestObservation?
+    ) async throws(AttemptFailure) -> HTTPClientResponse {
+        let lease: HTTP1Lease
+        do {
+            lease = try await self.lease(key, fresh: fresh, pin: pin, deadlines: deadlines)
+        } catch {
+            throw .final(error)
+        }
+        let connection = lease.connection
+        observation?.connectionAcquired(.init(
+            id: connection.id, reused: connection.wasReused, tlsSessionResumed: connection.tls?.sessionWasReused ?? false,
+            route: key.description))
+        do {
+            try connection.startRequest(method: request.method, persistent: request.persistentConnection)
+            try await request.write(to: connection, deadlines: deadlines, observation: observation)
+            connection.requestWritten()
+            let head = try await connection.readHead(deadlines: deadlines)
+            observation?.headReceived(status: head.status, version: head.version, headers: head.headers)
+            return try await response(for: request, head: head, lease: lease, deadlines: deadlines, observation: observation)
+        } catch {
+            await lease.discard()
+            let attempt = StaleConnectionRetry.Attempt(
+                connectionWasReused: connection.wasReused,
+                requestBytesWritten: connection.requestBytesWritten,
+                responseBytesReceived: connection.responseBytesReceived,
+                isIdempotent: request.method.isIdempotent,
+                bodyIsReplayable: request.isReplayable
+            )
+            if !fresh, StaleConnectionRetry.mayRetry(attempt, after: error) {
+                throw .stale(error, connectionID: connection.id)
+            }
+            throw .final(error)
+        }
+    }
+
+    private func response(
+        for request: PreparedRequest, head: HTTP1ResponseHead, lease: HTTP1Lease, deadlines: Deadlines,
+        observation: RequestObservation?
+    ) async throws(HTTPClientError) -> HTTPClientResponse {
+        let body: HTTPClientResponse.Body
+        switch try lease.connection.takeBufferedBody() {
+        case .complete(let chunks):
+            // The whole body came with the head: hand the connection back before the caller even reads.
+            await lease.responseEnded()
+            if let observation {
+                for chunk in chunks { observation.bodyReceived(chunk.count) }
+                observation.finished()
+            }
+            body = .init(storage: .buffered(chunks))
+        case .partial(let chunks):
+            body = .init(storage: .connection(ResponseBodyStream(
+                lease: lease, bufferedChunks: chunks, deadlines: deadlines, logger: settings.logger, observation: observation)))
+        }
+        return HTTPClientResponse(status: head.status, headers: head.headers, version: head.version, body: body, url: request.url)
+    }
+
+    /// A lease on the connection pinned for an NTLM handshake, an idle connection that still looks alive, or a
+    /// new one.
+    private func lease(
+        _ key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines
+    ) async throws(HTTPClientError) -> HTTP1Lease {
+        if let parked = pin?.take() {
+            let lease = ConnectionLease(parked.connection, pool: parked.pool, pin: pin)
+            if parked.connection.looksReusable() { return lease }
+            // The server closed the handshake's connection; the handshake will fail and say so.
+            await lease.discard()
+            return try await acquire(key, fresh: true, pin: pin, deadlines: deadlines)
+        }
+        return try await acquire(key, fresh: fresh, pin: pin, deadlines: deadlines)
+    }
+
+    private func acquire(
+        _ key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines
+    ) async throws(HTTPClientError) -> HTTP1Lease {
+        let logger = settings.logger
+        var fresh = fresh
+        // Bounded: each round either returns or closes one idle connection that looked dead; after as many
+        // rounds as the pool can hold idle connections, a fresh lease (which never reuses) ends it.
+        for round in 0...(settings.maxConnectionsPerHost + 1) {
+            if round > settings.maxConnectionsPerHost { fresh = true }
+            switch try await pool.lease(key, fresh: fresh, deadline: deadlines.total) {
+            case .reuse(let connection):
+                let lease = ConnectionLease(connection, pool: pool, pin: pin)
+                if connection.looksReusable() {
+                    logger.debug("connection \(connection.id) reused", metadata: ["key": "\(key)"])
+                    return lease
+                }
+                logger.debug("connection \(connection.id) was closed by the server while idle", metadata: ["key": "\(key)"])
+                await lease.discard()
+            case .connect:
+                do {
+                    return ConnectionLease(try await connector.connect(key, deadlines: deadlines), pool: pool, pin: pin)
+                } catch {
+                    await pool.discard(key) // the reserved slot: no connection was made
+                    throw error
+                }
+            }
+        }
+        throw HTTPClientError(.connectFailed, "no usable connection to \(key)")
+    }
+}
