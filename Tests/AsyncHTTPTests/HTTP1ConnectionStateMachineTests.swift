@@ -15,11 +15,11 @@ final class HTTP1ConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(machine.requestWritten(), .readHead)
         XCTAssertEqual(machine.headReceived(keepAlive: true, keepAliveMax: nil, keepAliveTimeout: 5), .readBody)
         XCTAssertFalse(machine.isReusable, "not reusable while the body is being read")
+        XCTAssertFalse(machine.wasReused, "the first request is on a new connection")
         XCTAssertEqual(machine.bodyEnded(), .returnToPool)
         XCTAssertEqual(machine.state, .done)
         XCTAssertTrue(machine.isReusable)
         XCTAssertEqual(machine.keepAliveTimeout, 5)
-        XCTAssertFalse(machine.wasReused)
 
         XCTAssertEqual(machine.requestStarted(persistent: true), .writeRequest)
         XCTAssertTrue(machine.wasReused)
