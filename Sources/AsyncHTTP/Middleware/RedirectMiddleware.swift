@@ -143,6 +143,7 @@ struct RedirectMiddleware: HTTPClientMiddleware {
                         + " (after \(history.count) redirects)")
             }
             visitedSoFar = visited
+            RequestObservation.current?.redirect(status: response.status.code, location: step.url.redactedDescription)
 
             var nextRequest = current
             // The fragment is never sent, but response.url keeps it (see `resolve`).
