@@ -470,6 +470,10 @@ export ASYNCHTTP_NTLM_PASSWORD="$NTLM_PASSWORD"
 export ASYNCHTTP_NTLM_DOMAIN="$NTLM_DOMAIN"
 
 # --- tests -----------------------------------------------------------------------------------
+# The layer walls that the target graph cannot hold (OS calls only in IO/, nothing above the transport
+# touching a socket, one place that releases a connection): a breach fails the run before any test.
+"$ROOT/scripts/check-layers.sh"
+
 SWIFT_ARGS=()
 case "${SANITIZE:-}" in
     "") ;;

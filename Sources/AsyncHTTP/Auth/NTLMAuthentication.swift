@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The two header values the client sends in an NTLM handshake, from ``HTTPCredentials``: the domain is the
 /// credentials' own, or the `DOMAIN\` prefix of the user name.
 enum NTLMAuthentication {
@@ -26,12 +20,10 @@ enum NTLMAuthentication {
         }
         let challenge = try NTLM.Challenge(decoding: bytes)
         let (user, domain) = names(credentials)
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
         let message = try NTLM.authenticateMessage(
             challenge: challenge, username: user, password: credentials.password, domain: domain,
             workstation: credentials.workstation ?? "", clientChallenge: secureRandomBytes(8),
-            timestamp: challenge.timestamp ?? NTLM.fileTime(unixSeconds: Double(now.tv_sec) + Double(now.tv_nsec) / 1e9),
+            timestamp: challenge.timestamp ?? NTLM.fileTime(unixSeconds: SystemClock.secondsSince1970()),
             exportedSessionKey: secureRandomBytes(16))
         return NTLM.authorizationValue(message)
     }

@@ -93,10 +93,6 @@ extension HTTPClient {
             }
             guard idleTimeout >= .zero else { throw refuse("idleTimeout is \(idleTimeout); it must not be negative") }
         }
-
-        var parserLimits: HTTP1ResponseParser.Limits {
-            HTTP1ResponseParser.Limits(maxHeadBytes: maxResponseHeadBytes, maxHeaderCount: maxResponseHeaderCount)
-        }
     }
 }
 

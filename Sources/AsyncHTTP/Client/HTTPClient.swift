@@ -47,21 +47,7 @@ public final class HTTPClient: Sendable {
         configurationProblem = Result { () throws(HTTPClientError) in try configuration.validate() }.failure
         authenticator = Authenticator(configuration: configuration.authentication, logger: configuration.logger)
         let proxies = ProxyResolver(configuration.proxy)
-        // Clamped so that a bad value cannot trap here; such a client refuses every request with the error.
-        let limit = max(1, configuration.maxConnectionsPerHost)
-        transport = HTTP1Transport(
-            settings: .init(
-                inactivityTimeout: configuration.inactivityTimeout, totalTimeout: configuration.totalTimeout,
-                retriesOnTimeout: configuration.retriesOnTimeout, maxConnectionsPerHost: limit,
-                userAgent: configuration.userAgent, logger: configuration.logger,
-                observing: !configuration.observers.isEmpty),
-            pool: ConnectionPool(limit: limit, idleTimeout: configuration.idleTimeout, logger: configuration.logger),
-            connector: Connector(
-                settings: .init(tls: configuration.tls, connectTimeout: configuration.connectTimeout,
-                                userAgent: configuration.userAgent, limits: configuration.parserLimits,
-                                logger: configuration.logger),
-                tunnelAuthenticator: authenticator),
-            proxies: proxies)
+        transport = HTTP1Transport(configuration: configuration, proxies: proxies, tunnelAuthenticator: authenticator)
         middleware = Self.builtInMiddleware(configuration, authenticator: authenticator, proxies: proxies)
             + configuration.middleware
     }

@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// One proxy server: an HTTP proxy or a SOCKS5 proxy, with optional credentials.
 ///
@@ -221,17 +214,7 @@ struct NoProxyList: Sendable, Hashable {
     }
 
     /// The bytes of a numeric IPv4 or IPv6 address.
-    static func address(_ text: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 {
-            return withUnsafeBytes(of: &v4) { Array($0) }
-        }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 {
-            return withUnsafeBytes(of: &v6) { Array($0) }
-        }
-        return nil
-    }
+    static func address(_ text: String) -> [UInt8]? { NumericAddress.bytes(text) }
 
     private static func prefix(_ a: [UInt8], equals b: [UInt8], bits: Int) -> Bool {
         var remaining = bits
@@ -241,23 +224,5 @@ struct NoProxyList: Sendable, Hashable {
             remaining -= 8
         }
         return true
-    }
-}
-
-/// The process environment, read through `environ` so that the library needs no Foundation for it.
-enum ProcessEnvironment {
-    static func current() -> [String: String] {
-        var result: [String: String] = [:]
-        var pointer = environ
-        var count = 0
-        while let entry = pointer.pointee, count < 100_000 {
-            let text = String(cString: entry)
-            if let equals = text.firstIndex(of: "=") {
-                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
-            }
-            pointer += 1
-            count += 1
-        }
-        return result
     }
 }

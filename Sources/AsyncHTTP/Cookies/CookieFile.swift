@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A cookie file in the Netscape `cookies.txt` format that curl reads with `-b` and writes with `-c`
 /// (https://curl.se/docs/http-cookies.html), usable as a ``CookieJar``'s ``CookieStorage``.
 ///

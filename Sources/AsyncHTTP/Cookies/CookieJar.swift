@@ -1,11 +1,4 @@
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Where a ``CookieJar`` keeps cookies between runs.
 ///
@@ -127,9 +120,7 @@ public actor CookieJar {
 
     /// The system clock, in seconds since 1970: the default for every `now:` parameter.
     public nonisolated static func currentTime() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        SystemClock.secondsSince1970()
     }
 
     // MARK: Receiving cookies

@@ -37,6 +37,29 @@ final class HTTP1Transport: Sendable {
         self.proxies = proxies
     }
 
+    /// The transport of a client with `configuration`: its pool, and a connector that answers `CONNECT`
+    /// challenges through `tunnelAuthenticator`.
+    convenience init(
+        configuration: HTTPClient.Configuration, proxies: ProxyResolver, tunnelAuthenticator: (any ProxyTunnelAuthenticator)?
+    ) {
+        // Clamped so that a bad value cannot trap here; `HTTPClient` refuses every request of such a client
+        // with the error of `Configuration.validate()`.
+        let limit = max(1, configuration.maxConnectionsPerHost)
+        self.init(
+            settings: .init(
+                inactivityTimeout: configuration.inactivityTimeout, totalTimeout: configuration.totalTimeout,
+                retriesOnTimeout: configuration.retriesOnTimeout, maxConnectionsPerHost: limit,
+                userAgent: configuration.userAgent, logger: configuration.logger,
+                observing: !configuration.observers.isEmpty),
+            pool: ConnectionPool(limit: limit, idleTimeout: configuration.idleTimeout, logger: configuration.logger),
+            connector: Connector(
+                settings: .init(tls: configuration.tls, connectTimeout: configuration.connectTimeout,
+                                userAgent: configuration.userAgent, limits: configuration.parserLimits,
+                                logger: configuration.logger),
+                tunnelAuthenticator: tunnelAuthenticator),
+            proxies: proxies)
+    }
+
     func shutdown() async {
         await pool.shutdown()
     }
@@ -200,5 +223,12 @@ final class HTTP1Transport: Sendable {
             }
         }
         throw HTTPClientError(.connectFailed, "no usable connection to \(key)")
+    }
+}
+
+extension HTTPClient.Configuration {
+    /// The response parser's limits from ``maxResponseHeadBytes`` and ``maxResponseHeaderCount``.
+    var parserLimits: HTTP1ResponseParser.Limits {
+        HTTP1ResponseParser.Limits(maxHeadBytes: maxResponseHeadBytes, maxHeaderCount: maxResponseHeaderCount)
     }
 }
