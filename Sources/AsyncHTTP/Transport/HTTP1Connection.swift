@@ -1,20 +1,5 @@
 import HTTPTypes
 
-/// What a pooled connection is keyed by: connections are shared only between requests that agree on all of it.
-struct ConnectionKey: Hashable, Sendable, CustomStringConvertible {
-    var scheme: String
-    var host: String
-    var port: Int
-    /// The proxy the connection goes through, credentials included: requests through different proxies,
-    /// or as different proxy users, never share a connection.
-    var proxy: ProxyConfiguration? = nil
-
-    var isTLS: Bool { scheme == "https" }
-    var description: String {
-        "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)" + (proxy.map { " via \($0)" } ?? "")
-    }
-}
-
 /// One HTTP/1.x connection: a socket (with TLS when the key says so) driving the sans-IO parser.
 ///
 /// Ownership: the pool leases a connection to one task at a time; everything mutable here is used only by

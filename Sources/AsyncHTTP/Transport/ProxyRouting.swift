@@ -1,0 +1,143 @@
+/// The proxy choice made for one URL, from a ``ProxySetting`` and the environment it was read in.
+struct ProxyResolver: Sendable {
+    private let http: ProxyConfiguration?
+    private let https: ProxyConfiguration?
+    private let bypass: NoProxyList
+    private let bypassesLoopback: Bool
+    /// Problems with the environment's proxy variables, reported by every request that would use them.
+    let problem: HTTPClientError?
+
+    static let direct = ProxyResolver(http: nil, https: nil, bypass: NoProxyList(""), bypassesLoopback: false, problem: nil)
+
+    private init(http: ProxyConfiguration?, https: ProxyConfiguration?, bypass: NoProxyList, bypassesLoopback: Bool, problem: HTTPClientError?) {
+        self.http = http
+        self.https = https
+        self.bypass = bypass
+        self.bypassesLoopback = bypassesLoopback
+        self.problem = problem
+    }
+
+    init(_ setting: ProxySetting, environment: [String: String] = ProcessEnvironment.current()) {
+        switch setting {
+        case .none:
+            self = .direct
+        case .proxy(let proxy, let bypass):
+            self.init(http: proxy, https: proxy, bypass: NoProxyList(bypass), bypassesLoopback: false, problem: nil)
+        case .environment:
+            // curl reads only the lower-case `http_proxy` (httpoxy: a CGI program gets the request's `Proxy:` header
+            // as HTTP_PROXY). Go's rule is taken here: the upper-case form too, unless running as a CGI program.
+            func value(_ name: String, upperCase: Bool = true) -> String? {
+                let found = environment[name] ?? (upperCase ? environment[name.uppercased()] : nil)
+                return found.flatMap { $0.isEmpty ? nil : $0 }
+            }
+            let isCGI = environment["REQUEST_METHOD"] != nil
+            var problem: HTTPClientError?
+            func parse(_ text: String?, _ name: String) -> ProxyConfiguration? {
+                guard let text else { return nil }
+                do throws(HTTPClientError) {
+                    return try ProxyConfiguration(url: text)
+                } catch {
+                    problem = HTTPClientError(.invalidURL, "the \(name) environment variable is not a valid proxy URL: \(error.message)")
+                    return nil
+                }
+            }
+            let all = parse(value("all_proxy"), "all_proxy")
+            let http = parse(value("http_proxy", upperCase: !isCGI), "http_proxy") ?? all
+            let https = parse(value("https_proxy"), "https_proxy") ?? all
+            self.init(http: http, https: https, bypass: NoProxyList(value("no_proxy") ?? ""), bypassesLoopback: true, problem: problem)
+        }
+    }
+
+    /// The proxy for `url`, or nil to connect directly.
+    func proxy(for url: HTTPURL) -> ProxyConfiguration? {
+        guard let proxy = url.isSecure ? https : http else { return nil }
+        if bypassesLoopback, url.host == "localhost" || url.host.hasSuffix(".localhost") || NoProxyList.isLoopback(url.host) {
+            return nil
+        }
+        return bypass.matches(host: url.host, port: url.port) ? nil : proxy
+    }
+}
+
+/// A `no_proxy` list: comma- or space-separated entries, each `*` (everything), a domain (`example.com`
+/// matches it and its subdomains; a leading dot is ignored, as curl 7.86 and later), an IP address, or a CIDR
+/// block (`10.0.0.0/8`, `fd00::/8`), optionally with `:port` (as Go).
+struct NoProxyList: Sendable, Hashable {
+    private enum Entry: Sendable, Hashable {
+        case everything
+        case domain(String, port: Int?)
+        case network([UInt8], prefixLength: Int, port: Int?)
+    }
+
+    private let entries: [Entry]
+
+    init(_ text: String) {
+        var entries: [Entry] = []
+        for raw in text.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }) {
+            var item = String(raw).lowercased()
+            if item == "*" { entries.append(.everything); continue }
+            var port: Int?
+            // host:port, [v6]:port; a bare IPv6 address has several colons and no port.
+            if item.hasPrefix("["), let close = item.firstIndex(of: "]") {
+                let rest = item[item.index(after: close)...]
+                if rest.hasPrefix(":") { port = Int(rest.dropFirst()) }
+                item = String(item[item.index(after: item.startIndex)..<close])
+            } else if item.filter({ $0 == ":" }).count == 1, let colon = item.firstIndex(of: ":") {
+                port = Int(item[item.index(after: colon)...])
+                item = String(item[..<colon])
+            }
+            var prefixLength: Int?
+            var addressText = item
+            if let slash = item.firstIndex(of: "/") {
+                prefixLength = Int(item[item.index(after: slash)...])
+                addressText = String(item[..<slash])
+            }
+            if let address = Self.address(addressText) {
+                let bits = address.count * 8
+                entries.append(.network(address, prefixLength: min(prefixLength ?? bits, bits), port: port))
+            } else {
+                while item.hasPrefix(".") { item.removeFirst() }
+                if item.hasPrefix("*.") { item.removeFirst(2) }
+                if !item.isEmpty { entries.append(.domain(item, port: port)) }
+            }
+        }
+        self.entries = entries
+    }
+
+    func matches(host: String, port: Int) -> Bool {
+        let host = host.lowercased()
+        let address = Self.address(host)
+        for entry in entries {
+            switch entry {
+            case .everything:
+                return true
+            case .domain(let domain, let entryPort):
+                if let entryPort, entryPort != port { continue }
+                if host == domain || host.hasSuffix("." + domain) { return true }
+            case .network(let network, let prefixLength, let entryPort):
+                if let entryPort, entryPort != port { continue }
+                guard let address, address.count == network.count else { continue }
+                if Self.prefix(address, equals: network, bits: prefixLength) { return true }
+            }
+        }
+        return false
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        guard let address = address(host) else { return false }
+        if address.count == 4 { return address[0] == 127 }
+        return address == [UInt8](repeating: 0, count: 15) + [1]
+    }
+
+    /// The bytes of a numeric IPv4 or IPv6 address.
+    static func address(_ text: String) -> [UInt8]? { NumericAddress.bytes(text) }
+
+    private static func prefix(_ a: [UInt8], equals b: [UInt8], bits: Int) -> Bool {
+        var remaining = bits
+        for index in a.indices where remaining > 0 {
+            let mask: UInt8 = remaining >= 8 ? 0xFF : ~(0xFF >> UInt8(remaining))
+            if a[index] & mask != b[index] & mask { return false }
+            remaining -= 8
+        }
+        return true
+    }
+}
