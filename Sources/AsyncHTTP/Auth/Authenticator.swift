@@ -105,6 +105,8 @@ actor Authenticator {
     private let anySuccess = Locked(false)
     /// The removal counts of the session and persistent stores last seen, to notice a cleared session.
     private var seenRemovals: (session: Int, persistent: Int)
+    /// How often ``clearSession()`` ran: counted with the stores' removals, for a client without a session store.
+    private var clearings = 0
 
     /// Whether credentials may be sent before a challenge without the request asking: some succeeded already.
     nonisolated var mayPresentBeforeChallenge: Bool {
@@ -144,6 +146,7 @@ actor Authenticator {
         await configuration.sessionStore?.removeAll()
         forget(nil)
         seenRemovals = currentRemovals
+        clearings += 1
     }
 
     private static func removals(of store: (any CredentialStore)?) -> CredentialRemovals? {
@@ -269,7 +272,7 @@ actor Authenticator {
     }
 
     /// The stores' removals so far, as one number that only grows.
-    private var removalCount: Int { seenRemovals.session + seenRemovals.persistent }
+    private var removalCount: Int { seenRemovals.session + seenRemovals.persistent + clearings }
 
     // MARK: Answering a challenge
 
