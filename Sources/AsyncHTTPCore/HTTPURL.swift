@@ -75,8 +75,60 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
         scheme + "://" + hostHeader + requestTarget
     }
 
-    /// The URL without its userinfo, for logs, errors and callbacks: a password never leaves in it.
+    /// The URL without its userinfo (and fragment), for logs, errors and callbacks: a password never leaves
+    /// in it. Every message and log line that shows a URL uses this, or ``redacting(_:)`` for text that may
+    /// not parse; ``description`` is the full URL, password included, and is never logged.
     public var redactedDescription: String { absoluteFormTarget }
+
+    /// This URL without its password; the user name stays. What ``HTTPClientResponse/url``,
+    /// ``HTTPClientResponse/originalURL`` and ``HTTPClientResponse/history`` hold, as browsers show a URL:
+    /// who it was for, never the secret.
+    public var removingPassword: HTTPURL {
+        guard password != nil else { return self }
+        var copy = self
+        copy.password = nil
+        return copy
+    }
+
+    /// `text` with the userinfo removed from every `scheme://user:password@host` in it: for messages that
+    /// quote a URL which may not parse (a server's `Location`, a command-line argument). A parsed URL's
+    /// ``redactedDescription`` gives the same result.
+    ///
+    /// ```swift
+    /// HTTPURL.redacting("ftp://bob:hunter2@files.example/x")   // "ftp://files.example/x"
+    /// ```
+    public static func redacting(_ text: String) -> String {
+        let bytes = Array(text.utf8)
+        guard bytes.contains(UInt8(ascii: "@")) else { return text }
+        // RFC 3986 §3.2: the authority runs to the first "/", "?" or "#"; it holds unreserved characters,
+        // sub-delims, ":", "@", "[", "]" and percent-escapes. Anything else ends it too (a space, a quote).
+        func inAuthority(_ byte: UInt8) -> Bool {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"):
+                return true
+            default:
+                return Array("-._~!$&'()*+,;=:@[]%".utf8).contains(byte)
+            }
+        }
+        var result: [UInt8] = []
+        result.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if index + 2 < bytes.count, bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == UInt8(ascii: "/"),
+               bytes[index + 2] == UInt8(ascii: "/") {
+                result += bytes[index...(index + 2)]
+                index += 3
+                var end = index
+                while end < bytes.count, inAuthority(bytes[end]) { end += 1 }
+                if let at = bytes[index..<end].lastIndex(of: UInt8(ascii: "@")) { index = at + 1 }
+                continue
+            }
+            result.append(bytes[index])
+            index += 1
+        }
+        return String(decoding: result, as: UTF8.self)
+    }
 
     /// The `Host` header value (RFC 9110 §7.2): the host, in brackets if IPv6, with `:port` only when the
     /// port is not the scheme's default.
@@ -96,7 +148,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
     public var isSecure: Bool { scheme == "https" }
 
     /// The URL as normalised: lowercase scheme and host, no default port, userinfo only if present, and no
-    /// fragment.
+    /// fragment. It includes the password when the URL has one: show ``redactedDescription`` instead.
     public var description: String {
         var text = scheme + "://"
         if let user {

@@ -3,8 +3,12 @@
 /// Credentials for a challenge are looked up in this order, as ASIHTTPRequest's flowchart does: the URL's
 /// userinfo, ``HTTPClientRequest/credentials`` (or the proxy's own ``ProxyConfiguration/credentials``), the
 /// ``sessionStore``, the ``persistentStore``, and finally ``authenticationNeeded`` (or
-/// ``proxyAuthenticationNeeded``). Credentials that succeed are kept in the session store and, when there is
-/// one, the persistent store; credentials that fail are removed from the store they came from.
+/// ``proxyAuthenticationNeeded``). A request that brings credentials of its own (URL userinfo or
+/// ``HTTPClientRequest/credentials``) never goes out with the stores' or a remembered success's: the stores
+/// answer only requests that bring none. Credentials are kept in the session store and, when there is one,
+/// the persistent store only after a response shows they were accepted (a 2xx or 3xx); credentials that
+/// fail are removed from the store they came from. Removing credentials from either store (such as
+/// ``InMemoryCredentialStore/removeAll()``, to log out) makes the client forget everything derived from them.
 ///
 /// ```swift
 /// var configuration = HTTPClient.Configuration()
@@ -31,12 +35,16 @@ public struct AuthenticationConfiguration: Sendable {
     /// After a scheme succeeds on an origin, send its credentials with later requests to that origin before
     /// being challenged, saving a round trip (ASIHTTPRequest's `shouldPresentCredentialsBeforeChallenge`,
     /// on by default there too). Applies to Basic and Digest; NTLM authenticates a connection, not a request.
+    /// Only for requests that bring no credentials of their own: those send their own (Basic) or wait for the
+    /// challenge (Digest).
     public var presentsCredentialsAfterSuccess = true
-    /// Whether Basic credentials may go to an origin over plain `http`, where anyone on the path can read
-    /// them. Off by default: a Basic challenge over `http` is then answered with nothing and a warning is
-    /// logged (or ``HTTPClientError/Code/authenticationFailed`` is thrown when the request carried credentials
-    /// of its own). Proxies are exempt: HTTP proxies are plain by nature, and curl and ASIHTTPRequest send
-    /// Basic to them.
+    /// Whether Basic credentials and Bearer tokens, which put the secret itself on the wire, may go to an
+    /// origin over plain `http`, where anyone on the path can read them (the name predates Bearer). Off by
+    /// default: a Basic challenge over `http` is then answered with nothing and a warning is logged, and a
+    /// request that carries credentials or a ``HTTPClientRequest/bearerToken`` of its own fails with
+    /// ``HTTPClientError/Code/authenticationFailed`` before anything is sent, whether they would go in answer
+    /// to a challenge or before one (``HTTPClientRequest/sendsCredentialsPreemptively``). Loopback hosts are
+    /// not exempt. Proxies are: HTTP proxies are plain by nature, and curl and ASIHTTPRequest send Basic to them.
     public var allowsBasicOverPlainHTTP = false
     /// Called once when a request sent with ``HTTPClientRequest/bearerToken`` gets a `401`, with the rejected
     /// token; return a fresh token to retry once with it, or nil to return the `401` as it is.

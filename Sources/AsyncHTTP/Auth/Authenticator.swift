@@ -38,6 +38,14 @@ struct AuthExchange: Sendable {
         var credentials: HTTPCredentials
         var source: CredentialSource
         var ntlm: NTLMPhase = .none
+        /// The stores' removal count when the attempt began: a success after the session was cleared in the
+        /// meantime is not remembered (see ``Authenticator/succeeded(_:status:)``).
+        var removals: Int
+    }
+
+    /// The request's own credentials, if it brought any: the URL's userinfo first, then the request's.
+    var ownCredentials: (HTTPCredentials, CredentialSource)? {
+        urlCredentials.map { ($0, .url) } ?? requestCredentials.map { ($0, .request) }
     }
 
     enum NTLMPhase: Sendable {
@@ -69,6 +77,17 @@ struct AuthorizationValue: Sendable {
 ///
 /// Shared by the auth middleware (origin `401`s, and `407`s from an HTTP proxy on plain `http` requests) and
 /// the transport's CONNECT tunnel (a proxy's `407` to `CONNECT`). It never touches a socket.
+///
+/// The rules it keeps (docs/authentication.md):
+/// - A request's own credentials (URL userinfo, then ``HTTPClientRequest/credentials``; a proxy's configured
+///   credentials) always win. What was remembered from earlier successes, and the stores, answer only a
+///   request that brought none.
+/// - Everything derived from stored credentials (remembered successes, Digest nonces, callback answers) is
+///   forgotten when they are removed from the session or persistent store, whoever removes them
+///   (``InMemoryCredentialStore/removeAll()``, ``clearSession()``).
+/// - Only a response that shows the credentials were accepted (``accepts(status:)``) is remembered or saved.
+/// - Basic and Bearer, which put the secret itself on the wire, never go to an origin over plain `http`
+///   unless ``AuthenticationConfiguration/allowsBasicOverPlainHTTP``.
 actor Authenticator {
     let configuration: AuthenticationConfiguration
     private let logger: Logger
@@ -84,6 +103,10 @@ actor Authenticator {
     /// Set on the first success: until then, a request that asks for nothing preemptive skips the actor
     /// entirely on its way out (one hop saved per request on the fast path).
     private let anySuccess = Locked(false)
+    /// The removal counts of the session and persistent stores last seen, to notice a cleared session.
+    private var seenRemovals: (session: Int, persistent: Int)
+    /// How often ``clearSession()`` ran: counted with the stores' removals, for a client without a session store.
+    private var clearings = 0
 
     /// Whether credentials may be sent before a challenge without the request asking: some succeeded already.
     nonisolated var mayPresentBeforeChallenge: Bool {
@@ -95,51 +118,161 @@ actor Authenticator {
         var host: String
         var port: Int
         var isProxy: Bool
+
+        init(scheme: String, host: String, port: Int, isProxy: Bool) {
+            self.scheme = scheme
+            self.host = host
+            self.port = port
+            self.isProxy = isProxy
+        }
+
+        /// The server a protection space is on.
+        init(space: ProtectionSpace) {
+            self.init(scheme: space.scheme, host: space.host, port: space.port, isProxy: space.isProxy)
+        }
     }
 
     init(configuration: AuthenticationConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
+        self.seenRemovals = (configuration.sessionStore?.removals.count ?? 0, Self.removals(of: configuration.persistentStore)?.count ?? 0)
+    }
+
+    // MARK: Forgetting
+
+    /// Logs out: empties the session store and forgets everything derived from credentials (remembered
+    /// successes, Digest nonces, callback answers not yet confirmed). The persistent store is left alone.
+    func clearSession() async {
+        await configuration.sessionStore?.removeAll()
+        forget(nil)
+        seenRemovals = currentRemovals
+        clearings += 1
+    }
+
+    private static func removals(of store: (any CredentialStore)?) -> CredentialRemovals? {
+        (store as? CredentialFile)?.removals
+    }
+
+    private var currentRemovals: (session: Int, persistent: Int) {
+        (configuration.sessionStore?.removals.count ?? 0, Self.removals(of: configuration.persistentStore)?.count ?? 0)
+    }
+
+    /// Catches up with removals made in the stores since last time: forgets what was derived from the removed
+    /// credentials (everything, for a `removeAll`).
+    private func catchUpWithStores() {
+        let now = currentRemovals
+        guard now != seenRemovals else { return }
+        var spaces: [ProtectionSpace] = []
+        var all = false
+        for (ledger, seen) in [(configuration.sessionStore?.removals, seenRemovals.session),
+                               (Self.removals(of: configuration.persistentStore), seenRemovals.persistent)] {
+            guard let ledger else { continue }
+            if let removed = ledger.removed(since: seen) { spaces += removed } else { all = true }
+        }
+        seenRemovals = now
+        forget(all ? nil : spaces)
+    }
+
+    /// Forgets what was derived from credentials for `spaces`' servers (nil: for every server).
+    private func forget(_ spaces: [ProtectionSpace]?) {
+        guard let spaces else {
+            succeeded.removeAll()
+            digest.removeAll()
+            answered.removeAll()
+            anySuccess.withLock { $0 = false }
+            logger.debug("authentication session cleared")
+            return
+        }
+        let servers = Set(spaces.map(Endpoint.init(space:)))
+        succeeded = succeeded.filter { !servers.contains($0.key) }
+        digest = digest.filter { !servers.contains(Endpoint(space: $0.key)) }
+        answered = answered.filter { !servers.contains(Endpoint(space: $0.key)) }
+        for space in spaces { logger.debug("credentials removed", metadata: ["space": "\(space)"]) }
+    }
+
+    // MARK: Rules
+
+    /// Whether a response shows that the credentials sent with its request were accepted, so that they may
+    /// be remembered and saved: a 2xx or 3xx. A `401` or `407` refuses them; any other 4xx or a 5xx says
+    /// nothing about them (a proxy's `407` to an origin's credentials, a server error, or a 404 from a
+    /// server that hides what needs authentication, as httpbin's `hidden-basic-auth`).
+    static func accepts(status: Int) -> Bool {
+        (200..<400).contains(status)
+    }
+
+    /// The error for credentials of `scheme` that would cross plain `http` to an origin in a form anyone on
+    /// the path can read (Basic, Bearer), or nil when they may go. Proxies are exempt: HTTP proxies are plain
+    /// by nature. Loopback hosts are not: the rule is the scheme's, not the network's.
+    static func plainHTTPRefusal(
+        _ scheme: HTTPAuthenticationScheme, urlScheme: String, host: String, isProxy: Bool,
+        configuration: AuthenticationConfiguration
+    ) -> HTTPClientError? {
+        guard scheme == .basic || scheme == .bearer, !isProxy, urlScheme == "http",
+              !configuration.allowsBasicOverPlainHTTP else { return nil }
+        let what = scheme == .basic ? "Basic credentials, which carry the password" : "a Bearer token"
+        return HTTPClientError(.authenticationFailed,
+            "refused to send \(what) to \(host) over plain http, where anyone on the path can read them;"
+                + " use https, or set AuthenticationConfiguration.allowsBasicOverPlainHTTP to allow it")
+    }
+
+    private func plainHTTPRefusal(_ scheme: HTTPAuthenticationScheme, _ exchange: AuthExchange) -> HTTPClientError? {
+        Self.plainHTTPRefusal(scheme, urlScheme: exchange.scheme, host: exchange.host, isProxy: exchange.isProxy,
+                              configuration: configuration)
     }
 
     // MARK: Before any challenge
 
     /// Credentials to send before being challenged: after a success on the same origin (Basic, Digest), or
     /// Basic when the request asks for it with credentials of its own.
+    ///
+    /// The request's own credentials win: a remembered success is presented only for a request that brought
+    /// none (or brought the very same). When the origin is known to take Basic, a request's own credentials
+    /// are presented in its place; when it took Digest, they wait for the challenge.
     func preemptiveAuthorization(
         for exchange: inout AuthExchange, method: String, uri: String, body: [UInt8]?, basicRequested: Bool
     ) throws(HTTPClientError) -> String? {
-        let endpoint = Endpoint(scheme: exchange.scheme, host: exchange.host, port: exchange.port, isProxy: exchange.isProxy)
-        if configuration.presentsCredentialsAfterSuccess, let known = succeeded[endpoint],
+        catchUpWithStores()
+        let own = exchange.ownCredentials
+        if configuration.presentsCredentialsAfterSuccess, let known = succeeded[endpoint(exchange)],
            exchange.allowedSchemes?.contains(known.space.authenticationScheme) ?? true {
+            let (credentials, source) = own ?? (known.credentials, .session)
             switch known.space.authenticationScheme {
             case .basic:
-                exchange.current = .init(space: known.space, credentials: known.credentials, source: .session)
-                return Self.basic(known.credentials)
+                if let refusal = plainHTTPRefusal(.basic, exchange) {
+                    if own != nil { throw refusal }
+                    return nil
+                }
+                exchange.current = .init(space: known.space, credentials: credentials, source: source,
+                                         removals: removalCount)
+                return Self.basic(credentials)
             case .digest:
-                guard var state = digest[known.space] else { break }
+                // Digest state belongs to the credentials that earned it.
+                guard credentials == known.credentials, var state = digest[known.space] else { break }
                 let value = try state.authorization(
-                    username: known.credentials.username, password: known.credentials.password, method: method,
+                    username: credentials.username, password: credentials.password, method: method,
                     uri: uri, body: body, cnonce: Self.cnonce())
                 digest[known.space] = state
-                exchange.current = .init(space: known.space, credentials: known.credentials, source: .session)
+                exchange.current = .init(space: known.space, credentials: credentials, source: source,
+                                         removals: removalCount)
                 return value
             case .ntlm, .bearer:
                 break
             }
         }
-        if basicRequested, exchange.allowedSchemes?.contains(.basic) ?? true,
-           let (credentials, source) = exchange.urlCredentials.map({ ($0, CredentialSource.url) })
-                ?? exchange.requestCredentials.map({ ($0, CredentialSource.request) }) {
+        if basicRequested, exchange.allowedSchemes?.contains(.basic) ?? true, let (credentials, source) = own {
+            if let refusal = plainHTTPRefusal(.basic, exchange) { throw refusal }
             // The realm is not known before the challenge; the space is completed when one arrives.
             let space = ProtectionSpace(scheme: exchange.scheme, host: exchange.host, port: exchange.port, realm: nil,
                                         authenticationScheme: .basic, isProxy: exchange.isProxy)
             // Not marked as tried: if the server wants another scheme, the same credentials answer it.
-            exchange.current = .init(space: space, credentials: credentials, source: source)
+            exchange.current = .init(space: space, credentials: credentials, source: source, removals: removalCount)
             return Self.basic(credentials)
         }
         return nil
     }
+
+    /// The stores' removals so far, as one number that only grows.
+    private var removalCount: Int { seenRemovals.session + seenRemovals.persistent + clearings }
 
     // MARK: Answering a challenge
 
@@ -149,6 +282,7 @@ actor Authenticator {
     func respond(
         to challenges: [AuthChallenge], exchange: inout AuthExchange, method: String, uri: String, body: [UInt8]?
     ) async throws(HTTPClientError) -> AuthorizationValue? {
+        catchUpWithStores()
         exchange.rounds += 1
         // Bounded: NTLM takes two rounds, a stale nonce one more, and each refused credential one.
         guard exchange.rounds <= 4 + configuration.maxCallbackAttempts + 2 else { return nil }
@@ -180,15 +314,10 @@ actor Authenticator {
         }
         if exchange.current != nil { noteFailure(&exchange) }
 
-        if scheme == .basic, !exchange.isProxy, exchange.scheme == "http", !configuration.allowsBasicOverPlainHTTP {
-            let carried = exchange.urlCredentials != nil || exchange.requestCredentials != nil
+        if scheme == .basic, let refusal = plainHTTPRefusal(.basic, exchange) {
             logger.warning("not sending Basic credentials over plain http; set allowsBasicOverPlainHTTP to allow it",
                            metadata: ["space": "\(space)"])
-            if carried {
-                throw HTTPClientError(.authenticationFailed,
-                    "\(exchange.host) asks for Basic authentication over plain http, which would send the password"
-                        + " unencrypted; set AuthenticationConfiguration.allowsBasicOverPlainHTTP to allow it")
-            }
+            if exchange.ownCredentials != nil { throw refusal }
             return nil
         }
 
@@ -197,14 +326,15 @@ actor Authenticator {
 
         switch scheme {
         case .basic:
-            exchange.current = .init(space: space, credentials: credentials, source: source)
+            exchange.current = .init(space: space, credentials: credentials, source: source, removals: removalCount)
             return AuthorizationValue(value: Self.basic(credentials), startsConnectionHandshake: false, endsConnectionHandshake: false)
         case .digest:
             guard let parsed = DigestChallenge(challenge) else { return nil }
             return try digestValue(parsed, space: space, credentials: credentials, exchange: &exchange,
                                    source: source, method: method, uri: uri, body: body)
         case .ntlm:
-            exchange.current = .init(space: space, credentials: credentials, source: source, ntlm: .negotiateSent)
+            exchange.current = .init(space: space, credentials: credentials, source: source, ntlm: .negotiateSent,
+                                     removals: removalCount)
             return AuthorizationValue(value: NTLMAuthentication.negotiateValue(credentials: credentials),
                                       startsConnectionHandshake: true, endsConnectionHandshake: false)
         case .bearer:
@@ -212,9 +342,20 @@ actor Authenticator {
         }
     }
 
-    /// The response was not a challenge: the credentials in flight worked.
+    /// A `CONNECT` tunnel was accepted (2xx): the proxy credentials in flight worked. (ProxyTunnel's call;
+    /// it could pass its status to ``succeeded(_:status:)`` instead.)
     func succeeded(_ exchange: AuthExchange) async {
-        guard let attempt = exchange.current else { return }
+        await succeeded(exchange, status: 200)
+    }
+
+    /// The request's final response arrived with `status`: when it shows the credentials in flight were
+    /// accepted (``accepts(status:)``), they are remembered for the server and saved to the stores. Any other
+    /// answer leaves everything as it was: nothing is remembered, saved or removed.
+    func succeeded(_ exchange: AuthExchange, status: Int) async {
+        guard let attempt = exchange.current, Self.accepts(status: status) else { return }
+        catchUpWithStores()
+        // The session was cleared while this request was out: what it proved belongs to the old session.
+        guard attempt.removals == removalCount else { return }
         var space = attempt.space
         if space.authenticationScheme == .basic, space.realm == nil, let known = succeeded[endpoint(exchange)]?.space {
             space = known // a preemptive Basic that was accepted: keep the realm learnt earlier
@@ -272,11 +413,18 @@ actor Authenticator {
         answered[attempt.space] = nil
         let space = attempt.space
         let configuration = configuration
+        // Removed without counting as a removal: this actor already forgot what it derived from them.
         switch attempt.source {
         case .session:
-            Task { await configuration.sessionStore?.removeCredentials(for: space) }
+            Task { await configuration.sessionStore?.removeCredentials(for: space, recording: false) }
         case .persistent:
-            Task { try? await configuration.persistentStore?.removeCredentials(for: space) }
+            Task {
+                if let file = configuration.persistentStore as? CredentialFile {
+                    try? await file.removeCredentials(for: space, recording: false)
+                } else {
+                    try? await configuration.persistentStore?.removeCredentials(for: space)
+                }
+            }
         case .url, .request, .callback:
             break
         }
@@ -286,11 +434,14 @@ actor Authenticator {
         func untried(_ source: CredentialSource) -> Bool { !exchange.triedSources.contains(source.rawValue) }
         if untried(.url), let credentials = exchange.urlCredentials { return (credentials, .url) }
         if untried(.request), let credentials = exchange.requestCredentials { return (credentials, .request) }
-        if untried(.session) {
+        // The stores hold what succeeded for other requests, perhaps as another user: a request that brought
+        // credentials of its own never goes out with those. Only the callback may still be asked.
+        let hasOwn = exchange.ownCredentials != nil
+        if !hasOwn, untried(.session) {
             if let credentials = answered[space] { return (credentials, .callback) }
             if let credentials = await configuration.sessionStore?.credentials(for: space) { return (credentials, .session) }
         }
-        if untried(.persistent), let store = configuration.persistentStore {
+        if !hasOwn, untried(.persistent), let store = configuration.persistentStore {
             do {
                 if let credentials = try await store.credentials(for: space) { return (credentials, .persistent) }
             } catch {
@@ -351,7 +502,7 @@ actor Authenticator {
         let value = try state.authorization(username: credentials.username, password: credentials.password,
                                             method: method, uri: uri, body: body, cnonce: Self.cnonce())
         digest[space] = state
-        exchange.current = .init(space: space, credentials: credentials, source: source)
+        exchange.current = .init(space: space, credentials: credentials, source: source, removals: removalCount)
         return AuthorizationValue(value: value, startsConnectionHandshake: false, endsConnectionHandshake: false)
     }
 

@@ -79,18 +79,79 @@ public protocol CredentialStore: Sendable {
 }
 
 /// Credentials kept in memory for as long as the store lives. Each client has one by default.
+///
+/// Removing credentials is logging out: a client using this store forgets everything it derived from the
+/// removed credentials (the servers where they succeeded and are sent before a challenge, Digest nonces,
+/// callback answers), before its next request.
 public actor InMemoryCredentialStore: CredentialStore {
     private var entries: [ProtectionSpace: HTTPCredentials] = [:]
+    /// What was removed, for the clients using this store (see ``Authenticator``).
+    nonisolated let removals = CredentialRemovals()
 
     public init() {}
 
+    /// The credentials kept for `space`, if any.
     public func credentials(for space: ProtectionSpace) -> HTTPCredentials? { entries[space] }
+    /// Keeps `credentials` for `space`, replacing any kept before.
     public func store(_ credentials: HTTPCredentials, for space: ProtectionSpace) { entries[space] = credentials }
-    public func removeCredentials(for space: ProtectionSpace) { entries[space] = nil }
-    /// Forgets everything (ASIHTTPRequest's `clearSession`).
-    public func removeAll() { entries.removeAll() }
+    /// Forgets the credentials for `space`; clients using this store stop sending credentials to its server
+    /// before a challenge.
+    public func removeCredentials(for space: ProtectionSpace) { removeCredentials(for: space, recording: true) }
+    /// Forgets everything (ASIHTTPRequest's `clearSession`): clients using this store forget every success,
+    /// Digest nonce and callback answer too, and are challenged afresh.
+    public func removeAll() {
+        entries.removeAll()
+        removals.record(nil)
+    }
     /// How many spaces have credentials.
     public var count: Int { entries.count }
+
+    /// `recording: false` for the client's own removal of refused credentials, which it already forgot.
+    func removeCredentials(for space: ProtectionSpace, recording: Bool) {
+        entries[space] = nil
+        if recording { removals.record(space) }
+    }
+}
+
+/// The removals made in a credential store, counted, so that every client using the store can catch up
+/// with them synchronously before its next request: a store cleared with `await store.removeAll()` is
+/// clear for the very next request, with no notification in flight.
+final class CredentialRemovals: Sendable {
+    private struct State {
+        var count = 0
+        /// The latest removals, oldest first: the count after each, and the space (nil: everything).
+        var recent: [(count: Int, space: ProtectionSpace?)] = []
+    }
+
+    /// How many removals are listed; a client further behind forgets everything.
+    static let listed = 64
+    private let state = Locked(State())
+
+    /// How many removals there have been.
+    var count: Int { state.withLock { $0.count } }
+
+    /// Notes the removal of the credentials for `space`, or of all of them (nil).
+    func record(_ space: ProtectionSpace?) {
+        state.withLock { state in
+            state.count += 1
+            state.recent.append((state.count, space))
+            if state.recent.count > Self.listed { state.recent.removeFirst(state.recent.count - Self.listed) }
+        }
+    }
+
+    /// The spaces removed after the `count`-th removal, or nil when everything was (or too much to list).
+    func removed(since count: Int) -> [ProtectionSpace]? {
+        state.withLock { state in
+            guard count < state.count else { return [] }
+            guard let oldest = state.recent.first, oldest.count <= count + 1 else { return nil }
+            var spaces: [ProtectionSpace] = []
+            for entry in state.recent where entry.count > count {
+                guard let space = entry.space else { return nil }
+                spaces.append(space)
+            }
+            return spaces
+        }
+    }
 }
 
 /// Credentials kept in a JSON file, readable by its owner only.
@@ -102,6 +163,8 @@ public actor InMemoryCredentialStore: CredentialStore {
 public actor CredentialFile: CredentialStore {
     public let path: String
     private var entries: [ProtectionSpace: HTTPCredentials]
+    /// What was removed, for the clients using this file (see ``Authenticator``).
+    nonisolated let removals = CredentialRemovals()
 
     private struct Entry: Codable {
         var space: ProtectionSpace
@@ -122,7 +185,15 @@ public actor CredentialFile: CredentialStore {
         try save()
     }
 
+    /// Forgets the credentials for `space` and rewrites the file; clients using this file as their
+    /// persistent store forget what they derived from those credentials too.
     public func removeCredentials(for space: ProtectionSpace) throws(HTTPClientError) {
+        try removeCredentials(for: space, recording: true)
+    }
+
+    /// `recording: false` for the client's own removal of refused credentials, which it already forgot.
+    func removeCredentials(for space: ProtectionSpace, recording: Bool) throws(HTTPClientError) {
+        if recording { removals.record(space) }
         guard entries.removeValue(forKey: space) != nil else { return }
         try save()
     }

@@ -15,13 +15,29 @@ public struct HTTPClientResponse: Sendable {
     public var headers: HTTPFields
     public var version: HTTPVersion
     public var body: Body
-    /// The URL this response came from (after redirects, the last one).
-    public var url: HTTPURL
-    /// The URL the request was sent to, before any redirect.
-    public var originalURL: HTTPURL
+    /// The URL this response came from (after redirects, the last one). Never with a password: a URL given
+    /// as `https://user:password@host/` is `https://user@host/` here (``HTTPURL/removingPassword``), as
+    /// browsers show it, so that printing a response never prints the secret.
+    public var url: HTTPURL {
+        didSet { if url.password != nil { url = url.removingPassword } }
+    }
+    /// The URL the request was sent to, before any redirect; without its password, as ``url``.
+    public var originalURL: HTTPURL {
+        didSet { if originalURL.password != nil { originalURL = originalURL.removingPassword } }
+    }
     /// The redirects followed to get this response, oldest first; empty when there were none.
-    /// `history.count` is curl's `%{num_redirects}`.
-    public var history: [RedirectHop] = []
+    /// `history.count` is curl's `%{num_redirects}`. Their URLs are without password, as ``url``.
+    public var history: [RedirectHop] = [] {
+        didSet {
+            if history.contains(where: { $0.url.password != nil }) {
+                history = history.map { hop in
+                    var hop = hop
+                    hop.url = hop.url.removingPassword
+                    return hop
+                }
+            }
+        }
+    }
     /// Whether the server sent the body with a content coding (`Content-Encoding` other than `identity`),
     /// ASIHTTPRequest's `isResponseCompressed`. When AsyncHTTP decoded it, the body yields the decoded bytes
     /// and the `Content-Encoding` and `Content-Length` fields are gone (they described the encoded body);
@@ -38,8 +54,8 @@ public struct HTTPClientResponse: Sendable {
         self.headers = headers
         self.version = version
         self.body = body
-        self.url = url
-        self.originalURL = url
+        self.url = url.removingPassword
+        self.originalURL = self.url
     }
 
     /// The body as the server sent it, still compressed, when the request set

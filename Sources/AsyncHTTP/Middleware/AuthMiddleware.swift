@@ -11,7 +11,8 @@ import HTTPTypes
 /// - A retry needs a replayable body; a one-shot stream fails with ``HTTPClientError/Code/bodyNotReplayable``.
 /// - NTLM's three messages go out on one connection, pinned in the pool for the handshake.
 /// - A request with ``HTTPClientRequest/bearerToken`` sends it, and on a `401` asks
-///   ``AuthenticationConfiguration/refreshBearerToken`` once for a new one.
+///   ``AuthenticationConfiguration/refreshBearerToken`` once for a new one. Over plain `http` the token is
+///   refused (``HTTPClientError/Code/authenticationFailed``) unless the configuration allows it, as Basic.
 struct AuthMiddleware: HTTPClientMiddleware {
     let authenticator: Authenticator
     let proxies: ProxyResolver
@@ -47,6 +48,10 @@ struct AuthMiddleware: HTTPClientMiddleware {
         }
 
         if let token = request.bearerToken {
+            if let refusal = Authenticator.plainHTTPRefusal(.bearer, urlScheme: url.scheme, host: url.host, isProxy: false,
+                                                            configuration: authenticator.configuration) {
+                throw refusal
+            }
             request.headers[.authorization] = "Bearer " + token
         } else if request.headers[.authorization] == nil,
                   request.sendsCredentialsPreemptively || authenticator.mayPresentBeforeChallenge,
@@ -115,10 +120,12 @@ struct AuthMiddleware: HTTPClientMiddleware {
         throw HTTPClientError(.authenticationFailed, "authentication with \(url.host) did not settle after 32 rounds")
     }
 
-    /// Records what worked and hands back the final response.
+    /// Records what worked and hands back the final response. Only a response that shows the credentials
+    /// were accepted (``Authenticator/accepts(status:)``: 2xx, 3xx) is remembered; the authenticator decides.
     private func finish(_ response: HTTPClientResponse, origin: AuthExchange, proxy: AuthExchange?) async throws -> HTTPClientResponse {
-        if response.status.code != 401, origin.current != nil { await authenticator.succeeded(origin) }
-        if response.status.code != 407, let proxy, proxy.current != nil { await authenticator.succeeded(proxy) }
+        let code = response.status.code
+        if origin.current != nil { await authenticator.succeeded(origin, status: code) }
+        if let proxy, proxy.current != nil { await authenticator.succeeded(proxy, status: code) }
         return response
     }
 }

@@ -122,12 +122,12 @@ struct RedirectMiddleware: HTTPClientMiddleware {
 
             guard history.count <= policy.maxRedirects else {
                 throw HTTPClientError(.tooManyRedirects,
-                    "more redirects than the limit of \(policy.maxRedirects); the next would go from \(currentURL)"
-                        + " to \(step.url)")
+                    "more redirects than the limit of \(policy.maxRedirects); the next would go from \(currentURL.redactedDescription)"
+                        + " to \(step.url.redactedDescription)")
             }
             if currentURL.isSecure && !step.url.isSecure && !policy.allowsHTTPSToHTTP {
                 throw HTTPClientError(.redirectRefused,
-                    "refused to follow a redirect from https to plain http (\(currentURL) → \(step.url));"
+                    "refused to follow a redirect from https to plain http (\(currentURL.redactedDescription) → \(step.url.redactedDescription));"
                         + " set RedirectPolicy.allowsHTTPSToHTTP to allow it")
             }
             // A URL seen again proves a loop only if nothing changed in between. A response that sets a
@@ -139,7 +139,7 @@ struct RedirectMiddleware: HTTPClientMiddleware {
             let key = VisitKey(method: step.method, url: step.url.description)
             guard visited.insert(key).inserted else {
                 throw HTTPClientError(.redirectLoop,
-                    "redirect loop: \(currentURL) redirected back to \(step.url), already requested"
+                    "redirect loop: \(currentURL.redactedDescription) redirected back to \(step.url.redactedDescription), already requested"
                         + " (after \(history.count) redirects)")
             }
             visitedSoFar = visited
@@ -156,7 +156,7 @@ struct RedirectMiddleware: HTTPClientMiddleware {
                 for name in Self.bodyHeaders { nextRequest.headers[name] = nil }
             } else if let body = nextRequest.body, !body.isReplayable {
                 throw HTTPClientError(.bodyNotReplayable,
-                    "cannot follow the \(response.status.code) redirect to \(step.url): it requires sending the"
+                    "cannot follow the \(response.status.code) redirect to \(step.url.redactedDescription): it requires sending the"
                         + " \(step.method) body again, but the body is a one-shot stream; use .bytes for a replayable body")
             }
             if !Self.sameOrigin(currentURL, step.url) {
@@ -219,14 +219,15 @@ struct RedirectMiddleware: HTTPClientMiddleware {
         let reference = percentEncodingInvalidBytes(String(Substring(location).trimmingWhitespace()))
         if let scheme = scheme(of: reference), scheme != "http", scheme != "https" {
             throw HTTPClientError(.redirectRefused,
-                "refused to follow a redirect to '\(reference)': only http and https URLs are followed")
+                "refused to follow a redirect to '\(HTTPURL.redacting(reference))': only http and https URLs are followed")
         }
         var url: HTTPURL
         do {
             url = try base.resolving(reference)
         } catch {
             throw HTTPClientError(.malformedResponse,
-                "the redirect from \(base) has an invalid Location '\(location)': \(error.message)")
+                "the redirect from \(base.redactedDescription) has an invalid Location '\(HTTPURL.redacting(location))':"
+                    + " \(error.message)")
         }
         // A Location without a fragment inherits the current one (RFC 9110 §10.2.2).
         if url.fragment == nil { url.fragment = base.fragment }
