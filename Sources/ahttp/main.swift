@@ -343,7 +343,8 @@ func run() async -> Int32 {
         configuration.tls.clientCertificate = .init(certificateFile: certificate, privateKeyFile: options.key ?? certificate)
     }
     // As curl: credentials given with -u go where the user sent them, plain http included.
-    if options.user != nil { configuration.authentication.allowsBasicOverPlainHTTP = true }
+    // (--oauth2-bearer too: curl sends the token wherever the user points it.)
+    if options.user != nil || options.bearer != nil { configuration.authentication.allowsBasicOverPlainHTTP = true }
     if var proxy = options.proxy {
         if let proxyUser = options.proxyUser { proxy.credentials = proxyUser }
         configuration.proxy = .proxy(proxy, bypass: options.noProxy ?? "")
@@ -406,13 +407,13 @@ func run() async -> Int32 {
                 printStdout(formatWriteOut(format, values: values))
             }
         } catch let error as HTTPClientError {
-            if !options.silent { printError("\(url): \(error)") }
+            if !options.silent { printError("\(HTTPURL.redacting(url)): \(error)") }
             status = curlExitCode(error)
         } catch let error as UsageError {
             printError(error.message)
             status = 23
         } catch {
-            if !options.silent { printError("\(url): \(error)") }
+            if !options.silent { printError("\(HTTPURL.redacting(url)): \(error)") }
             status = 1
         }
     }
@@ -447,18 +448,25 @@ struct CommandLineCookieFiles: CookieStorage {
     }
 }
 
-/// `-v`: each request head as it went out (`> `), exactly the bytes the encoder wrote, and each response
-/// head as it came in (`< `), one pair per hop of a redirect or round of authentication, as curl prints them.
-/// An observer: it watches the traffic and cannot change it.
+/// `-v`: each request head as it went out (`> `), the bytes the encoder wrote, and each response head as it
+/// came in (`< `), one pair per hop of a redirect or round of authentication, as curl prints them. An observer:
+/// it watches the traffic and cannot change it. Unlike curl, the values of `Authorization`,
+/// `Proxy-Authorization`, `Cookie` and `Set-Cookie` are shown as `<redacted>`: a terminal or a log is no place
+/// for a secret.
 struct VerboseHeads: HTTPClientObserver {
     func observe(_ event: HTTPClientEvent) {
         switch event.kind {
         case .headSent(let bytes):
             let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false).dropLast()
-            try? writeAll(2, Array(lines.map { "> " + $0 + "\n" }.joined().utf8)[...])
+            let shown = lines.map { line -> Substring in
+                guard let colon = line.firstIndex(of: ":"), let name = HTTPField.Name(String(line[..<colon])) else { return line }
+                let field = HTTPField(name: name, value: String(line[line.index(after: colon)...].drop { $0 == " " }))
+                return HTTPFields([field]).redactingSecrets().first.map { "\($0.name): \($0.value)"[...] } ?? line
+            }
+            try? writeAll(2, Array(shown.map { "> " + $0 + "\n" }.joined().utf8)[...])
         case .headReceived(let status, let version, let headers):
             let lines = ["HTTP/\(version.major).\(version.minor) \(status.code) \(status.reasonPhrase)"]
-                + headers.map { "\($0.name): \($0.value)" } + [""]
+                + headers.redactingSecrets().map { "\($0.name): \($0.value)" } + [""]
             try? writeAll(2, Array(lines.map { "< " + $0 + "\n" }.joined().utf8)[...])
         default:
             break

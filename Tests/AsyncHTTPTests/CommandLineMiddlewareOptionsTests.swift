@@ -72,4 +72,20 @@ final class CommandLineMiddlewareOptionsTests: XCTestCase {
         XCTAssertTrue(lines.contains { $0.hasPrefix("> User-Agent: AsyncHTTP/") }, result.stderr)
         XCTAssertTrue(lines.contains("< Location: /get"), result.stderr)
     }
+
+    func testVerboseShowsTheEncodersBytesWithSecretsRedacted() throws {
+        let base = try Peers.httpbin()
+        let result = try ahttp(["-s", "-v", "-o", "/dev/null", "-u", "vic:hunter2", "-b", "session=s3cr3t",
+                                base + "/basic-auth/vic/hunter2"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines.contains("> Authorization: Basic <redacted>"), result.stderr)
+        XCTAssertTrue(lines.contains("> Cookie: <redacted>"), result.stderr)
+        XCTAssertTrue(lines.contains("< HTTP/1.1 200 OK"), result.stderr)
+        // The framing header the encoder adds is shown as it went out (nothing reconstructs it).
+        XCTAssertTrue(lines.contains("> GET /basic-auth/vic/hunter2 HTTP/1.1"), result.stderr)
+        for secret in ["hunter2\n", "s3cr3t", "dmljOmh1bnRlcjI="] {  // base64("vic:hunter2")
+            XCTAssertFalse(result.stderr.contains(secret), "\(secret) leaked: \(result.stderr)")
+        }
+    }
 }

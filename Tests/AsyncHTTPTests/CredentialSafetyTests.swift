@@ -149,6 +149,23 @@ final class CredentialSafetyTests: XCTestCase {
         XCTAssertEqual(after, [])
     }
 
+    func testClearAuthenticationSessionForgetsAndClosesIdleConnections() async throws {
+        let server = try await NIOTestServer()
+        defer { Task { try? await server.shutdown() } }
+        let client = makeClient()
+        var request = HTTPClientRequest(url: server.url("/auth/basic?user=u&pass=p"))
+        request.credentials = HTTPCredentials(username: "u", password: "p")
+        _ = try await client.send(request).body.collect(upTo: 1024)
+        let idleBefore = await client.transport.pool.idleCount
+        XCTAssertEqual(idleBefore, 1)
+        await client.clearAuthenticationSession()
+        let idleAfter = await client.transport.pool.idleCount
+        XCTAssertEqual(idleAfter, 0, "a connection authenticated at the server (NTLM) must not outlive the logout")
+        let after = try await authorizationLines(try await client.send(HTTPClientRequest(url: server.url("/headers"))))
+        XCTAssertEqual(after, [])
+        XCTAssertEqual(server.connectionsAccepted, 2)
+    }
+
     func httpbinAuthorization(_ client: HTTPClient, _ base: String) async throws -> String? {
         let response = try await client.send(HTTPClientRequest(url: base + "/headers"))
         let bytes = try await response.body.collect(upTo: 1 << 16)

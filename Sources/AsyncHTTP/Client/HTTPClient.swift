@@ -84,6 +84,16 @@ public final class HTTPClient: Sendable {
         await transport.shutdown()
     }
 
+    /// Logs out (ASIHTTPRequest's `clearSession`): empties the session credential store and forgets everything
+    /// derived from credentials — the origins and proxies where credentials succeeded, Digest nonces, callback
+    /// answers — and closes idle connections, since one that finished an NTLM handshake stays authenticated at
+    /// the server. The persistent store is left alone; requests in flight finish, but their successes are not
+    /// remembered.
+    public func clearAuthenticationSession() async {
+        await authenticator.clearSession()
+        await transport.closeIdleConnections(reason: "authentication session cleared")
+    }
+
     /// How many connections this client has opened so far (curl's `%{num_connects}`, summed).
     public var connectionsOpened: Int { transport.connector.connectionsOpened }
 

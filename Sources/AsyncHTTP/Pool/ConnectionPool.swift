@@ -114,6 +114,20 @@ actor ConnectionPool {
         }
     }
 
+    /// Closes every idle connection (leased ones are left alone). For logging out: a keep-alive connection that
+    /// finished an NTLM handshake stays authenticated at the server.
+    func closeIdleConnections(reason: String) {
+        // Everything idle has "expired" by a date no connection reaches.
+        let everything = ContinuousClock.now + .seconds(100 * 365 * 86_400)
+        for key in Array(machines.keys) {
+            guard var machine = machines[key] else { continue }
+            let idle = machine.sweep(now: everything)
+            machines[key] = machine
+            closeAll(idle, reason: reason)
+            forgetIfUnused(key)
+        }
+    }
+
     /// Idle connections across all keys (for tests and diagnostics).
     var idleCount: Int { machines.values.reduce(0) { $0 + $1.idle.count } }
 

@@ -64,6 +64,10 @@ final class HTTP1Transport: Sendable {
         await pool.shutdown()
     }
 
+    func closeIdleConnections(reason: String) async {
+        await pool.closeIdleConnections(reason: reason)
+    }
+
     /// Sends `request` and returns once the response head has arrived.
     func roundTrip(_ request: HTTPClientRequest) async throws(HTTPClientError) -> HTTPClientResponse {
         guard !Task.isCancelled else { throw .cancelled }
