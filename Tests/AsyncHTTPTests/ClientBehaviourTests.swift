@@ -59,16 +59,33 @@ final class ClientBehaviourTests: XCTestCase {
     }
 
     func testIdleConnectionExpiresAfterTheIdleTimeout() async throws {
+        // Time is injected into the pool: the test moves it instead of sleeping.
+        let time = Locked(ContinuousClock.now)
         var configuration = HTTPClient.Configuration()
         configuration.idleTimeout = .milliseconds(150)
-        let client = HTTPClient(configuration: configuration)
-        defer { Task { try await client.shutdown() } }
-        _ = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)
-        try await Task.sleep(for: .milliseconds(400))
-        let value1 = await client.transport.pool.idleCount
-        XCTAssertEqual(value1, 0, "the sweep closed the idle connection")
-        _ = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)
-        XCTAssertEqual(client.connectionsOpened, 2)
+        configuration.proxy = .none
+        let transport = HTTP1Transport(configuration: configuration, proxies: ProxyResolver(.none), tunnelAuthenticator: nil,
+                                       now: { time.withLock { $0 } })
+        func hello() async throws {
+            let body = try await transport.roundTrip(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)
+            XCTAssertEqual(body, Array("hello".utf8))
+        }
+        try await hello()
+        time.withLock { $0 += .milliseconds(100) }
+        try await hello()
+        XCTAssertEqual(transport.connector.connectionsOpened, 1, "within the idle timeout the connection is reused")
+
+        time.withLock { $0 += .milliseconds(200) }
+        await transport.pool.sweep()
+        let idle = await transport.pool.idleCount
+        XCTAssertEqual(idle, 0, "the sweep closed the expired connection")
+        try await hello()
+        XCTAssertEqual(transport.connector.connectionsOpened, 2)
+
+        time.withLock { $0 += .milliseconds(200) }
+        try await hello()  // no sweep this time: the check at checkout expires it
+        XCTAssertEqual(transport.connector.connectionsOpened, 3)
+        await transport.shutdown()
     }
 
     func testServerKeepAliveTimeoutShortensTheIdleLifetime() async throws {

@@ -29,7 +29,12 @@ actor ConnectionPool {
     private var sweeper: Task<Void, Never>?
     private var isShutDown = false
 
-    init(limit: Int, idleTimeout: Duration, logger: Logger) {
+    /// The time, injected: expiry decisions read it, so tests move time instead of sleeping.
+    private let now: @Sendable () -> ContinuousClock.Instant
+
+    init(limit: Int, idleTimeout: Duration, logger: Logger,
+         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
+        self.now = now
         self.limit = limit
         self.idleTimeout = idleTimeout
         self.logger = logger
@@ -43,7 +48,7 @@ actor ConnectionPool {
         // In place (the `default:` subscript): copying the machine out and back made its idle list shared,
         // so the change copied the list, once per lease and once per release (perf, 32 concurrent GETs).
         let (action, expired) = machines[key, default: PoolStateMachine(limit: limit)]
-            .leaseRequested(.init(id: id, fresh: fresh), now: .now)
+            .leaseRequested(.init(id: id, fresh: fresh), now: now())
         closeAll(expired, reason: "expired at checkout")
         switch action {
         case .reuse(let connection):
@@ -76,7 +81,7 @@ actor ConnectionPool {
     func release(_ connection: HTTP1Connection, reusable: Bool) {
         let key = connection.key
         guard machines[key] != nil else { return connection.close() }
-        let now = ContinuousClock.now
+        let now = self.now()
         var lifetime = idleTimeout
         // The server's `Keep-Alive: timeout=N`: stop reusing one second early, so a request does not
         // race the server's own close (curl and browsers leave a similar margin).
@@ -118,7 +123,7 @@ actor ConnectionPool {
     /// finished an NTLM handshake stays authenticated at the server.
     func closeIdleConnections(reason: String) {
         // Everything idle has "expired" by a date no connection reaches.
-        let everything = ContinuousClock.now + .seconds(100 * 365 * 86_400)
+        let everything = now() + .seconds(100 * 365 * 86_400)
         for key in Array(machines.keys) {
             guard var machine = machines[key] else { continue }
             let idle = machine.sweep(now: everything)
@@ -177,8 +182,9 @@ actor ConnectionPool {
         machines.values.compactMap(\.nextExpiry).min()
     }
 
-    private func sweep() {
-        let now = ContinuousClock.now
+    /// Closes the idle connections that have expired by now (the sweeper's work; tests call it directly).
+    func sweep() {
+        let now = self.now()
         for key in Array(machines.keys) {
             guard var machine = machines[key] else { continue }
             let expired = machine.sweep(now: now)

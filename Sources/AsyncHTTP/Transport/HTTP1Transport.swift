@@ -39,8 +39,10 @@ final class HTTP1Transport: Sendable {
 
     /// The transport of a client with `configuration`: its pool, and a connector that answers `CONNECT`
     /// challenges through `tunnelAuthenticator`.
+    /// `now` is the pool's clock: injected by tests that move time instead of sleeping.
     convenience init(
-        configuration: HTTPClient.Configuration, proxies: ProxyResolver, tunnelAuthenticator: (any ProxyTunnelAuthenticator)?
+        configuration: HTTPClient.Configuration, proxies: ProxyResolver, tunnelAuthenticator: (any ProxyTunnelAuthenticator)?,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
     ) {
         // Clamped so that a bad value cannot trap here; `HTTPClient` refuses every request of such a client
         // with the error of `Configuration.validate()`.
@@ -51,7 +53,7 @@ final class HTTP1Transport: Sendable {
                 retriesOnTimeout: configuration.retriesOnTimeout, maxConnectionsPerHost: limit,
                 userAgent: configuration.userAgent, logger: configuration.logger,
                 observing: !configuration.observers.isEmpty),
-            pool: ConnectionPool(limit: limit, idleTimeout: configuration.idleTimeout, logger: configuration.logger),
+            pool: ConnectionPool(limit: limit, idleTimeout: configuration.idleTimeout, logger: configuration.logger, now: now),
             connector: Connector(
                 settings: .init(tls: configuration.tls, connectTimeout: configuration.connectTimeout,
                                 userAgent: configuration.userAgent, limits: configuration.parserLimits,
