@@ -1,4 +1,5 @@
 import HTTPTypes
+import Synchronization
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -23,14 +24,70 @@ public struct HTTPClientRequest: Sendable {
     /// CPU with 32 concurrent keep-alive GETs (perf: the request's value-witness copy and destroy functions).
     /// Copying a request is now one retain; the first change to a shared copy copies the box.
     ///
-    /// The header fields and the parsed URL sit beside the box: they are what the built-in middleware change
-    /// on nearly every request (the compression step adds `Accept-Encoding`, the redirect step records the
-    /// parsed URL), and with them inside, each of those changes copied the whole box (about 3% of the CPU
-    /// with 32 concurrent GETs, perf). `HTTPFields` is copy-on-write by itself.
+    /// The box holds the request proper (``url``, ``method``, ``body``, … : what the transport reads) in
+    /// ``Fields``, and every middleware's settings in ``Options`` (see ``HTTPRequestOption``), so that a new
+    /// middleware adds an option type of its own instead of a field here.
+    ///
+    /// The header fields sit beside the box: they are what the built-in middleware change on nearly every
+    /// request (the compression step adds `Accept-Encoding`), and with them inside, each of those changes
+    /// copied the whole box (about 3% of the CPU with 32 concurrent GETs, perf). `HTTPFields` is
+    /// copy-on-write by itself.
     final class Storage: @unchecked Sendable {
         // @unchecked: a box is written only through `storageForWriting`, which first makes it uniquely
-        // referenced; a box that two requests share is never written, only read.
+        // referenced; a box that two requests share is never written, only read. The one exception is
+        // `parsed`, an atomic that readers may fill (see `cache(_:)`).
+        /// Changed only by ``HTTPClientRequest/url``'s setter, which also empties `parsed`.
         var url: String
+        var fields = Fields()
+        var options = Options()
+
+        /// `url` parsed, filled by the first ``HTTPClientRequest/httpURL()`` so that the steps after it do
+        /// not parse it again, and emptied when `url` changes. It holds a +1 reference of its own.
+        ///
+        /// Filled through an atomic because requests that share this box may ask for it at once, from
+        /// different tasks; it only ever goes from nil to a value then. Emptied or replaced only in a box
+        /// that is uniquely referenced (through `storageForWriting`), so no reader can be holding the
+        /// reference being released. An atomic, not `Mutex` (invisible to the thread sanitizer on Linux, see
+        /// `Locked`) or `Locked` (a lock allocated per request): loading it is one plain load on x86.
+        private let parsed: Atomic<Unmanaged<ParsedURL>?>
+
+        init(url: String) {
+            self.url = url
+            parsed = Atomic(nil)
+        }
+
+        init(copying other: Storage) {
+            url = other.url
+            fields = other.fields
+            options = other.options
+            parsed = Atomic(other.parsed.load(ordering: .acquiring)?.retain())
+        }
+
+        deinit {
+            parsed.load(ordering: .acquiring)?.release()
+        }
+
+        /// `url` parsed, if a reader has parsed it since it was last set.
+        var cachedURL: HTTPURL? {
+            parsed.load(ordering: .acquiring)?.takeUnretainedValue().url
+        }
+
+        /// Records `url` parsed; when two readers parse at once, the first to record wins.
+        func cache(_ url: HTTPURL) {
+            let box = Unmanaged.passRetained(ParsedURL(url))
+            if !parsed.compareExchange(expected: nil, desired: box, ordering: .acquiringAndReleasing).exchanged {
+                box.release()
+            }
+        }
+
+        /// Empties the cache. Only for a uniquely referenced box (see `parsed`).
+        func forgetParsedURL() {
+            parsed.exchange(nil, ordering: .acquiringAndReleasing)?.release()
+        }
+    }
+
+    /// The request proper, read by the transport. Middleware settings are ``Options`` instead.
+    struct Fields: Sendable {
         var method: HTTPRequest.Method = .get
         var body: Body?
         var version: HTTPVersion = .http1_1
@@ -38,63 +95,17 @@ public struct HTTPClientRequest: Sendable {
         var inactivityTimeout: Duration?
         var retriesOnTimeout: Int?
         var persistentConnection: Bool = true
-        var redirectPolicy: RedirectPolicy?
-        var sensitiveHeaders: Set<HTTPField.Name> = []
-        var usesCookieJar: Bool = true
-        var acceptsCompressedResponse: Bool?
-        var compressesBody: Bool = false
-        var keepsRawCompressedBody: Bool = false
-        var textDecodingFallback: TextDecodingFallback?
-        var credentials: HTTPCredentials?
-        var authenticationSchemes: Set<HTTPAuthenticationScheme>?
-        var sendsCredentialsPreemptively: Bool = false
-        var bearerToken: String?
         var proxy: ProxySetting?
-        var connectionPin: ConnectionPin?
         var headerProblems: [HTTPClientError] = []
+    }
 
-        init(url: String) {
-            self.url = url
-        }
-
-        init(copying other: Storage) {
-            url = other.url
-            method = other.method
-            body = other.body
-            version = other.version
-            timeout = other.timeout
-            inactivityTimeout = other.inactivityTimeout
-            retriesOnTimeout = other.retriesOnTimeout
-            persistentConnection = other.persistentConnection
-            redirectPolicy = other.redirectPolicy
-            sensitiveHeaders = other.sensitiveHeaders
-            usesCookieJar = other.usesCookieJar
-            acceptsCompressedResponse = other.acceptsCompressedResponse
-            compressesBody = other.compressesBody
-            keepsRawCompressedBody = other.keepsRawCompressedBody
-            textDecodingFallback = other.textDecodingFallback
-            credentials = other.credentials
-            authenticationSchemes = other.authenticationSchemes
-            sendsCredentialsPreemptively = other.sendsCredentialsPreemptively
-            bearerToken = other.bearerToken
-            proxy = other.proxy
-            connectionPin = other.connectionPin
-            headerProblems = other.headerProblems
-        }
+    /// ``url`` parsed; a box, so that the cache in ``Storage`` is one reference.
+    final class ParsedURL: Sendable {
+        let url: HTTPURL
+        init(_ url: HTTPURL) { self.url = url }
     }
 
     private var storage: Storage
-
-    /// ``url`` as the redirect step parsed it, kept while `url` still equals `source`; a box, so that
-    /// recording it copies neither the request's box nor the parsed URL's strings.
-    final class ParsedURL: Sendable {
-        let source: String
-        let url: HTTPURL
-        init(source: String, url: HTTPURL) {
-            self.source = source
-            self.url = url
-        }
-    }
 
     /// The box, made unique first (copy-on-write).
     private var storageForWriting: Storage {
@@ -107,173 +118,112 @@ public struct HTTPClientRequest: Sendable {
     /// The absolute `http` or `https` URL.
     public var url: String {
         get { storage.url }
-        set { storageForWriting.url = newValue }
-        _modify { yield &storageForWriting.url }
+        set {
+            let storage = storageForWriting
+            storage.url = newValue
+            storage.forgetParsedURL()
+        }
     }
     public var method: HTTPRequest.Method {
-        get { storage.method }
-        set { storageForWriting.method = newValue }
-        _modify { yield &storageForWriting.method }
+        get { storage.fields.method }
+        _modify { yield &storageForWriting.fields.method }
     }
     /// Header fields. `HTTPFields` itself replaces CR, LF and NUL in values with spaces; use
     /// ``setHeader(_:_:)`` to have such values refused with an error instead.
     public var headers: HTTPFields = [:]
     public var body: Body? {
-        get { storage.body }
-        set { storageForWriting.body = newValue }
-        _modify { yield &storageForWriting.body }
+        get { storage.fields.body }
+        _modify { yield &storageForWriting.fields.body }
     }
     /// `.http1_0` forces HTTP/1.0 (ASIHTTPRequest's `useHTTPVersionOne`): no chunked uploads, no keep-alive
     /// unless the server offers it.
     public var version: HTTPVersion {
-        get { storage.version }
-        set { storageForWriting.version = newValue }
-        _modify { yield &storageForWriting.version }
+        get { storage.fields.version }
+        _modify { yield &storageForWriting.fields.version }
     }
     /// A total deadline for this request, from `send` until the last body byte. Overrides the client's.
     public var timeout: Duration? {
-        get { storage.timeout }
-        set { storageForWriting.timeout = newValue }
-        _modify { yield &storageForWriting.timeout }
+        get { storage.fields.timeout }
+        _modify { yield &storageForWriting.fields.timeout }
     }
     /// The longest wait for the next byte, overriding the client's (ASIHTTPRequest's `timeOutSeconds`).
     public var inactivityTimeout: Duration? {
-        get { storage.inactivityTimeout }
-        set { storageForWriting.inactivityTimeout = newValue }
-        _modify { yield &storageForWriting.inactivityTimeout }
+        get { storage.fields.inactivityTimeout }
+        _modify { yield &storageForWriting.fields.inactivityTimeout }
     }
     /// How often to retry an idempotent request after a timeout, overriding the client's
     /// (ASIHTTPRequest's `numberOfTimesToRetryOnTimeout`).
     public var retriesOnTimeout: Int? {
-        get { storage.retriesOnTimeout }
-        set { storageForWriting.retriesOnTimeout = newValue }
-        _modify { yield &storageForWriting.retriesOnTimeout }
+        get { storage.fields.retriesOnTimeout }
+        _modify { yield &storageForWriting.fields.retriesOnTimeout }
     }
     /// Keep the connection open for later requests (ASIHTTPRequest's `shouldAttemptPersistentConnection`).
     /// When false the request goes out with `Connection: close` on a connection of its own.
     public var persistentConnection: Bool {
-        get { storage.persistentConnection }
-        set { storageForWriting.persistentConnection = newValue }
-        _modify { yield &storageForWriting.persistentConnection }
-    }
-
-    // MARK: Middleware options. Each nil or default leaves the decision to the client's configuration.
-
-    /// How redirects are followed for this request, replacing the client's
-    /// ``HTTPClient/Configuration/redirectPolicy``. `.disabled` returns a 3xx response as it is
-    /// (ASIHTTPRequest's `shouldRedirect = NO`).
-    public var redirectPolicy: RedirectPolicy? {
-        get { storage.redirectPolicy }
-        set { storageForWriting.redirectPolicy = newValue }
-        _modify { yield &storageForWriting.redirectPolicy }
-    }
-    /// Headers to remove if a redirect leaves this request's origin, in addition to the policy's
-    /// ``RedirectPolicy/sensitiveHeaders`` and the always-removed `Authorization`, `Proxy-Authorization`
-    /// and `Cookie`: mark here the credentials you add as custom headers.
-    public var sensitiveHeaders: Set<HTTPField.Name> {
-        get { storage.sensitiveHeaders }
-        set { storageForWriting.sensitiveHeaders = newValue }
-        _modify { yield &storageForWriting.sensitiveHeaders }
-    }
-    /// Send cookies from the client's jar and store the cookies the response sets (ASIHTTPRequest's
-    /// `useCookiePersistence`). When false the jar is neither read nor changed; a `Cookie` header you set
-    /// is still sent, which is how a request carries cookies of its own.
-    public var usesCookieJar: Bool {
-        get { storage.usesCookieJar }
-        set { storageForWriting.usesCookieJar = newValue }
-        _modify { yield &storageForWriting.usesCookieJar }
-    }
-    /// Ask for a gzip or deflate response and decode it as it streams in, overriding the client's
-    /// ``CompressionPolicy/acceptsCompressedResponses`` (ASIHTTPRequest's `allowCompressedResponse`).
-    public var acceptsCompressedResponse: Bool? {
-        get { storage.acceptsCompressedResponse }
-        set { storageForWriting.acceptsCompressedResponse = newValue }
-        _modify { yield &storageForWriting.acceptsCompressedResponse }
-    }
-    /// Compress the body with gzip and send it with `Content-Encoding: gzip` (ASIHTTPRequest's
-    /// `shouldCompressRequestBody`). Only for servers known to accept it: HTTP has no way to ask first.
-    public var compressesBody: Bool {
-        get { storage.compressesBody }
-        set { storageForWriting.compressesBody = newValue }
-        _modify { yield &storageForWriting.compressesBody }
-    }
-    /// Keep the compressed bytes of a decoded response too, in ``HTTPClientResponse/rawCompressedBody``
-    /// (ASIHTTPRequest's `rawResponseData`).
-    public var keepsRawCompressedBody: Bool {
-        get { storage.keepsRawCompressedBody }
-        set { storageForWriting.keepsRawCompressedBody = newValue }
-        _modify { yield &storageForWriting.keepsRawCompressedBody }
-    }
-    /// What ``HTTPClientResponse/text(upTo:)`` falls back to for this request's response, overriding the
-    /// client's ``HTTPClient/Configuration/textDecodingFallback`` (ASIHTTPRequest's `defaultResponseEncoding`).
-    public var textDecodingFallback: TextDecodingFallback? {
-        get { storage.textDecodingFallback }
-        set { storageForWriting.textDecodingFallback = newValue }
-        _modify { yield &storageForWriting.textDecodingFallback }
-    }
-
-    // MARK: Authentication and proxies
-
-    /// Credentials for this request's origin (ASIHTTPRequest's `username`, `password` and `domain`). Used to
-    /// answer a `401` after the URL's own userinfo and before the client's stores and callback (see
-    /// ``AuthenticationConfiguration``). Dropped when a redirect leaves the origin.
-    public var credentials: HTTPCredentials? {
-        get { storage.credentials }
-        set { storageForWriting.credentials = newValue }
-        _modify { yield &storageForWriting.credentials }
-    }
-    /// The schemes this request may answer a challenge with; nil allows every supported scheme, strongest
-    /// first (Digest, NTLM, Basic: curl's order). curl's `--digest` is `[.digest]`.
-    public var authenticationSchemes: Set<HTTPAuthenticationScheme>? {
-        get { storage.authenticationSchemes }
-        set { storageForWriting.authenticationSchemes = newValue }
-        _modify { yield &storageForWriting.authenticationSchemes }
-    }
-    /// Send Basic credentials (the URL's userinfo or ``credentials``) with the first request, before any
-    /// challenge (ASIHTTPRequest's `authenticationScheme = Basic` with `shouldPresentCredentialsBeforeChallenge`;
-    /// curl's `-u` does this). It also lets a one-shot body go out authenticated. Off by default.
-    public var sendsCredentialsPreemptively: Bool {
-        get { storage.sendsCredentialsPreemptively }
-        set { storageForWriting.sendsCredentialsPreemptively = newValue }
-        _modify { yield &storageForWriting.sendsCredentialsPreemptively }
-    }
-    /// An OAuth 2.0 bearer token (RFC 6750), sent as `Authorization: Bearer …` to this request's origin only;
-    /// on a `401` the client's ``AuthenticationConfiguration/refreshBearerToken`` may replace it once.
-    public var bearerToken: String? {
-        get { storage.bearerToken }
-        set { storageForWriting.bearerToken = newValue }
-        _modify { yield &storageForWriting.bearerToken }
+        get { storage.fields.persistentConnection }
+        _modify { yield &storageForWriting.fields.persistentConnection }
     }
     /// The proxy for this request, overriding the client's ``HTTPClient/Configuration/proxy``.
     public var proxy: ProxySetting? {
-        get { storage.proxy }
-        set { storageForWriting.proxy = newValue }
-        _modify { yield &storageForWriting.proxy }
-    }
-
-    /// `url` parsed, kept by the first step that parses it (the redirect middleware) so that the steps after
-    /// it do not parse it again; trusted only while `url` is still the string it came from.
-    var parsedURL: ParsedURL?
-
-    /// `url` parsed, from ``parsedURL`` when it is still current.
-    func httpURL() throws(HTTPClientError) -> HTTPURL {
-        if let parsedURL, parsedURL.source == url { return parsedURL.url }
-        return try HTTPURL(url)
-    }
-
-    /// Keeps this request on the connection of an NTLM handshake (set by the auth middleware).
-    var connectionPin: ConnectionPin? {
-        get { storage.connectionPin }
-        set { storageForWriting.connectionPin = newValue }
-        _modify { yield &storageForWriting.connectionPin }
+        get { storage.fields.proxy }
+        _modify { yield &storageForWriting.fields.proxy }
     }
 
     /// Problems found by ``setHeader(_:_:)``, reported when the request is sent.
     var headerProblems: [HTTPClientError] {
-        get { storage.headerProblems }
-        set { storageForWriting.headerProblems = newValue }
-        _modify { yield &storageForWriting.headerProblems }
+        get { storage.fields.headerProblems }
+        _modify { yield &storageForWriting.fields.headerProblems }
     }
+
+    // MARK: Options
+
+    /// The value of a middleware's option for this request: the value set, or the option's
+    /// ``HTTPRequestOption/defaultValue``. Reading never copies the request's storage; setting copies it
+    /// only if another copy of the request shares it.
+    ///
+    /// ```swift
+    /// request[ThrottleOption.self] = 64 * 1024
+    /// let limit = request[ThrottleOption.self]
+    /// ```
+    public subscript<Option: HTTPRequestOption>(option: Option.Type) -> Option.Value {
+        get { storage.options.read(option) { $0 } }
+        set { storageForWriting.options.set(option, to: newValue) }
+    }
+
+    /// Part of an option's value, read in place: `request.option(CompressionOptions.self) { $0.compressesBody }`
+    /// copies one `Bool`, where `request[CompressionOptions.self].compressesBody` copies the whole value
+    /// (retaining each of its fields) to read it.
+    @inline(__always)
+    func option<Option: HTTPRequestOption, Part>(_ option: Option.Type, _ part: (Option.Value) -> Part) -> Part {
+        storage.options.read(option, part)
+    }
+
+    // MARK: The parsed URL
+
+    /// `url` parsed. The first call parses it and keeps the result in the request's storage, shared with
+    /// its copies, so the steps after it (each middleware, the transport) do not parse it again; setting
+    /// `url` forgets it. Reading never copies the storage.
+    func httpURL() throws(HTTPClientError) -> HTTPURL {
+        if let url = storage.cachedURL { return url }
+        let url = try HTTPURL(storage.url)
+        storage.cache(url)
+        return url
+    }
+
+    /// Records `parsed` as ``url`` parsed, for a caller that already has it (the redirect step resolves
+    /// each `Location` into an ``HTTPURL``); `parsed` must be what parsing `url` gives.
+    mutating func cacheParsedURL(_ parsed: HTTPURL) {
+        assert((try? HTTPURL(url)) == parsed, "\(parsed) is not \(url) parsed")
+        let storage = storageForWriting
+        storage.forgetParsedURL()
+        storage.cache(parsed)
+    }
+
+    /// For tests: whether ``httpURL()`` has a parse kept, which storage box this request reads, and how
+    /// many options it has set.
+    var hasParsedURL: Bool { storage.cachedURL != nil }
+    var storageIdentity: ObjectIdentifier { ObjectIdentifier(storage) }
+    var optionCount: Int { storage.options.count }
 
     public init(url: String) {
         storage = Storage(url: url)

@@ -14,6 +14,18 @@
 /// }
 /// ```
 ///
+/// A middleware with per-request settings declares an ``HTTPRequestOption`` for them and reads it from
+/// the request, so adding one needs no change to ``HTTPClientRequest``:
+///
+/// ```swift
+/// enum RequestIDPrefix: HTTPRequestOption {
+///     static let defaultValue = "req"
+/// }
+///
+/// // in intercept:
+/// let prefix = request[RequestIDPrefix.self]
+/// ```
+///
 /// Middleware changes requests; watching them (logging, metrics, progress) belongs to observers,
 /// which see the traffic without being able to alter it.
 public protocol HTTPClientMiddleware: Sendable {

@@ -100,7 +100,6 @@ struct RedirectMiddleware: HTTPClientMiddleware {
         let fallback = request.textDecodingFallback ?? textDecodingFallback
         let originalURL = try request.httpURL()
         var current = request
-        current.parsedURL = .init(source: request.url, url: originalURL)
         var currentURL = originalURL
         var history: [HTTPClientResponse.RedirectHop] = []
         // (method, URL) pairs requested since the last Set-Cookie; see the loop check below. Made at the
@@ -148,7 +147,7 @@ struct RedirectMiddleware: HTTPClientMiddleware {
             var nextRequest = current
             // The fragment is never sent, but response.url keeps it (see `resolve`).
             nextRequest.url = step.url.description + (step.url.fragment.map { "#" + $0 } ?? "")
-            nextRequest.parsedURL = .init(source: nextRequest.url, url: step.url)
+            nextRequest.cacheParsedURL(step.url)
             nextRequest.method = step.method
             if !step.keepsBody {
                 nextRequest.body = nil
