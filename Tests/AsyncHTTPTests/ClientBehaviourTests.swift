@@ -64,7 +64,7 @@ final class ClientBehaviourTests: XCTestCase {
         var configuration = HTTPClient.Configuration()
         configuration.idleTimeout = .milliseconds(150)
         configuration.proxy = .none
-        let transport = HTTP1Transport(configuration: configuration, proxies: ProxyResolver(.none), tunnelAuthenticator: nil,
+        let transport = HTTP1Transport(configuration: configuration, proxies: ProxyRouter(.none), tunnelAuthenticator: nil,
                                        now: { time.withLock { $0 } })
         func hello() async throws {
             let body = try await transport.roundTrip(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 100)

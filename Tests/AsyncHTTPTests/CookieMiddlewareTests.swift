@@ -13,7 +13,7 @@ final class CookieMiddlewareTests: XCTestCase {
         configuration.cookieJar = jar
         configuration.redirectPolicy = redirects
         return HTTPClient.builtInMiddleware(configuration, authenticator: Authenticator(configuration: .init(), logger: configuration.logger),
-                                            proxies: .direct)
+                                            proxies: ProxyRouter(.none))
     }
 
     func setCookie(_ values: String...) -> HTTPFields {

@@ -98,4 +98,41 @@ final class ProxyConfigurationTests: XCTestCase {
         XCTAssertFalse("\(credentials)".contains("s3cret"))
         XCTAssertTrue("\(credentials)".contains("CORP\\alice"))
     }
+
+    // MARK: The router: decided once per hop, the environment read once
+
+    func testRouterReadsTheEnvironmentOnceEvenForRequestsThatAskForIt() throws {
+        // The client is set to go direct; a request asking for `.environment` gets the environment as it was when
+        // the client was made (here: given), not as it is at request time.
+        let router = ProxyRouter(.none, environment: ["http_proxy": "http://web:3128"])
+        var request = HTTPClientRequest(url: "http://example.com/")
+        let url = try request.httpURL()
+        XCTAssertNil(try router.route(for: request, url: url))
+        request.proxy = .environment
+        XCTAssertEqual(try router.route(for: request, url: url)?.host, "web")
+    }
+
+    func testAProxiedDecisionIsRecordedAndTakenByTheNextStepForTheSameURLOnly() throws {
+        let router = ProxyRouter(.proxy(ProxyConfiguration(kind: .http, host: "first", port: 1)), environment: [:])
+        var request = HTTPClientRequest(url: "http://example.com/a")
+        XCTAssertEqual(try router.route(recordingOn: &request, url: try request.httpURL())?.host, "first")
+        XCTAssertEqual(request[ProxyRouteOption.self]?.proxy.host, "first")
+
+        // A router with another setting (standing in for "decided again") is not asked: the recorded decision wins.
+        let other = ProxyRouter(.proxy(ProxyConfiguration(kind: .http, host: "second", port: 2)), environment: [:])
+        XCTAssertEqual(try other.route(for: request, url: try request.httpURL())?.host, "first")
+
+        // A new URL (a redirect hop) or a new proxy setting is decided afresh.
+        request.url = "http://example.com/b"
+        XCTAssertEqual(try other.route(for: request, url: try request.httpURL())?.host, "second")
+        request.url = "http://example.com/a"
+        request.proxy = ProxySetting.none
+        XCTAssertNil(try other.route(for: request, url: try request.httpURL()))
+    }
+
+    func testADirectDecisionIsNotRecorded() throws {
+        var request = HTTPClientRequest(url: "http://example.com/")
+        XCTAssertNil(try ProxyRouter(.none, environment: [:]).route(recordingOn: &request, url: try request.httpURL()))
+        XCTAssertNil(request[ProxyRouteOption.self], "a direct route costs nothing to find again; recording it would copy the box")
+    }
 }

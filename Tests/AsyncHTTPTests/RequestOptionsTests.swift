@@ -66,7 +66,7 @@ final class RequestOptionsTests: XCTestCase {
         var configuration = HTTPClient.Configuration()
         configuration.middleware = [ThrottleMiddleware()]
         let chain = HTTPClient.builtInMiddleware(
-            configuration, authenticator: Authenticator(configuration: .init(), logger: configuration.logger), proxies: .direct)
+            configuration, authenticator: Authenticator(configuration: .init(), logger: configuration.logger), proxies: ProxyRouter(.none))
             + configuration.middleware
         var request = HTTPClientRequest(url: "http://a.test/start")
         request.throttle = 512

@@ -19,7 +19,7 @@ extension HTTPClient {
     /// Auth is always present: any request can carry credentials or meet a challenge.
     /// The cookie step is present when the configuration has a ``Configuration/cookieJar``.
     static func builtInMiddleware(
-        _ configuration: Configuration, authenticator: Authenticator, proxies: ProxyResolver
+        _ configuration: Configuration, authenticator: Authenticator, proxies: ProxyRouter
     ) -> [any HTTPClientMiddleware] {
         var chain: [any HTTPClientMiddleware] = [
             RedirectMiddleware(policy: configuration.redirectPolicy, textDecodingFallback: configuration.textDecodingFallback),

@@ -46,7 +46,7 @@ public final class HTTPClient: Sendable {
         self.isShared = isShared
         configurationProblem = Result { () throws(HTTPClientError) in try configuration.validate() }.failure
         authenticator = Authenticator(configuration: configuration.authentication, logger: configuration.logger)
-        let proxies = ProxyResolver(configuration.proxy)
+        let proxies = ProxyRouter(configuration.proxy)
         transport = HTTP1Transport(configuration: configuration, proxies: proxies, tunnelAuthenticator: authenticator)
         middleware = Self.builtInMiddleware(configuration, authenticator: authenticator, proxies: proxies)
             + configuration.middleware

@@ -15,7 +15,7 @@ import HTTPTypes
 ///   refused (``HTTPClientError/Code/authenticationFailed``) unless the configuration allows it, as Basic.
 struct AuthMiddleware: HTTPClientMiddleware {
     let authenticator: Authenticator
-    let proxies: ProxyResolver
+    let proxies: ProxyRouter
 
     /// A challenged body is read this far so the connection can be reused for the retry; more is dropped.
     static let drainLimit = 64 * 1024
@@ -23,8 +23,7 @@ struct AuthMiddleware: HTTPClientMiddleware {
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         let url = try request.httpURL()
         var request = request
-        let resolver = request.proxy.map { ProxyResolver($0) } ?? proxies
-        let proxy = resolver.proxy(for: url)
+        let proxy = try proxies.route(recordingOn: &request, url: url)
         let viaPlainProxy = proxy?.kind == .http && !url.isSecure
         let method = request.method.rawValue
         // RFC 7616 §3.4: digest-uri is the request-target, which is the absolute form through a proxy.

@@ -27,10 +27,10 @@ final class HTTP1Transport: Sendable {
     private let settings: Settings
     let pool: ConnectionPool
     let connector: Connector
-    /// The client's proxy choice, with the environment read once at creation.
-    let proxies: ProxyResolver
+    /// The proxy decisions, with the environment read once at creation.
+    let proxies: ProxyRouter
 
-    init(settings: Settings, pool: ConnectionPool, connector: Connector, proxies: ProxyResolver) {
+    init(settings: Settings, pool: ConnectionPool, connector: Connector, proxies: ProxyRouter) {
         self.settings = settings
         self.pool = pool
         self.connector = connector
@@ -41,7 +41,7 @@ final class HTTP1Transport: Sendable {
     /// challenges through `tunnelAuthenticator`.
     /// `now` is the pool's clock: injected by tests that move time instead of sleeping.
     convenience init(
-        configuration: HTTPClient.Configuration, proxies: ProxyResolver, tunnelAuthenticator: (any ProxyTunnelAuthenticator)?,
+        configuration: HTTPClient.Configuration, proxies: ProxyRouter, tunnelAuthenticator: (any ProxyTunnelAuthenticator)?,
         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
     ) {
         // Clamped so that a bad value cannot trap here; `HTTPClient` refuses every request of such a client
@@ -79,7 +79,7 @@ final class HTTP1Transport: Sendable {
             inactivity: request.inactivityTimeout ?? settings.inactivityTimeout,
             total: (request.timeout ?? settings.totalTimeout).map { .now + $0 }
         )
-        let proxy = try route(for: request, url: url)
+        let proxy = try proxies.route(for: request, url: url)
         let key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.port, proxy: proxy)
         let prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent,
                                            absoluteForm: proxy?.kind == .http && !url.isSecure)
@@ -112,13 +112,6 @@ final class HTTP1Transport: Sendable {
                 }
             }
         }
-    }
-
-    /// The proxy for this request, if any: the request's own setting, else the client's.
-    private func route(for request: HTTPClientRequest, url: HTTPURL) throws(HTTPClientError) -> ProxyConfiguration? {
-        let resolver = request.proxy.map { ProxyResolver($0) } ?? proxies
-        if let problem = resolver.problem { throw problem }
-        return resolver.proxy(for: url)
     }
 
     private enum AttemptFailure: Error {

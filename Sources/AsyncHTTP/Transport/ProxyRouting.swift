@@ -141,3 +141,64 @@ struct NoProxyList: Sendable, Hashable {
         return true
     }
 }
+
+/// Decides which proxy a request goes through, once per hop: the request's own ``HTTPClientRequest/proxy``,
+/// else the client's setting. The environment is read once, when the client is made, also for requests that
+/// ask for `.environment` themselves.
+///
+/// The first step that needs the decision (the auth middleware, which must know whether a plain `http`
+/// request goes through an HTTP proxy) makes it and, when a proxy applies, records it on the request
+/// (``ProxyRouteOption``); the transport then takes it from there instead of deciding again. A direct route
+/// is not recorded: it costs one comparison to find again, and recording it would copy every request's box.
+struct ProxyRouter: Sendable {
+    /// The client's own setting.
+    let client: ProxyResolver
+    /// For requests that ask for `.environment` while the client has another setting.
+    private let environment: ProxyResolver
+
+    init(_ setting: ProxySetting, environment: [String: String] = ProcessEnvironment.current()) {
+        client = ProxyResolver(setting, environment: environment)
+        self.environment = setting == .environment ? client : ProxyResolver(.environment, environment: environment)
+    }
+
+    private func resolver(for setting: ProxySetting?) -> ProxyResolver {
+        switch setting {
+        case nil: client
+        case .environment?: environment
+        case .none?: .direct
+        case let explicit?: ProxyResolver(explicit)
+        }
+    }
+
+    /// The proxy for `request` (at `url`, its parsed URL), or nil to connect directly: the recorded decision
+    /// when it was made for this URL and setting, else decided now.
+    func route(for request: HTTPClientRequest, url: HTTPURL) throws(HTTPClientError) -> ProxyConfiguration? {
+        if let decided = request[ProxyRouteOption.self], decided.url == request.url, decided.setting == request.proxy {
+            return decided.proxy
+        }
+        let resolver = resolver(for: request.proxy)
+        if let problem = resolver.problem { throw problem }
+        return resolver.proxy(for: url)
+    }
+
+    /// ``route(for:url:)``, recording a proxied decision on the request for the steps below.
+    func route(recordingOn request: inout HTTPClientRequest, url: HTTPURL) throws(HTTPClientError) -> ProxyConfiguration? {
+        let proxy = try route(for: request, url: url)
+        if let proxy, request[ProxyRouteOption.self]?.url != request.url {
+            request[ProxyRouteOption.self] = ProxyRoute(url: request.url, setting: request.proxy, proxy: proxy)
+        }
+        return proxy
+    }
+}
+
+/// A proxy decision made for a request's URL and proxy setting.
+struct ProxyRoute: Sendable {
+    var url: String
+    var setting: ProxySetting?
+    var proxy: ProxyConfiguration
+}
+
+/// The transport's own request option: the proxy decision made up the chain (see ``ProxyRouter``).
+enum ProxyRouteOption: HTTPRequestOption {
+    static let defaultValue: ProxyRoute? = nil
+}
