@@ -1,4 +1,4 @@
-/// A step between ``HTTPClient/send(_:)`` and the connection pool.
+/// A step between ``HTTPClient/send(_:)`` and the transport (which leases a connection and speaks HTTP/1).
 ///
 /// A middleware receives the request and `next`, the rest of the chain. It may change the request,
 /// answer without calling `next` (a cache hit), call `next` more than once (a redirect or an
@@ -29,7 +29,7 @@
 /// Middleware changes requests; watching them (logging, metrics, progress) belongs to observers,
 /// which see the traffic without being able to alter it.
 public protocol HTTPClientMiddleware: Sendable {
-    /// The rest of the chain, ending at the connection pool.
+    /// The rest of the chain, ending at the transport.
     typealias Next = (HTTPClientRequest) async throws -> HTTPClientResponse
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse
