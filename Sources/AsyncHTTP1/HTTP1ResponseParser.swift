@@ -17,6 +17,11 @@ import HTTPTypes
 // whitespace between a field name and its colon (§5.1), control characters other than HTAB in values,
 // conflicting Content-Length values (RFC 9110 §8.6), Transfer-Encoding in an HTTP/1.0 response (§6.1),
 // chunk data not followed by CRLF (§7.1).
+// docs/framing.md holds the framing rules with their reasons: transfer codings (gzip, x-gzip and deflate under
+// chunked are reported in the head for the transport to inflate; any other coding, a final coding other than
+// chunked and stacked codings are refused), HTTP/1.2–1.9 read as HTTP/1.1 (RFC 9110 §2.5), status codes
+// 100–599 only (RFC 9110 §15), the chunk-size line grammar (RFC 9112 §7.1.1, plus trailing whitespace), and a
+// body delimited by close that ends without TLS close_notify (`endOfInput(unclean:)`, RFC 9112 §9.8).
 
 /// The head of one final (non-1xx) HTTP/1.x response.
 package struct HTTP1ResponseHead: Sendable, Equatable {
