@@ -17,6 +17,11 @@ import HTTPTypes
 // whitespace between a field name and its colon (§5.1), control characters other than HTAB in values,
 // conflicting Content-Length values (RFC 9110 §8.6), Transfer-Encoding in an HTTP/1.0 response (§6.1),
 // chunk data not followed by CRLF (§7.1).
+// docs/framing.md holds the framing rules with their reasons: transfer codings (gzip, x-gzip and deflate under
+// chunked are reported in the head for the transport to inflate; any other coding, a final coding other than
+// chunked and stacked codings are refused), HTTP/1.2–1.9 read as HTTP/1.1 (RFC 9110 §2.5), status codes
+// 100–599 only (RFC 9110 §15), the chunk-size line grammar (RFC 9112 §7.1.1, plus trailing whitespace), and a
+// body delimited by close that ends without TLS close_notify (`endOfInput(unclean:)`, RFC 9112 §9.8).
 
 /// The head of one final (non-1xx) HTTP/1.x response.
 package struct HTTP1ResponseHead: Sendable, Equatable {
@@ -33,13 +38,17 @@ package struct HTTP1ResponseHead: Sendable, Equatable {
     package var keepAliveTimeout: Int?
     /// `max=M` from a `Keep-Alive` header: how many more requests the server will accept on the connection.
     package var keepAliveMax: Int?
+    /// The transfer coding applied before `chunked` (`Transfer-Encoding: gzip, chunked`), which the
+    /// transport must undo; nil for plain chunked, for other framings and for a response without a body.
+    /// At most one: unknown, stacked and non-final codings are refused by the parser (docs/framing.md).
+    package var transferCoding: HTTP1TransferCoding? = nil
 
     // `HTTPResponse.Status ==` compares only the code; a parser test also wants to see the reason phrase.
     package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.version == rhs.version && lhs.status.code == rhs.status.code
             && lhs.status.reasonPhrase == rhs.status.reasonPhrase && lhs.headers == rhs.headers
             && lhs.keepAlive == rhs.keepAlive && lhs.keepAliveTimeout == rhs.keepAliveTimeout
-            && lhs.keepAliveMax == rhs.keepAliveMax
+            && lhs.keepAliveMax == rhs.keepAliveMax && lhs.transferCoding == rhs.transferCoding
     }
 }
 
@@ -241,11 +250,19 @@ package struct HTTP1ResponseParser {
     /// The peer closed the stream. A body read until close ends here (`.end(trailers: nil)`), as does a
     /// response whose bytes had all arrived; otherwise this throws `.connectionClosed` saying what was
     /// incomplete, with ``bytesReceived``. After `.end` it returns `.needMoreData`: nothing was pending.
-    package mutating func endOfInput() throws(HTTP1Error) -> Event {
+    ///
+    /// `unclean`: the stream ended without proof that the peer meant to end it — over TLS, a TCP close or
+    /// reset without close_notify. A body delimited by the close is then a truncation, not a complete body
+    /// (RFC 9112 §9.8: "a client ... MUST NOT consider the response complete" without the closure alert);
+    /// framing that proves completeness (Content-Length, chunked, no body) ends as usual.
+    package mutating func endOfInput(unclean: Bool = false) throws(HTTP1Error) -> Event {
         let message: String
         switch state {
         case .complete:
             return .needMoreData
+        case .untilClose where unclean:
+            message = "connection closed without TLS close_notify after \(bodyBytes) body bytes of a body delimited by the"
+                + " connection's close: the body may be truncated (RFC 9112 §9.8)"
         case .noBody, .untilClose, .contentLength(remaining: 0):
             state = .complete
             return .end(trailers: nil)
@@ -329,13 +346,8 @@ package struct HTTP1ResponseParser {
             state = .noBody
             head.keepAlive = false  // the connection is a tunnel now, not an HTTP connection to reuse
         } else if framing.transferEncoding != .absent {
-            if framing.transferEncoding == .chunked {
-                state = .chunkSize
-            } else {
-                // §6.3 rule 4: a final coding other than chunked means the body runs until close.
-                state = .untilClose
-                head.keepAlive = false
-            }
+            head.transferCoding = try Self.checkTransferCodings(framing, headers: head.headers)
+            state = .chunkSize
         } else if let length = framing.contentLength {
             declaredContentLength = length
             state = .contentLength(remaining: length)
@@ -348,6 +360,41 @@ package struct HTTP1ResponseParser {
             head.keepAlive = false
         }
         return .event(.head(head), consumedTo: sectionEnd)
+    }
+
+    /// The codings of a response whose body is framed by Transfer-Encoding, checked (docs/framing.md):
+    /// - a coding other than chunked, gzip, x-gzip and deflate is refused by name (RFC 9112 §6.1: "A
+    ///   recipient ... that does not understand ... MUST respond with 501"; a client cannot answer, it refuses);
+    /// - a final coding other than chunked is refused: RFC 9112 §6.3 rule 4 would read such a body until
+    ///   close, but nothing then marks its end (over TLS a truncation is undetectable), and Go refuses it too;
+    /// - more than one compression coding ("gzip, gzip, chunked") is refused: each layer multiplies a
+    ///   decompression bomb's ratio, and no server is known to send it.
+    /// Returns the one compression coding under chunked, if any. Messages are built from the fields only here,
+    /// on the error path.
+    private static func checkTransferCodings(_ framing: FramingFields, headers: HTTPFields) throws(HTTP1Error) -> HTTP1TransferCoding? {
+        if framing.hasUnknownCoding || framing.transferEncoding != .chunked || framing.compressionCodings > 1 {
+            let values = headers[values: .transferEncoding]
+            func isWhitespace(_ character: Character) -> Bool { character == " " || character == "\t" }
+            // The coding names, as `FieldValueParser.parseTransferEncoding` saw them: parameters and OWS removed.
+            let codings = values.flatMap { $0.split(separator: ",") }.compactMap { element -> String? in
+                let name = element.prefix { $0 != ";" }.drop(while: isWhitespace)
+                let trimmed = String(name.reversed().drop(while: isWhitespace).reversed())
+                return trimmed.isEmpty ? nil : trimmed
+            }
+            let listed = codings.joined(separator: ", ")
+            if framing.hasUnknownCoding, let unknown = codings.first(where: { HTTP1TransferCoding.named($0) == nil && $0.lowercased() != "chunked" }) {
+                throw .malformedResponse(
+                    "unsupported transfer coding '\(unknown)' in Transfer-Encoding '\(listed)' (RFC 9112 §6.1: only chunked,"
+                        + " gzip, x-gzip and deflate are understood)")
+            }
+            if framing.transferEncoding != .chunked {
+                throw .malformedResponse(
+                    "Transfer-Encoding '\(listed)' does not end in chunked: the body's end could only be the connection's"
+                        + " close, which is refused (RFC 9112 §6.3 rule 4)")
+            }
+            throw .malformedResponse("stacked transfer codings '\(listed)': at most one of gzip or deflate is decoded under chunked")
+        }
+        return framing.transferCoding
     }
 
     private mutating func parseContentLengthBody(_ bytes: UnsafeRawBufferPointer, from offset: Int, remaining: Int) -> Step {
@@ -623,6 +670,11 @@ package struct HTTP1ResponseParser {
         package var contentLength: Int?
         package var transferEncoding = TransferEncoding.absent
         package var chunkedCount = 0
+        /// The compression coding listed before chunked, and how many such codings were listed.
+        package var transferCoding: HTTP1TransferCoding?
+        package var compressionCodings = 0
+        /// A coding other than chunked, gzip, x-gzip or deflate was listed (named in the error, if it matters).
+        package var hasUnknownCoding = false
         package var connectionClose = false
         package var connectionKeepAlive = false
         package var keepAliveTimeout: Int?
@@ -704,6 +756,12 @@ package struct HTTP1ResponseParser {
     }
 
     /// `HTTP/1.1 200 OK`: "HTTP/" DIGIT "." DIGIT SP 3DIGIT [SP reason-phrase] (RFC 9112 §4).
+    ///
+    /// HTTP/1.2 … HTTP/1.9 are handled as HTTP/1.1 and reported so (RFC 9110 §2.5: a recipient "SHOULD process
+    /// the message as if it were in the highest minor version within that major version to which the recipient
+    /// is conformant"); other major versions are refused. The code is exactly three digits, and its first digit
+    /// must be a class RFC 9110 §15 defines, 1 to 5: a client must treat an unknown code as the x00 of its
+    /// class, and 600–999 have none (docs/framing.md).
     private static func parseStatusLine(
         _ line: UnsafeRawBufferPointer, previous: HTTPResponse.Status?
     ) throws(HTTP1Error) -> (HTTPVersion, HTTPResponse.Status) {
@@ -714,7 +772,10 @@ package struct HTTP1ResponseParser {
             }
             throw .malformedResponse("invalid status line \(ByteScanner.quote(line))")
         }
-        let version = HTTPVersion(major: Int(line[5] &- 0x30), minor: Int(line[7] &- 0x30))
+        var version = HTTPVersion(major: Int(line[5] &- 0x30), minor: Int(line[7] &- 0x30))
+        if version.major == 1 && version.minor > 1 {
+            version = .http1_1
+        }
         guard version == .http1_1 || version == .http1_0 else {
             throw .malformedResponse("unsupported HTTP version \(version) in status line \(ByteScanner.quote(line))")
         }
@@ -724,8 +785,8 @@ package struct HTTP1ResponseParser {
             throw .malformedResponse("invalid status code in status line \(ByteScanner.quote(line)) (three digits required)")
         }
         let code = Int(line[9] &- 0x30) * 100 + Int(line[10] &- 0x30) * 10 + Int(line[11] &- 0x30)
-        guard code >= 100 else {
-            throw .malformedResponse("invalid status code \(code) (must be 100...999)")
+        guard code >= 100 && code <= 599 else {
+            throw .malformedResponse("invalid status code \(code) (RFC 9110 §15 defines the classes 1xx to 5xx only)")
         }
         let reason = line.count > 13 ? UnsafeRawBufferPointer(rebasing: line[13...]) : UnsafeRawBufferPointer(start: nil, count: 0)
         if let previous, previous.code == code, ByteScanner.equals(previous.reasonPhrase, reason) {
@@ -1088,8 +1149,15 @@ package struct HTTP1ResponseParser {
 
     // MARK: - Chunk size
 
-    /// `chunk-size [ chunk-ext ]` (RFC 9112 §7.1), the line without its LF. Extensions are ignored; a bare CR
-    /// at the end is the CRLF's.
+    /// `chunk-size [ chunk-ext ]` (RFC 9112 §7.1), the line without its LF; a bare CR at the end is the CRLF's.
+    /// Only lines that are not plain hex digits and CRLF come here (``plainChunkSizeLine(_:from:)`` takes those).
+    ///
+    /// Accepted (docs/framing.md): 1*HEXDIG, then the extensions of RFC 9112 §7.1.1,
+    /// `*( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )` with a token name and a token or
+    /// quoted-string value, then optional SP / HTAB before the line end (h11 accepts that trailing whitespace
+    /// too). Extensions are checked and ignored. Refused: whitespace before the size, anything else after it
+    /// (llhttp's strict mode and h11 refuse `3 3` and `3x` alike), empty or malformed extensions, and control
+    /// characters other than HTAB anywhere.
     package static func parseChunkSizeLine(_ rawLine: UnsafeRawBufferPointer) throws(HTTP1Error) -> Int {
         let line = ByteScanner.trimmingCR(rawLine, 0, rawLine.count)
         var size = 0
@@ -1102,15 +1170,61 @@ package struct HTTP1ResponseParser {
             position += 1
         }
         let digits = position
-        // BWS before the extension (RFC 9112 §7.1.1).
-        while position < line.count && (line[position] == ByteScanner.sp || line[position] == ByteScanner.htab) {
-            position += 1
+        @inline(__always) func skipWhitespace() {
+            while position < line.count && (line[position] == ByteScanner.sp || line[position] == ByteScanner.htab) {
+                position += 1
+            }
         }
+        // BWS before the first extension, or trailing whitespace.
+        skipWhitespace()
         guard digits > 0, position == line.count || line[position] == UInt8(ascii: ";") else {
             throw .malformedResponse("invalid chunk size \(ByteScanner.quote(sizeToken(line)))")
         }
-        if position < line.count, let bad = ByteScanner.firstControlCharacter(in: UnsafeRawBufferPointer(rebasing: line[position...])) {
-            throw .malformedResponse("control character \(ByteScanner.describe(line[position + bad])) in chunk extension")
+        guard position < line.count else { return size }
+        let extensions = UnsafeRawBufferPointer(rebasing: line[position...])
+        if let bad = ByteScanner.firstControlCharacter(in: extensions) {
+            throw .malformedResponse("control character \(ByteScanner.describe(extensions[bad])) in chunk extension")
+        }
+        func invalid() -> HTTP1Error {
+            .malformedResponse("invalid chunk extension \(ByteScanner.quote(extensions)) (RFC 9112 §7.1.1)")
+        }
+        @inline(__always) func skipToken() -> Bool {
+            let start = position
+            while position < line.count && ByteScanner.isTokenCharacter(line[position]) { position += 1 }
+            return position > start
+        }
+        while position < line.count {
+            // At a ";" (checked above for the first, below for the others).
+            position += 1
+            skipWhitespace()
+            guard skipToken() else { throw invalid() }
+            skipWhitespace()
+            if position < line.count && line[position] == UInt8(ascii: "=") {
+                position += 1
+                skipWhitespace()
+                if position < line.count && line[position] == UInt8(ascii: "\"") {
+                    // quoted-string (RFC 9110 §5.6.4): qdtext and quoted-pairs; control characters are gone already.
+                    position += 1
+                    var closed = false
+                    while position < line.count {
+                        let byte = line[position]
+                        position += 1
+                        if byte == UInt8(ascii: "\"") {
+                            closed = true
+                            break
+                        }
+                        if byte == UInt8(ascii: "\\") {
+                            guard position < line.count else { throw invalid() }
+                            position += 1
+                        }
+                    }
+                    guard closed else { throw invalid() }
+                } else {
+                    guard skipToken() else { throw invalid() }
+                }
+                skipWhitespace()
+            }
+            guard position == line.count || line[position] == UInt8(ascii: ";") else { throw invalid() }
         }
         return size
     }
@@ -1186,6 +1300,12 @@ package enum FieldValueParser {
                 framing.transferEncoding = .chunked
             } else {
                 framing.transferEncoding = .other
+                if let coding = HTTP1TransferCoding(name: name) {
+                    framing.transferCoding = coding
+                    framing.compressionCodings += 1
+                } else {
+                    framing.hasUnknownCoding = true
+                }
             }
         }
         guard sawCoding else {

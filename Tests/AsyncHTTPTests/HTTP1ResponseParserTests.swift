@@ -253,11 +253,12 @@ final class HTTP1ResponseParserTests: XCTestCase {
     func testTransferEncodingIsCaseInsensitiveAndFinalCodingChunkedIsChunked() throws {
         let upper = try parseAllWays("HTTP/1.1 200 OK\r\nTransfer-Encoding: CHUNKED\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
         XCTAssertEqual(upper.body, Array("abc".utf8))
-        // The body is still gzip-coded; de-chunking is the parser's whole job.
+        // The body is still gzip-coded; de-chunking is the parser's whole job (the transport inflates it).
         let layered = try parseAllWays(
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: , chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
         XCTAssertEqual(layered.body, Array("abc".utf8))
         XCTAssertTrue(layered.head.keepAlive)
+        XCTAssertEqual(layered.head.transferCoding, .gzip)
     }
 
     func testFramingFieldsInTrailersAreKeptButNotInterpreted() throws {
@@ -333,11 +334,10 @@ final class HTTP1ResponseParserTests: XCTestCase {
         XCTAssertFalse(parsed.head.keepAlive)
     }
 
-    func testTransferEncodingWhoseFinalCodingIsNotChunkedIsReadUntilClose() throws {
-        // RFC 9112 §6.3 rule 4.
-        let parsed = try parseAllWays("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n", closeAtEnd: true)
-        XCTAssertEqual(parsed.body, Array("3\r\nabc\r\n0\r\n\r\n".utf8))
-        XCTAssertFalse(parsed.head.keepAlive)
+    func testTransferEncodingWhoseFinalCodingIsNotChunkedIsRefused() throws {
+        // RFC 9112 §6.3 rule 4 would read such a body until close; this client refuses it (docs/framing.md).
+        assertFails("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+                    "Transfer-Encoding 'chunked, gzip' does not end in chunked")
     }
 
     func testEmptyReadUntilCloseBody() throws {
@@ -425,7 +425,7 @@ final class HTTP1ResponseParserTests: XCTestCase {
             ("HTTP/1.1 200\r\n", .http1_1, 200, ""),
             ("HTTP/1.1 200 \r\n", .http1_1, 200, ""),
             ("HTTP/1.1 500 Internal  Server\tError \r\n", .http1_1, 500, "Internal  Server\tError "),
-            ("HTTP/1.1 999 Custom\r\n", .http1_1, 999, "Custom"),
+            ("HTTP/1.1 599 Custom\r\n", .http1_1, 599, "Custom"),
             ("HTTP/1.1 100\r\n\r\nHTTP/1.1 299 Whatever\r\n", .http1_1, 299, "Whatever"),
         ]
         for (wire, version, code, reason) in cases {
@@ -572,7 +572,8 @@ final class HTTP1ResponseParserTests: XCTestCase {
         let cases: [(wire: String, fragment: String)] = [
             // Status line
             ("HTTP/2.0 200 OK\r\n\r\n", "unsupported HTTP version HTTP/2.0"),
-            ("HTTP/1.2 200 OK\r\n\r\n", "unsupported HTTP version HTTP/1.2"),
+            ("HTTP/3.0 200 OK\r\n\r\n", "unsupported HTTP version HTTP/3.0"),
+            ("HTTP/1.10 200 OK\r\n\r\n", "three digits required"),
             ("HTTP/0.9 200 OK\r\n\r\n", "unsupported HTTP version HTTP/0.9"),
             ("http/1.1 200 OK\r\n\r\n", "invalid status line 'http/1.1 200 OK'"),
             ("ICY 200 OK\r\n\r\n", "invalid status line 'ICY 200 OK'"),
@@ -872,14 +873,14 @@ final class HTTP1ResponseParserTests: XCTestCase {
         let folded = Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n  , gzip\r\n\r\n".utf8)
         parser.expectResponse(to: .get)
         XCTAssertNotNil(parseHead(chunked, with: &parser, split: 0))
-        let (event, _) = try folded.withUnsafeBytes { [parser] bytes in
+        // Folded, the codings are "chunked , gzip": the final coding is gzip, which this client refuses.
+        XCTAssertThrowsError(try folded.withUnsafeBytes { [parser] bytes in
             var copy = parser
             copy.expectResponse(to: .get)
             return try copy.parse(bytes)
+        }) { error in
+            XCTAssertTrue("\(error)".contains("'chunked, gzip' does not end in chunked"), "\(error)")
         }
-        guard case .head(let foldedHead) = event else { return XCTFail("no head: \(event)") }
-        XCTAssertEqual(foldedHead.headers[.transferEncoding], "chunked , gzip")
-        XCTAssertFalse(foldedHead.keepAlive, "a final coding other than chunked is read until close")
     }
 
     /// The common chunk-size line (hex digits and CRLF) takes a shortcut; the lines around it must not.
@@ -892,6 +893,164 @@ final class HTTP1ResponseParserTests: XCTestCase {
         assertFails("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1x\r\na\r\n0\r\n\r\n", "invalid chunk size")
         assertFails("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n0\r\n\r\n", "missing CRLF after chunk data")
         assertFails("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\r\n0\r\n\r\n", "missing CRLF after chunk data")
+    }
+
+    // MARK: - Trust: transfer codings, versions, status codes, chunk lines, unclean ends (docs/framing.md)
+
+    /// RFC 9112 §7: gzip, x-gzip and deflate under chunked are reported in the head for the transport to
+    /// decode; the parser only de-chunks. Plain chunked reports none.
+    func testKnownTransferCodingsUnderChunkedAreReportedInTheHead() throws {
+        let cases: [(codings: String, coding: HTTP1TransferCoding?)] = [
+            ("Transfer-Encoding: gzip, chunked", .gzip),
+            ("Transfer-Encoding: x-gzip, chunked", .gzip),
+            ("Transfer-Encoding: GZIP,chunked", .gzip),
+            ("Transfer-Encoding: deflate\r\nTransfer-Encoding: chunked", .deflate),
+            ("Transfer-Encoding: chunked", nil),
+        ]
+        for (codings, coding) in cases {
+            let parsed = try parseAllWays("HTTP/1.1 200 OK\r\n\(codings)\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+            XCTAssertEqual(parsed.head.transferCoding, coding, codings)
+            XCTAssertEqual(parsed.body, Array("abc".utf8), codings)
+            XCTAssertTrue(parsed.head.keepAlive, codings)
+        }
+        // A Content-Length alongside is ignored (§6.3 rule 3) and the connection is not reused.
+        let both = try parseAllWays("HTTP/1.1 200 OK\r\nContent-Length: 9\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n")
+        XCTAssertEqual(both.head.transferCoding, .gzip)
+        XCTAssertFalse(both.head.keepAlive)
+    }
+
+    /// RFC 9112 §6.1: a recipient that does not understand a transfer coding must refuse the message; the
+    /// error names the coding. Stacked compression codings and a final coding other than chunked are refused
+    /// too. A response without a body (HEAD, 204, 304) carries no coded bytes, so its codings do not matter.
+    func testUnknownStackedOrNonFinalTransferCodingsAreRefusedByName() throws {
+        let ok = "HTTP/1.1 200 OK\r\n"
+        let cases: [(wire: String, fragment: String)] = [
+            (ok + "Transfer-Encoding: br, chunked\r\n\r\n0\r\n\r\n", "unsupported transfer coding 'br'"),
+            (ok + "Transfer-Encoding: compress, chunked\r\n\r\n0\r\n\r\n", "unsupported transfer coding 'compress'"),
+            (ok + "Transfer-Encoding: identity, chunked\r\n\r\n0\r\n\r\n", "unsupported transfer coding 'identity'"),
+            (ok + "Transfer-Encoding: gzip\r\nTransfer-Encoding: zstd, chunked\r\n\r\n0\r\n\r\n", "unsupported transfer coding 'zstd'"),
+            (ok + "Transfer-Encoding: br\r\n\r\nabc", "unsupported transfer coding 'br'"),
+            (ok + "Transfer-Encoding: gzip\r\n\r\nabc", "Transfer-Encoding 'gzip' does not end in chunked"),
+            (ok + "Transfer-Encoding: deflate\r\n\r\nabc", "Transfer-Encoding 'deflate' does not end in chunked"),
+            (ok + "Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n0\r\n\r\n",
+             "Transfer-Encoding 'chunked, gzip' does not end in chunked"),
+            (ok + "Transfer-Encoding: gzip, deflate, chunked\r\n\r\n0\r\n\r\n", "stacked transfer codings 'gzip, deflate, chunked'"),
+            (ok + "Transfer-Encoding: gzip, gzip, chunked\r\n\r\n0\r\n\r\n", "stacked transfer codings"),
+        ]
+        for (wire, fragment) in cases {
+            assertFails(wire, fragment)
+        }
+        let head = try parseAllWays(ok + "Transfer-Encoding: br, chunked\r\n\r\n", method: .head)
+        XCTAssertNil(head.head.transferCoding)
+        for status in ["204 No Content", "304 Not Modified"] {
+            let parsed = try parseAllWays("HTTP/1.1 \(status)\r\nTransfer-Encoding: gzip\r\n\r\n")
+            XCTAssertNil(parsed.head.transferCoding, status)
+        }
+    }
+
+    /// RFC 9110 §2.5: a higher minor version of a major version we implement is processed as the highest
+    /// minor version we implement. HTTP/1.2 … HTTP/1.9 are HTTP/1.1 (persistent by default, chunked allowed).
+    func testMinorVersionsAboveOneAreHandledAsHTTP11() throws {
+        for minor in 2...9 {
+            let plain = try parseAllWays("HTTP/1.\(minor) 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            XCTAssertEqual(plain.head.version, .http1_1, "1.\(minor)")
+            XCTAssertTrue(plain.head.keepAlive, "1.\(minor)")
+            let chunked = try parseAllWays("HTTP/1.\(minor) 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+            XCTAssertEqual(chunked.body, Array("ok".utf8), "1.\(minor)")
+        }
+    }
+
+    /// RFC 9110 §15: status codes are three digits, and the first digit is the class, 1 to 5. Codes 600–999
+    /// have no class a client could fall back on (§15: "treat it as x00 of its class"), so they are refused;
+    /// unknown codes inside a class are kept as received.
+    func testStatusCodesOutsideTheFiveClassesAreRefused() throws {
+        for code in ["000", "099", "600", "700", "999"] {
+            assertFails("HTTP/1.1 \(code) Whatever\r\nContent-Length: 0\r\n\r\n", "invalid status code \(Int(code)!)")
+        }
+        for code in [199, 299, 418, 599] where code >= 200 {
+            let parsed = try parseAllWays("HTTP/1.1 \(code) Whatever\r\nContent-Length: 0\r\n\r\n")
+            XCTAssertEqual(parsed.head.status.code, code)
+        }
+        // An unknown 1xx is an interim response, skipped like 100 and 103.
+        XCTAssertEqual(try parseAllWays("HTTP/1.1 199 Odd\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").head.status.code, 200)
+    }
+
+    /// RFC 9112 §7.1.1: `chunk-size [ chunk-ext ]` with `chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS value ] )`,
+    /// name a token and value a token or quoted-string. Accepted besides the grammar: whitespace (SP, HTAB)
+    /// before the CRLF, as h11 does. Everything else is refused.
+    func testChunkSizeLineWhitespaceAndExtensionsAcceptedAsTheGrammarSays() throws {
+        let accepted = [
+            "3", "3 ", "3\t", "3 \t ", "003", "3;a", "3;a=b", "3 ;a=b", "3\t;a", "3; a", "3;a =b", "3;a= b", "3;a = b",
+            "3;a=b;c", "3;a=b ;c=d", "3;a;b;c", "3;a=\"b c\"", "3;a=\"b;c=d\"", "3;a=\"\\\"q\\\\\"", "3;a=\"\"",
+            "3;!#$%&'*+-.^_`|~=x", "3;a=b ", "3;a=\"v\" \t",
+        ]
+        for line in accepted {
+            // The same extensions on the last chunk.
+            let last = "0" + line.drop(while: \.isHexDigit)
+            let parsed = try parseAllWays("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(line)\r\nabc\r\n\(last)\r\n\r\n")
+            XCTAssertEqual(parsed.body, Array("abc".utf8), line.debugDescription)
+        }
+        let refused: [(line: String, fragment: String)] = [
+            (" 3", "invalid chunk size '3'"),
+            ("\t3", "invalid chunk size"),
+            ("3 3", "invalid chunk size '3 3'"),
+            ("3x", "invalid chunk size '3x'"),
+            ("+3", "invalid chunk size '+3'"),
+            ("3;", "invalid chunk extension ';'"),
+            ("3; ", "invalid chunk extension"),
+            ("3;;a", "invalid chunk extension ';;a'"),
+            ("3;=b", "invalid chunk extension ';=b'"),
+            ("3;a=", "invalid chunk extension ';a='"),
+            ("3;a b", "invalid chunk extension ';a b'"),
+            ("3;a=b c", "invalid chunk extension ';a=b c'"),
+            ("3;a=\"b", "invalid chunk extension ';a=\"b'"),
+            ("3;a=\"b\"c", "invalid chunk extension"),
+            ("3;a=b\"", "invalid chunk extension"),
+            ("3;a(b)", "invalid chunk extension"),
+            ("3;a=b,c", "invalid chunk extension"),
+            ("3 ,a", "invalid chunk size"),
+            ("3;a\u{1}", "control character 0x01 in chunk extension"),
+            ("3;a=\"\u{7F}\"", "control character 0x7F in chunk extension"),
+            ("3\r;a", "invalid chunk size"),
+            ("3\u{0B}", "invalid chunk size"),
+        ]
+        for (line, fragment) in refused {
+            assertFails("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(line)\r\nabc\r\n0\r\n\r\n", fragment)
+            // The last chunk's line is held to the same rules.
+            guard line.hasPrefix("3") else { continue }
+            assertFails("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\(line.dropFirst())\r\n\r\n",
+                        fragment.replacingOccurrences(of: "'3", with: "'0"))
+        }
+    }
+
+    /// RFC 9112 §9.8: a body delimited by the connection's close is complete only if the close was clean
+    /// (over TLS: close_notify). An unclean end truncates it; framing that proves completeness still ends.
+    func testUncleanEndOfInputIsATruncationOnlyForABodyReadUntilClose() throws {
+        var parser = HTTP1ResponseParser()
+        parser.expectResponse(to: .get)
+        let wire = Array("HTTP/1.1 200 OK\r\n\r\nsome body".utf8)
+        _ = try wire.withUnsafeBytes { try parser.parse($0) }
+        let body = try wire.withUnsafeBytes { try parser.parse(UnsafeRawBufferPointer(rebasing: $0[19...])) }
+        XCTAssertEqual(body.event, .body(0..<9))
+        XCTAssertThrowsError(try parser.endOfInput(unclean: true)) { error in
+            let error = error as? HTTP1Error
+            XCTAssertEqual(error?.code, .connectionClosed)
+            XCTAssertEqual(error?.bytesReceived, wire.count)
+            XCTAssertTrue(error?.message.contains("close_notify") == true, "\(String(describing: error))")
+        }
+        // A clean end of the same body ends it.
+        XCTAssertEqual(try parseAllWays(wire, closeAtEnd: true).body, Array("some body".utf8))
+        // Complete Content-Length and chunked bodies, and bodiless responses, end whatever the close was like.
+        for complete in ["HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "HTTP/1.1 204 No Content\r\n\r\n"] {
+            var parser = HTTP1ResponseParser()
+            parser.expectResponse(to: .get)
+            let bytes = Array(complete.utf8)
+            var offset = 0
+            while offset < bytes.count {
+                offset += try bytes.withUnsafeBytes { try parser.parse(UnsafeRawBufferPointer(rebasing: $0[offset...])).consumed }
+            }
+            XCTAssertNoThrow(try parser.endOfInput(unclean: true), complete)
+        }
     }
 
     // MARK: - Byte helpers

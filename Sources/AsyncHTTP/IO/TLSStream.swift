@@ -221,16 +221,20 @@ final class TLSStream: @unchecked Sendable {
         switch SSL_get_error(ssl, result) {
         case SSL_ERROR_WANT_READ: return .wantRead
         case SSL_ERROR_WANT_WRITE: return .wantWrite
+        // The peer's close_notify: a clean end of the stream.
         case SSL_ERROR_ZERO_RETURN: return .done(0)
         case SSL_ERROR_SYSCALL:
-            // End of stream without close_notify. Many servers close this way; the HTTP parser decides
-            // whether the message was complete, so a truncated body is still reported as one.
+            // End of stream without close_notify (OpenSSL 1.1: SYSCALL with errno 0), or a reset. Many servers
+            // close this way, so it is not an error here: the HTTP layer decides. A body whose framing proves it
+            // complete ends; a body delimited by the close is a truncation (RFC 9112 §9.8; docs/framing.md).
             let code = errno
-            if code == 0 || code == ECONNRESET { return .done(0) }
+            if code == 0 || code == ECONNRESET { return .uncleanEnd }
             return .failed(HTTPClientError(.ioFailure, "TLS I/O with \(sessionKey) failed: \(errnoText(code))", errno: code))
         default:
+            // OpenSSL 3 reports an EOF without close_notify as SSL_ERROR_SSL with
+            // SSL_R_UNEXPECTED_EOF_WHILE_READING ("unexpected eof while reading").
             let reasons = takeOpenSSLErrors()
-            if let reasons, reasons.contains("unexpected eof") { return .done(0) }
+            if let reasons, reasons.contains("unexpected eof") { return .uncleanEnd }
             return .failed(HTTPClientError(.ioFailure, "TLS error on \(sessionKey)", tlsReason: reasons))
         }
     }
@@ -262,7 +266,10 @@ final class TLSStream: @unchecked Sendable {
 
 /// What one TLS read or write attempt did.
 enum TLSOutcome {
+    /// Bytes read or written; a read of 0 is the end of the stream after the peer's close_notify.
     case done(Int)
+    /// The stream ended without close_notify: a TCP close (FIN) or a reset underneath TLS.
+    case uncleanEnd
     case wantRead
     case wantWrite
     case failed(HTTPClientError)

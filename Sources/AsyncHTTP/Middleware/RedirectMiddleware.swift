@@ -194,7 +194,7 @@ struct RedirectMiddleware: HTTPClientMiddleware {
         for response: HTTPClientResponse, method: HTTPRequest.Method, from base: HTTPURL, policy: RedirectPolicy
     ) throws(HTTPClientError) -> Step? {
         let code = response.status.code
-        guard [301, 302, 303, 307, 308].contains(code), let location = response.headers[.location] else { return nil }
+        guard [301, 302, 303, 307, 308].contains(code), let location = try singleLocation(of: response, from: base) else { return nil }
         let keepsMethod = switch code {
         case 307, 308: true
         case 303: false
@@ -206,6 +206,23 @@ struct RedirectMiddleware: HTTPClientMiddleware {
             return Step(url: url, method: method, keepsBody: keepsMethod)
         }
         return Step(url: url, method: .get, keepsBody: false)
+    }
+
+    /// The response's one `Location` value, or nil without one. `Location` is a singleton field (RFC 9110
+    /// §10.2.2: its value is one URI-reference, not a list), so several fields cannot be joined with a comma
+    /// into one (that would follow `first,%20second`): repeats of the same value count as one, different
+    /// values are a ``HTTPClientError/Code/malformedResponse`` naming both, and no redirect is followed
+    /// (docs/framing.md).
+    static func singleLocation(of response: HTTPClientResponse, from base: HTTPURL) throws(HTTPClientError) -> String? {
+        let values = response.headers[values: .location]
+        guard let first = values.first else { return nil }
+        if let other = values.first(where: { $0 != first }) {
+            throw HTTPClientError(.malformedResponse,
+                "the \(response.status.code) redirect from \(base.redactedDescription) has \(values.count) different Location"
+                    + " fields ('\(HTTPURL.redacting(first))' and '\(HTTPURL.redacting(other))'); a response has at most one"
+                    + " Location (RFC 9110 §10.2.2)")
+        }
+        return first
     }
 
     /// Resolves a `Location` value against the URL that sent it (RFC 3986 §5.2).

@@ -26,6 +26,12 @@ final class HTTP1Connection: @unchecked Sendable {
     /// `HTTP1ConnectionStateMachine`.
     private var machine = HTTP1ConnectionStateMachine()
 
+    /// Undoes the current response's transfer coding (`Transfer-Encoding: gzip, chunked`), if it has one.
+    private var transferDecoder: TransferCodingDecoder?
+    /// The decompression-bomb limits for transfer codings: the compression middleware's defaults
+    /// (``CompressionPolicy``), which whoever makes the connection may replace with the client's.
+    var transferDecodingLimits = DecompressionLimits()
+
     init(id: Int, key: ConnectionKey, socket: Socket, tls: TLSStream?, limits: HTTP1ResponseParser.Limits) {
         self.id = id
         self.key = key
@@ -154,6 +160,7 @@ final class HTTP1Connection: @unchecked Sendable {
             throw HTTPClientError(.invalidRequest, "connection \(id): \(reason)")
         }
         parser.expectResponse(to: method)
+        transferDecoder = nil
     }
 
     /// The whole request went out.
@@ -174,6 +181,8 @@ final class HTTP1Connection: @unchecked Sendable {
                         keepAlive: head.keepAlive, keepAliveMax: head.keepAliveMax, keepAliveTimeout: head.keepAliveTimeout) {
                         throw .malformedResponse(reason)
                     }
+                    // RFC 9112 §7: a transfer coding under chunked is hop-by-hop, undone here, as the body is read.
+                    transferDecoder = head.transferCoding.map { TransferCodingDecoder(coding: $0, limits: transferDecodingLimits) }
                     return head
                 case .needMoreData:
                     continue
@@ -185,8 +194,8 @@ final class HTTP1Connection: @unchecked Sendable {
             // read instead of spending a `recv` on EAGAIN (a third of all reads with 32 concurrent GETs).
             let waitFirst = firstRead && tls == nil
             firstRead = false
-            guard try await fill(deadlines: deadlines, phase: .head, waitFirst: waitFirst) else {
-                let event = try HTTPClientError.mapping { () throws(HTTP1Error) in try parser.endOfInput() }
+            if case .end(let clean) = try await fill(deadlines: deadlines, phase: .head, waitFirst: waitFirst) {
+                let event = try HTTPClientError.mapping { () throws(HTTP1Error) in try parser.endOfInput(unclean: !clean) }
                 if case .head(let head) = event { return head }
                 throw .connectionClosed("the connection closed before the response head", bytesReceived: parser.bytesReceived)
             }
@@ -205,9 +214,11 @@ final class HTTP1Connection: @unchecked Sendable {
                     return nil
                 }
             }
-            guard try await fill(deadlines: deadlines, phase: .body) else {
-                switch try HTTPClientError.mapping({ () throws(HTTP1Error) in try parser.endOfInput() }) {
+            if case .end(let clean) = try await fill(deadlines: deadlines, phase: .body) {
+                // Unclean (TLS without close_notify): a body delimited by the close is a truncation (RFC 9112 §9.8).
+                switch try HTTPClientError.mapping({ () throws(HTTP1Error) in try parser.endOfInput(unclean: !clean) }) {
                 case .end:
+                    try transferDecoder?.finish()
                     responseEnded()
                     return nil
                 default:
@@ -241,6 +252,7 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// An idle connection keeps no read buffer: chunks the user still holds keep their own storage alive.
     private func responseEnded() {
+        transferDecoder = nil
         _ = machine.bodyEnded()
         if bufferOffset >= buffer.count {
             buffer = []
@@ -267,8 +279,26 @@ final class HTTP1Connection: @unchecked Sendable {
         }
     }
 
-    /// Parses buffered bytes; nil when they are used up and more must be read.
+    /// Parses buffered bytes, undoing the transfer coding if there is one; nil when they are used up and more
+    /// must be read. A decoded chunk is a new array (zlib's output), not a slice of the read buffer.
     private func parseBuffered() throws(HTTPClientError) -> Step? {
+        guard let transferDecoder else { return try parseBufferedChunks() }
+        while true {
+            if let decoded = try transferDecoder.next() { return .chunk(decoded) }
+            switch try parseBufferedChunks() {
+            case nil:
+                return nil
+            case .chunk(let coded):
+                transferDecoder.feed(coded)
+            case .end:
+                try transferDecoder.finish()  // a coded stream cut short by the last chunk fails here
+                return .end
+            }
+        }
+    }
+
+    /// Parses buffered bytes as the parser frames them; nil when they are used up and more must be read.
+    private func parseBufferedChunks() throws(HTTPClientError) -> Step? {
         while true {
             let (event, consumed) = try parseAtOffset()
             let base = bufferOffset
@@ -287,14 +317,22 @@ final class HTTP1Connection: @unchecked Sendable {
         }
     }
 
-    /// One read into a fresh buffer. Returns false at end of stream.
+    /// What one ``fill(deadlines:phase:waitFirst:)`` got.
+    private enum Fill {
+        /// Bytes, in `buffer`.
+        case data
+        /// The end of the stream; `clean` unless TLS ended without close_notify (a TCP close or reset).
+        case end(clean: Bool)
+    }
+
+    /// One read into a fresh buffer.
     ///
     /// `waitFirst` waits for readability before the first attempt. Only for a plain socket: TLS may hold
     /// decrypted bytes the socket no longer shows. Safe with the edge-triggered loop, which remembers an edge
     /// that came before the wait and reports a descriptor that is already readable when it is (re)armed.
     private func fill(
         deadlines: Deadlines, phase: HTTPClientError.TimeoutPhase, waitFirst: Bool = false
-    ) async throws(HTTPClientError) -> Bool {
+    ) async throws(HTTPClientError) -> Fill {
         if waitFirst {
             let (deadline, timeoutPhase) = deadlines.next(phase)
             try await socket.waitUntil(.readable, deadline: deadline, phase: timeoutPhase)
@@ -316,7 +354,9 @@ final class HTTP1Connection: @unchecked Sendable {
                 buffer = fresh
                 bufferOffset = 0
                 if n == size, readSize < Self.maxReadSize { readSize *= 2 }
-                return n > 0
+                return n > 0 ? .data : .end(clean: true)
+            case .uncleanEnd:
+                return .end(clean: false)
             case .wait(let interest):
                 let (deadline, timeoutPhase) = deadlines.next(phase)
                 try await socket.waitUntil(interest, deadline: deadline, phase: timeoutPhase)
@@ -357,6 +397,7 @@ private enum WriteOutcome {
     init(_ outcome: TLSOutcome) {
         switch outcome {
         case .done(let n): self = .wrote(n)
+        case .uncleanEnd: self = .wrote(0)  // as before: the next attempt reports the broken connection
         case .wantRead: self = .wait(.readable)
         case .wantWrite: self = .wait(.writable)
         case .failed(let error): self = .failed(error)
@@ -365,7 +406,10 @@ private enum WriteOutcome {
 }
 
 private enum ReadOutcome {
+    /// Bytes read; 0 is a clean end of the stream (a TCP FIN, or TLS close_notify).
     case read(Int)
+    /// TLS ended without close_notify.
+    case uncleanEnd
     case wait(IOInterest)
     case failed(HTTPClientError)
 
@@ -381,6 +425,7 @@ private enum ReadOutcome {
     init(_ outcome: TLSOutcome) {
         switch outcome {
         case .done(let n): self = .read(n)
+        case .uncleanEnd: self = .uncleanEnd
         case .wantRead: self = .wait(.readable)
         case .wantWrite: self = .wait(.writable)
         case .failed(let error): self = .failed(error)
