@@ -11,6 +11,8 @@ final class Connector: Sendable {
         var connectTimeout: Duration
         var userAgent: String?
         var limits: HTTP1ResponseParser.Limits
+        /// Bomb limits for gzip/deflate transfer codings: the client's compression limits.
+        var transferDecodingLimits = DecompressionLimits()
         var logger: Logger
     }
 
@@ -87,6 +89,7 @@ final class Connector: Sendable {
         }
         let id = connectionIDs.add(1, ordering: .relaxed).newValue
         let connection = HTTP1Connection(id: id, key: key, socket: socket, tls: tls, limits: settings.limits)
+        connection.transferDecodingLimits = settings.transferDecodingLimits
         settings.logger.debug("connection \(id) opened", metadata: ["key": "\(key)", "remote": "\(socket.remote)"])
         return connection
     }

@@ -57,7 +57,7 @@ final class HTTP1Transport: Sendable {
             connector: Connector(
                 settings: .init(tls: configuration.tls, connectTimeout: configuration.connectTimeout,
                                 userAgent: configuration.userAgent, limits: configuration.parserLimits,
-                                logger: configuration.logger),
+                                transferDecodingLimits: configuration.compression.limits, logger: configuration.logger),
                 tunnelAuthenticator: tunnelAuthenticator),
             proxies: proxies)
     }
