@@ -90,6 +90,19 @@ final class PublicSuffixListTests: XCTestCase {
         XCTAssertFalse(list.isPublicSuffix(""))
     }
 
+    func testADotFollowedByACombiningMarkIsAnInvalidHostNotOneLabel() {
+        // Found by FuzzPublicSuffix (Fuzz/findings/psl-dot-with-combining-mark.bin): "." + U+0301 is one
+        // Character, so the host used to be one label whose ASCII form had two, and the whole host came back
+        // as both its public suffix and its registrable domain.
+        let list = PublicSuffixList.shared
+        for host in ["example.\u{301}com", "a.\u{5BA}b.com"] {
+            XCTAssertNil(list.publicSuffix(of: host), host)
+            XCTAssertNil(list.registrableDomain(of: host), host)
+            XCTAssertFalse(list.isPublicSuffix(host), host)
+        }
+        XCTAssertEqual(list.registrableDomain(of: "www.exa\u{301}mple.com"), "exa\u{301}mple.com", "a mark inside a label is fine")
+    }
+
     func testUnicodeHostAnswersInUnicodeAndPunycodeInPunycode() {
         let list = PublicSuffixList.shared
         XCTAssertEqual(list.publicSuffix(of: "www.食狮.公司.cn"), "公司.cn")

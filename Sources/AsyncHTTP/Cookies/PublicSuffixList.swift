@@ -148,6 +148,10 @@ public struct PublicSuffixList: Sendable {
                 index = ascii.index(after: dot)
                 starts.append(index)
             }
+            // A "." followed by a combining mark is one Character, so `split` kept it inside a label, and the
+            // label's ASCII form still holds the dot: the two forms no longer line up. Such a label starts with
+            // a combining mark, which UTS #46 refuses anyway (found by fuzzing: Fuzz/findings/).
+            guard starts.count == labels.count else { return nil }
             self.ascii = ascii
             self.asciiLabelStarts = starts
             self.originalLabels = labels
