@@ -18,7 +18,8 @@
 #     NTLM origin and proxy                ASYNCHTTP_NTLM_URL, ASYNCHTTP_NTLM_PROXY_URL, _USER, _PASSWORD, _DOMAIN
 #       (scripts/peers/ntlm_server.py with pyspnego, pinned in scripts/requirements-ntlm.txt);
 #   the proxies only reach loopback destinations, and CONNECT is allowed to any port;
-# - runs `swift test "$@"` (SANITIZE=thread adds --sanitize=thread, built in .build/tsan so the
+# - runs `swift test "$@"` (SANITIZE=thread adds --sanitize=thread, built in .build/tsan, and
+#   SANITIZE=address --sanitize=address in .build/asan, so the
 #   sanitized and plain builds do not keep invalidating each other);
 # - stops every peer on exit, whatever happened.
 # Tests that need a peer fail (never skip) when run without this script.
@@ -478,7 +479,8 @@ SWIFT_ARGS=()
 case "${SANITIZE:-}" in
     "") ;;
     thread) SWIFT_ARGS+=(--sanitize=thread --scratch-path "$ROOT/.build/tsan") ;;
-    *) log "unsupported SANITIZE=${SANITIZE} (supported: thread)"; exit 2 ;;
+    address) SWIFT_ARGS+=(--sanitize=address --scratch-path "$ROOT/.build/asan") ;;
+    *) log "unsupported SANITIZE=${SANITIZE} (supported: thread, address)"; exit 2 ;;
 esac
 
 cd "$ROOT"
