@@ -5,7 +5,8 @@
 # - builds with ASYNCHTTP_FUZZ=1 (which adds the targets to Package.swift) in release, with
 #   -sanitize=fuzzer,address and -enable-testing, into .build-fuzz/ (its own scratch path: the plain build
 #   in .build/ is never touched);
-# - runs one fuzz process at a time (-jobs=1 -workers=1: the machine's cores are shared), seeded from the
+# - runs one fuzz process at a time, in-process and single-threaded (no -jobs/-workers: libFuzzer's -jobs=1
+#   would fork a child logging to ./fuzz-0.log; the machine's cores are shared), seeded from the
 #   checked-in corpus Fuzz/corpus/<target>/ plus the corpus grown by earlier runs in Fuzz/work/<target>/
 #   (gitignored; new inputs are only ever written there);
 # - a crash or failed property leaves its reproducer in Fuzz/work/crashes/ (gitignored);
@@ -66,7 +67,7 @@ for target in "${TARGETS[@]}"; do
     echo "== fuzzing $target for ${SECONDS_PER_TARGET} s (log: $log)"
     started=$(date +%s)
     set +e
-    "$SCRATCH/release/$target" -max_total_time="$SECONDS_PER_TARGET" -jobs=1 -workers=1 -timeout=10 \
+    "$SCRATCH/release/$target" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 \
         -rss_limit_mb=2048 -max_len="$(max_len "$target")" -print_final_stats=1 \
         -artifact_prefix="$CRASHES/$target-" "${dirs[@]}" >"$log" 2>&1
     status=$?
