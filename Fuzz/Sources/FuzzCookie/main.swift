@@ -64,8 +64,11 @@ public func fuzzCookie(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         if cookie.name.lowercased().hasPrefix("__host-") {
             fuzzCheck(cookie.secure && cookie.hostOnly && cookie.path == "/", "__Host- rules broken by '\(field)'")
         }
+        // (request.host, not host: the context canonicalises it, IDNA ToASCII.)
         if !cookie.hostOnly {
-            fuzzCheck(CookieDomain.domainMatches(host, cookie.domain), "domain '\(cookie.domain)' does not match host '\(host)'")
+            fuzzCheck(CookieDomain.domainMatches(request.host, cookie.domain), "domain '\(cookie.domain)' does not match host '\(request.host)'")
+        } else {
+            fuzzCheck(cookie.domain == request.host, "host-only cookie with domain '\(cookie.domain)' for host '\(request.host)'")
         }
     }
     return 0
