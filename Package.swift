@@ -88,3 +88,27 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// libFuzzer targets (Fuzz/, docs/fuzzing.md), built only by scripts/fuzz.sh, which sets ASYNCHTTP_FUZZ and
+// passes -sanitize=fuzzer,address: without the variable they do not exist, so `swift build` and `swift test`
+// never see them. They live in this package because they reach the targets' `package` (and, with
+// -enable-testing, internal) API.
+if Context.environment["ASYNCHTTP_FUZZ"] != nil {
+    package.targets.append(
+        .target(
+            name: "FuzzSupport",
+            dependencies: ["AsyncHTTP1", .product(name: "HTTPTypes", package: "swift-http-types")],
+            path: "Fuzz/Sources/FuzzSupport"
+        ))
+    for name in [
+        "FuzzResponseParser", "FuzzChunked", "FuzzURL", "FuzzCookie", "FuzzAuthChallenge", "FuzzPublicSuffix",
+        "FuzzInflate",
+    ] {
+        package.targets.append(
+            .executableTarget(
+                name: name,
+                dependencies: ["FuzzSupport", "AsyncHTTP", "AsyncHTTP1", "AsyncHTTPCore"],
+                path: "Fuzz/Sources/" + name
+            ))
+    }
+}
