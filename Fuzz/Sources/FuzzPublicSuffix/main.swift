@@ -13,10 +13,8 @@ nonisolated(unsafe) let list = PublicSuffixList.shared
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzPublicSuffix(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let host = String(decoding: fuzzBytes(data, size), as: UTF8.self)
-    // Known finding (Fuzz/findings/psl-dot-with-combining-mark.txt): a "." followed by a combining mark is one
-    // Character, so the host's labels and its ASCII labels no longer line up. Skipped so the run can look for
-    // other failures; ASYNCHTTP_FUZZ_KNOWN=1 checks it again (the reproducer then crashes).
-    if !checkKnownFindings, host.contains(where: { $0 != "." && $0.unicodeScalars.contains(".") }) { return 0 }
+    // Fuzz/findings/psl-dot-with-combining-mark.txt (a "." followed by a combining mark) is fixed: such a host is
+    // now invalid (nil, nil, false), which the checks below accept, so it is no longer skipped.
     let suffix = list.publicSuffix(of: host)
     let registrable = list.registrableDomain(of: host)
     let isSuffix = list.isPublicSuffix(host)
