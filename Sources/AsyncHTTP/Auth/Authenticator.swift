@@ -92,12 +92,21 @@ actor Authenticator {
     let configuration: AuthenticationConfiguration
     private let logger: Logger
     /// Per space, the Digest challenge in use and its nonce count.
-    private var digest: [ProtectionSpace: DigestState] = [:]
+    private var digest: RecentlyStoredMap<ProtectionSpace, DigestState>
     /// Per origin (or proxy), the space whose credentials last succeeded there.
-    private var succeeded: [Endpoint: (space: ProtectionSpace, credentials: HTTPCredentials)] = [:]
+    private var succeeded: RecentlyStoredMap<Endpoint, (space: ProtectionSpace, credentials: HTTPCredentials)>
     /// Callback answers not yet confirmed by a success, so that requests waiting for the same space use them.
-    private var answered: [ProtectionSpace: HTTPCredentials] = [:]
-    private var asking: [ProtectionSpace: Task<HTTPCredentials?, Never>] = [:]
+    private var answered: RecentlyStoredMap<ProtectionSpace, HTTPCredentials>
+    private var asking: RecentlyStoredMap<ProtectionSpace, Task<HTTPCredentials?, Never>>
+    /// The bound of each of the four maps above; the entry stored least recently goes first.
+    ///
+    /// 1,000: each map holds one entry per server, realm or open question this client met, so a client
+    /// crawling many hosts (or fed hostile challenges with ever new realms) would grow them forever. A thousand
+    /// is far more servers than one client authenticates to at a time (browsers' HTTP auth caches hold a
+    /// handful), and at a few hundred bytes an entry keeps each map under a megabyte. An evicted entry costs
+    /// one more challenge round, never a wrong answer: a forgotten success just is not presented preemptively,
+    /// a forgotten Digest nonce is answered afresh, a forgotten question is asked again.
+    static let stateLimit = 1_000
     /// The previous callback, so that the next waits for it: one question at a time, as ASIHTTPRequest.
     private var lastQuestion: Task<Void, Never>?
     /// Set on the first success: until then, a request that asks for nothing preemptive skips the actor
@@ -132,10 +141,19 @@ actor Authenticator {
         }
     }
 
-    init(configuration: AuthenticationConfiguration, logger: Logger) {
+    init(configuration: AuthenticationConfiguration, logger: Logger, stateLimit: Int = Authenticator.stateLimit) {
         self.configuration = configuration
         self.logger = logger
+        self.digest = RecentlyStoredMap(limit: stateLimit)
+        self.succeeded = RecentlyStoredMap(limit: stateLimit)
+        self.answered = RecentlyStoredMap(limit: stateLimit)
+        self.asking = RecentlyStoredMap(limit: stateLimit)
         self.seenRemovals = (configuration.sessionStore?.removals.count ?? 0, Self.removals(of: configuration.persistentStore)?.count ?? 0)
+    }
+
+    /// How many entries each remembered map holds (for the bound's tests).
+    var stateCounts: (digest: Int, succeeded: Int, answered: Int, asking: Int) {
+        (digest.count, succeeded.count, answered.count, asking.count)
     }
 
     // MARK: Forgetting
@@ -184,9 +202,9 @@ actor Authenticator {
             return
         }
         let servers = Set(spaces.map(Endpoint.init(space:)))
-        succeeded = succeeded.filter { !servers.contains($0.key) }
-        digest = digest.filter { !servers.contains(Endpoint(space: $0.key)) }
-        answered = answered.filter { !servers.contains(Endpoint(space: $0.key)) }
+        succeeded.removeAll { servers.contains($0) }
+        digest.removeAll { servers.contains(Endpoint(space: $0)) }
+        answered.removeAll { servers.contains(Endpoint(space: $0)) }
         for space in spaces { logger.debug("credentials removed", metadata: ["space": "\(space)"]) }
     }
 

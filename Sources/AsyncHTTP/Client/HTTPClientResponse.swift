@@ -62,6 +62,10 @@ public struct HTTPClientResponse: Sendable {
     /// ``HTTPClientRequest/keepsRawCompressedBody`` and the response was decoded (ASIHTTPRequest's
     /// `rawResponseData`); nil otherwise. It fills as ``body`` is read: complete once the body has been
     /// read to its end.
+    ///
+    /// Bounded at 32 MiB of compressed bytes: past that the copy is dropped and this is nil, while ``body``
+    /// goes on decoding normally. A partial copy is never returned, so a non-nil value read after the body
+    /// ended is the whole compressed body (see docs/compression.md).
     public var rawCompressedBody: [UInt8]? { rawBodyRecorder?.bytes }
 
     /// Reads the body and decodes it as text, failing with ``HTTPClientError/Code/bodyLimitExceeded`` past

@@ -11,37 +11,20 @@ import Dispatch
 /// loopback servers and benchmarks); names go to `getaddrinfo` on a Dispatch queue, which runs on
 /// Dispatch's own threads rather than the cooperative pool. A cancelled or timed-out lookup returns
 /// at once; the abandoned `getaddrinfo` call finishes in the background and its answer is dropped.
+///
+/// Bounded: at most ``NameLookups/defaultLimit`` `getaddrinfo` calls run at once in the process, abandoned
+/// ones included, so a resolver that hangs under a stream of timeouts cannot pile up threads. Further lookups
+/// wait their turn in FIFO order, within their own deadline and cancellation (a waiter that gives up leaves
+/// the queue at once).
 enum Resolver {
-    private static let queue = DispatchQueue(label: "AsyncHTTP.resolver", attributes: .concurrent)
+    /// The process's lookups.
+    static let shared = NameLookups(limit: NameLookups.defaultLimit, lookup: Resolver.lookup(host:port:))
 
     static func resolve(host: String, port: Int, deadline: ContinuousClock.Instant?) async throws(HTTPClientError) -> [SocketAddress] {
-        if let address = SocketAddress(numericHost: host, port: port) { return [address] }
-        let once = Locked<UnsafeContinuation<Result<[SocketAddress], HTTPClientError>, Never>?>(nil)
-        let finish: @Sendable (Result<[SocketAddress], HTTPClientError>) -> Void = { result in
-            once.withLock { continuation in
-                continuation?.resume(returning: result)
-                continuation = nil
-            }
-        }
-        let result = await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<[SocketAddress], HTTPClientError>, Never>) in
-                once.withLock { $0 = continuation }
-                if Task.isCancelled { finish(.failure(.cancelled)) }
-                queue.async { finish(lookup(host: host, port: port)) }
-                if let deadline {
-                    let nanos = max(0, ContinuousClock.now.duration(to: deadline).nanoseconds)
-                    queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanos))) {
-                        finish(.failure(.timeout(.connect, "resolving \(host) took too long")))
-                    }
-                }
-            }
-        } onCancel: {
-            finish(.failure(.cancelled))
-        }
-        return try result.get()
+        try await shared.resolve(host: host, port: port, deadline: deadline)
     }
 
-    private static func lookup(host: String, port: Int) -> Result<[SocketAddress], HTTPClientError> {
+    static func lookup(host: String, port: Int) -> Result<[SocketAddress], HTTPClientError> {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         #if os(Linux)

@@ -8,17 +8,20 @@ final class TLSContext: @unchecked Sendable {
     // @unchecked: `context` is configured in init and only read after; `sessions` is a Mutex.
     let context: OpaquePointer
     let configuration: TLSConfiguration
-    /// The most recent resumable session per "host:port". Owned references (freed on replacement).
-    private let sessions = Locked<[String: SessionReference]>([:])
+    /// The most recent resumable session per "host:port", bounded in number and age (``TLSSessionCache``).
+    /// Owned references: each holds the one the new-session callback handed over, freed exactly once when the
+    /// cache gives it up (replaced, evicted, expired) or in deinit.
+    private let sessions: Locked<TLSSessionCache<SessionReference>>
 
     /// An owned `SSL_SESSION` reference.
-    private struct SessionReference: @unchecked Sendable {
+    struct SessionReference: @unchecked Sendable {
         // @unchecked: SSL_SESSION objects are reference counted by OpenSSL with atomic counts; this one is
         // only read or freed while `sessions`' lock is held.
         let pointer: OpaquePointer
     }
 
-    init(configuration: TLSConfiguration) throws(HTTPClientError) {
+    init(configuration: TLSConfiguration, sessionCache: TLSSessionCache<SessionReference> = TLSSessionCache()) throws(HTTPClientError) {
+        sessions = Locked(sessionCache)
         guard let context = SSL_CTX_new(TLS_client_method()) else {
             throw HTTPClientError(.tlsHandshakeFailed, "SSL_CTX_new failed", tlsReason: takeOpenSSLErrors())
         }
@@ -78,7 +81,7 @@ final class TLSContext: @unchecked Sendable {
 
     deinit {
         sessions.withLock { sessions in
-            for session in sessions.values { SSL_SESSION_free(session.pointer) }
+            for session in sessions.removeAll() { SSL_SESSION_free(session.pointer) }
         }
         SSL_CTX_free(context)
     }
@@ -89,22 +92,33 @@ final class TLSContext: @unchecked Sendable {
         }
     }
 
-    fileprivate func store(_ session: OpaquePointer, for key: String) {
+    /// Takes over the reference to `session` (the new-session callback's) and keeps it for `key`.
+    func store(_ session: OpaquePointer, for key: String) {
         let reference = SessionReference(pointer: session)
+        let created = Int64(SSL_SESSION_get_time(session))
+        let lifetime = Int64(SSL_SESSION_get_timeout(session))
+        let now = Int64(time(nil))
         sessions.withLock { sessions in
-            if let old = sessions.updateValue(reference, forKey: key) { SSL_SESSION_free(old.pointer) }
+            for released in sessions.store(reference, for: key, created: created, lifetime: lifetime, now: now) {
+                SSL_SESSION_free(released.pointer)
+            }
         }
     }
 
     /// A new reference to the cached session for `key`, or nil.
-    fileprivate func cachedSession(for key: String) -> OpaquePointer? {
-        let reference = sessions.withLock { sessions -> SessionReference? in
-            guard let session = sessions[key] else { return nil }
+    func cachedSession(for key: String) -> OpaquePointer? {
+        let now = Int64(time(nil))
+        return sessions.withLock { sessions -> OpaquePointer? in
+            let (session, released) = sessions.session(for: key, now: now)
+            for old in released { SSL_SESSION_free(old.pointer) }
+            guard let session else { return nil }
             SSL_SESSION_up_ref(session.pointer)
-            return session
+            return session.pointer
         }
-        return reference?.pointer
     }
+
+    /// How many sessions are cached (for tests).
+    var cachedSessionCount: Int { sessions.withLock { $0.count } }
 }
 
 /// TLS over a non-blocking ``Socket``: OpenSSL reads and writes the descriptor itself (through a BIO that

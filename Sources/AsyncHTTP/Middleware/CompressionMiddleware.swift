@@ -53,6 +53,8 @@ public struct CompressionPolicy: Sendable, Hashable {
 /// `expectedContentLength` is the compressed size). ``HTTPClientResponse/isCompressed`` stays true.
 struct CompressionMiddleware: HTTPClientMiddleware {
     let policy: CompressionPolicy
+    /// The bound of ``HTTPClientResponse/rawCompressedBody`` (``RawBodyRecorder/defaultLimit``; tests lower it).
+    var rawBodyLimit = RawBodyRecorder.defaultLimit
 
     /// What is advertised. Not `br` or `zstd`: zlib decodes only these two.
     static let acceptEncoding = "gzip, deflate"
@@ -82,7 +84,7 @@ struct CompressionMiddleware: HTTPClientMiddleware {
               Self.hasBody(response, method: request.method)
         else { return response }
 
-        let recorder = request.keepsRawCompressedBody ? RawBodyRecorder() : nil
+        let recorder = request.keepsRawCompressedBody ? RawBodyRecorder(limit: rawBodyLimit) : nil
         response.body = HTTPClientResponse.Body(
             InflatingBody(compressed: response.body, coding: coding, limits: policy.limits, recorder: recorder))
         response.rawBodyRecorder = recorder
@@ -208,17 +210,54 @@ struct InflatingBody: AsyncSequence, Sendable {
 }
 
 /// The compressed bytes of a response as they pass through ``InflatingBody``
-/// (``HTTPClientResponse/rawCompressedBody``).
+/// (``HTTPClientResponse/rawCompressedBody``), up to ``limit``.
+///
+/// Bounded: past ``limit`` recording stops, the bytes kept so far are dropped, and ``bytes`` is nil from then
+/// on. The decoded body goes on (it is streamed, not kept); only the copy is given up. A truncated copy is
+/// never handed out, so it cannot pass for the whole body, and failing the body instead would punish a caller
+/// who only wanted the copy as a convenience.
 ///
 /// `@unchecked` is not needed: the bytes live in a `Mutex`. The body's reader appends, anyone may read.
 final class RawBodyRecorder: Sendable {
-    private let storage = Locked<[UInt8]>([])
+    /// 32 MiB. ASIHTTPRequest's `rawResponseData` kept everything, so a big gzipped download sat in memory
+    /// twice (the copy and what the caller collected). The copy exists to inspect or re-save a response, which
+    /// is a page or an API answer, not a download; 32 MiB is a thousand times the typical compressed page
+    /// (tens of KiB) and small enough that a stream of such requests cannot exhaust a server-side process.
+    static let defaultLimit = 32 << 20
 
-    func append(_ chunk: ArraySlice<UInt8>) {
-        storage.withLock { $0.append(contentsOf: chunk) }
+    let limit: Int
+    private let storage = Locked<State>(.recording([]))
+
+    private enum State {
+        case recording([UInt8])
+        /// More than ``limit`` bytes went by: nothing is kept.
+        case overLimit
     }
 
-    var bytes: [UInt8] { storage.withLock { $0 } }
+    init(limit: Int = RawBodyRecorder.defaultLimit) {
+        self.limit = limit
+    }
+
+    func append(_ chunk: ArraySlice<UInt8>) {
+        storage.withLock { state in
+            guard case .recording(var bytes) = state else { return }
+            guard bytes.count + chunk.count <= limit else {
+                state = .overLimit  // frees what was kept
+                return
+            }
+            state = .overLimit  // releases the array's reference so the append does not copy it
+            bytes.append(contentsOf: chunk)
+            state = .recording(bytes)
+        }
+    }
+
+    /// The bytes recorded so far, or nil once the body went past ``limit``.
+    var bytes: [UInt8]? {
+        storage.withLock { state in
+            if case .recording(let bytes) = state { return bytes }
+            return nil
+        }
+    }
 }
 
 extension Substring {
