@@ -479,7 +479,12 @@ SWIFT_ARGS=()
 case "${SANITIZE:-}" in
     "") ;;
     thread) SWIFT_ARGS+=(--sanitize=thread --scratch-path "$ROOT/.build/tsan") ;;
-    address) SWIFT_ARGS+=(--sanitize=address --scratch-path "$ROOT/.build/asan") ;;
+    address)
+        SWIFT_ARGS+=(--sanitize=address --scratch-path "$ROOT/.build/asan")
+        # LeakSanitizer's exit-time report lists what XCTest keeps until the process ends (every test case
+        # object and what it holds: clients, SwiftNIO test servers and their event-loop threads); memory
+        # errors (overflows, use after free) still fail the run.
+        export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" ;;
     *) log "unsupported SANITIZE=${SANITIZE} (supported: thread, address)"; exit 2 ;;
 esac
 
