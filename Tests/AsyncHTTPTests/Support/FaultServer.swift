@@ -19,6 +19,9 @@ enum FaultAction: Sendable {
     case resetConnection
     /// Write `bytes` one at a time, `delayMs` milliseconds apart (the first byte is sent at once).
     case drip([UInt8], delayMs: Int)
+    /// Half-close: shut down the write direction (the peer reads FIN) and keep the socket open, still
+    /// reading whatever the peer sends. Follow with `.hold` to keep it half-open.
+    case shutdownWrite
     /// Keep the connection open without reading or writing until the peer closes it, the server
     /// stops, or ``FaultServer/holdLimitMilliseconds`` pass. For "never responds" / "never reads".
     case hold
@@ -102,6 +105,66 @@ struct FaultScript: Sendable {
 
     /// Accepts and never reads a byte (the client's send buffer fills; write timeout tests).
     static let neverReads = FaultScript(onAccept: { _ in [.hold] }, onRequest: { _, _ in [.close] })
+
+    // MARK: Resets (RST: `SO_LINGER` 0, then close)
+
+    /// Every connection is reset as soon as it is accepted, before a byte is read.
+    static let resetOnAccept = FaultScript(onAccept: { _ in [.resetConnection] }, onRequest: { _, _ in [] })
+
+    /// Reads the whole request, answers nothing, resets.
+    static let resetAfterRequest = FaultScript { _, _ in [.resetConnection] }
+
+    /// Sends part of a status line and head, then resets.
+    static let resetMidHead = FaultScript { _, _ in [.send("HTTP/1.1 200 OK\r\nContent-Le"), .resetConnection] }
+
+    /// Sends the head promising 100 bytes and 40 of them, then resets.
+    static let resetMidBody = FaultScript { _, _ in
+        [.send("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + String(repeating: "x", count: 40)), .resetConnection]
+    }
+
+    /// Like ``staleKeepAlive``, but connection 0 resets (RST) instead of closing when its second request arrives.
+    static let staleKeepAliveReset = FaultScript { connection, request in
+        connection == 0 && request >= 1 ? [.resetConnection] : [.response("hello")]
+    }
+
+    /// Connection 0 answers its first request (`hello`, keep-alive), then resets while idle, before any
+    /// second request; every other connection answers every request with `hello`.
+    static let resetWhileIdle = FaultScript { connection, request in
+        connection == 0 ? [.response("hello"), .resetConnection] : [.response("hello")]
+    }
+
+    // MARK: Half-closed
+
+    /// Sends a head promising 100 bytes and 40 of them, then shuts down its write side and keeps reading
+    /// (half-closed) until the client closes.
+    static let halfCloseMidBody = FaultScript { _, _ in
+        [.send("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + String(repeating: "x", count: 40)), .shutdownWrite, .hold]
+    }
+
+    /// Sends nothing at all for the request: shuts down its write side at once and holds the socket open.
+    static let halfCloseBeforeHead = FaultScript { _, _ in [.shutdownWrite, .hold] }
+
+    /// A head promising 1000 bytes, then the body one byte every `everyMs` milliseconds.
+    static func dripBody(everyMs: Int) -> FaultScript {
+        FaultScript([[.send("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"), .drip(String(repeating: "y", count: 1000), delayMs: everyMs)]])
+    }
+
+    // MARK: A CONNECT proxy that drops the tunnel
+
+    /// Reads the `CONNECT` request and closes without an answer.
+    static let proxyClosesOnConnect = FaultScript([[]])
+
+    /// Reads the `CONNECT` request and resets.
+    static let proxyResetsOnConnect = FaultScript { _, _ in [.resetConnection] }
+
+    /// Answers `CONNECT` with `200 Connection established`, then closes the tunnel before the TLS handshake.
+    static let proxyDropsTunnelAfterEstablished = FaultScript([[.send("HTTP/1.1 200 Connection established\r\n\r\n")]])
+
+    /// Answers `CONNECT` with `200 Connection established` and resets right after (the ClientHello, if it
+    /// was sent by then, is never answered).
+    static let proxyResetsTunnelAfterEstablished = FaultScript { _, _ in
+        [.send("HTTP/1.1 200 Connection established\r\n\r\n"), .resetConnection]
+    }
 }
 
 /// A raw-socket server for what no proper server does: closing mid-response, garbage, dripping,
@@ -126,6 +189,8 @@ final class FaultServer: Sendable {
     let port: Int
     /// Connections accepted so far.
     var connectionsAccepted: Int { shared.state.withLock { $0.connections } }
+    /// Connections the server has closed, reset or seen closed so far (a test's signal that a fault happened).
+    var connectionsClosed: Int { shared.state.withLock { $0.closed } }
     /// Complete requests read so far (implicit reads and `.readRequest`).
     var requestsReceived: Int { shared.state.withLock { $0.requests } }
     /// The heads (text up to the blank line) of the requests read so far, oldest first; the last 100 are kept.
@@ -239,6 +304,7 @@ private final class FaultServerShared: Sendable {
     struct State {
         var connections = 0
         var requests = 0
+        var closed = 0
         var heads: [String] = []
         var stopRequested = false
     }
@@ -298,7 +364,12 @@ private struct FaultServerLoop {
         while !shared.state.withLock({ $0.stopRequested }) {
             // Advance every connection as far as it goes without waiting.
             for i in connections.indices { advance(&connections[i]) }
+            let open = connections.count
             connections.removeAll { if case .closed = $0.phase { true } else { false } }
+            if connections.count < open {
+                let closedNow = open - connections.count
+                shared.state.withLock { $0.closed += closedNow }
+            }
 
             var fds: [pollfd] = [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
             let acceptsMore = connections.count < FaultServer.maxConnections
@@ -449,6 +520,8 @@ private struct FaultServerLoop {
                     close(connection.fd)
                     connection.phase = .closed
                     return
+                case .shutdownWrite:
+                    shutdown(connection.fd, Int32(SHUT_WR))
                 case .drip(let bytes, let delayMs):
                     connection.phase = .dripping(bytes, offset: 0, delayNanoseconds: UInt64(max(0, delayMs)) * 1_000_000, nextAt: now)
                 case .hold:

@@ -1,0 +1,377 @@
+import XCTest
+@testable import AsyncHTTP
+
+/// Faults at every phase of a request, from the raw-socket ``FaultServer``: resets (RST) on accept, after the
+/// request, mid-head and mid-body; half-closed sockets; a body dripping past the total deadline; a server that
+/// never reads an upload; a CONNECT proxy that drops the tunnel. Each case must end in a typed
+/// `HTTPClientError` (or a correct recovery) within its bound, leave no descriptor open once the client and the
+/// server are gone, retry an idempotent request once on a stale keep-alive connection, and never send a POST
+/// twice (the server counts connections and requests). What `FaultServerTests` already covers (FIN at each
+/// phase, garbage, the whole response dripping, never responding, never reading with an inactivity timeout,
+/// stale FIN retry) is not repeated here.
+final class FaultInjectionTests: XCTestCase {
+    /// Both ways a connection ending shows up: a FIN (`connectionClosed`) or a reset (`ioFailure` or
+    /// `connectionClosed`, depending on whether the RST or the FIN-equivalent was seen first).
+    static let connectionEnded: Set<HTTPClientError.Code> = [.connectionClosed, .ioFailure]
+
+    static func configuration(_ configure: (inout HTTPClient.Configuration) -> Void) -> HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration()
+        configuration.inactivityTimeout = .seconds(5) // bounded: no test can hang
+        configuration.connectTimeout = .seconds(5)
+        configuration.proxy = .none
+        configure(&configuration)
+        return configuration
+    }
+
+    /// Starts the process-wide event loop (its descriptors live as long as the process) with one request
+    /// and one client that come and go, so it does not count as a leak; and sleeps once, since Dispatch
+    /// makes its timer descriptor on the first `Task.sleep` (which ``waitUntil(_:)`` uses).
+    func warmUp() async throws {
+        try await Task.sleep(for: .milliseconds(1))
+        let server = try FaultServer(script: FaultScript { _, _ in [.response("ok")] })
+        defer { server.stop() }
+        let client = HTTPClient(configuration: Self.configuration { _ in })
+        _ = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/")).body.collect(upTo: 100)
+        try await client.shutdown()
+    }
+
+    /// Runs `body` with a fresh server and client; afterwards (client shut down, server stopped) the open
+    /// descriptors must be what they were before both existed, and the whole case must have taken less
+    /// than `limit`.
+    func withFault(
+        _ script: FaultScript,
+        limit: Duration = .seconds(3),
+        configure: (inout HTTPClient.Configuration, _ serverPort: Int) -> Void = { _, _ in },
+        file: StaticString = #filePath, line: UInt = #line,
+        _ body: (FaultServer, HTTPClient) async throws -> Void
+    ) async throws {
+        try await warmUp()
+        let before = openDescriptorCount()
+        let server = try FaultServer(script: script)
+        let client = HTTPClient(configuration: Self.configuration { configure(&$0, server.port) })
+        let start = ContinuousClock.now
+        var failure: (any Error)?
+        do { try await body(server, client) } catch { failure = error }
+        let elapsed = start.duration(to: .now)
+        try await client.shutdown()
+        server.stop()
+        XCTAssertLessThan(elapsed, limit, "finished within its bound", file: file, line: line)
+        XCTAssertEqual(openDescriptorCount(), before, "no descriptor leaked", file: file, line: line)
+        if let failure { throw failure }
+    }
+
+    /// Expects a typed error whose code is one of `codes`; returns it.
+    @discardableResult
+    func expectError(
+        _ codes: Set<HTTPClientError.Code>, file: StaticString = #filePath, line: UInt = #line,
+        _ body: () async throws -> Void
+    ) async -> HTTPClientError? {
+        do {
+            try await body()
+            XCTFail("expected one of \(codes.map(\.rawValue).sorted())", file: file, line: line)
+        } catch let error as HTTPClientError {
+            XCTAssertTrue(codes.contains(error.code), "expected one of \(codes.map(\.rawValue).sorted()), got \(error)", file: file, line: line)
+            return error
+        } catch {
+            XCTFail("expected an HTTPClientError, got \(type(of: error)): \(error)", file: file, line: line)
+        }
+        return nil
+    }
+
+    static func post(_ url: String) -> HTTPClientRequest {
+        var request = HTTPClientRequest(url: url)
+        request.method = .post
+        request.body = .bytes(Array("order=1".utf8))
+        return request
+    }
+
+    // MARK: Resets on a fresh connection: a typed error, never a retry
+
+    func testResetOnAcceptFailsGETAndPOSTOnceEach() async throws {
+        try await withFault(.resetOnAccept) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            // connectFailed when the RST is already there as the connect completes (SO_ERROR ECONNRESET).
+            let codes = Self.connectionEnded.union([.connectFailed])
+            await expectError(codes) { _ = try await client.send(HTTPClientRequest(url: url)) }
+            await expectError(codes) { _ = try await client.send(Self.post(url)) }
+            XCTAssertEqual(server.connectionsAccepted, 2, "a fresh connection that fails is not retried")
+            XCTAssertEqual(server.requestsReceived, 0)
+        }
+    }
+
+    func testResetAfterTheRequestIsReadFailsWithoutARetry() async throws {
+        try await withFault(.resetAfterRequest) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            await expectError(Self.connectionEnded) { _ = try await client.send(HTTPClientRequest(url: url)) }
+            await expectError(Self.connectionEnded) { _ = try await client.send(Self.post(url)) }
+            XCTAssertEqual(server.connectionsAccepted, 2)
+            XCTAssertEqual(server.requestsReceived, 2, "each request reached the server exactly once")
+        }
+    }
+
+    func testResetMidHeadIsATypedErrorNotAResponse() async throws {
+        try await withFault(.resetMidHead) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            await expectError(Self.connectionEnded.union([.malformedResponse])) {
+                _ = try await client.send(HTTPClientRequest(url: url))
+            }
+            await expectError(Self.connectionEnded.union([.malformedResponse])) { _ = try await client.send(Self.post(url)) }
+            XCTAssertEqual(server.connectionsAccepted, 2, "response bytes arrived: never retried")
+            XCTAssertEqual(server.requestsReceived, 2)
+        }
+    }
+
+    func testResetMidBodyIsATypedErrorNotAShortBody() async throws {
+        try await withFault(.resetMidBody) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            for request in [HTTPClientRequest(url: url), Self.post(url)] {
+                // The RST can overtake the head (the kernel drops unread data on a reset), so the error may
+                // come from send or from the body.
+                await expectError(Self.connectionEnded) {
+                    let response = try await client.send(request)
+                    let body = try await response.body.collect(upTo: 1000)
+                    XCTFail("a 40-byte body of a promised 100 passed for complete: \(body.count)")
+                }
+            }
+            XCTAssertEqual(server.connectionsAccepted, 2)
+            XCTAssertEqual(server.requestsReceived, 2)
+        }
+    }
+
+    // MARK: Resets on a reused keep-alive connection: GET once more, POST never
+
+    func testStaleKeepAliveResetIsRetriedOnceForGET() async throws {
+        try await withFault(.staleKeepAliveReset) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            let first = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            XCTAssertEqual(first, Array("hello".utf8))
+            // Read on the reused connection, answered with RST; sent once more on a new connection.
+            let second = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            XCTAssertEqual(second, Array("hello".utf8))
+            XCTAssertEqual(server.connectionsAccepted, 2, "retried once, on a new connection")
+            XCTAssertEqual(server.requestsReceived, 3)
+        }
+    }
+
+    func testStaleKeepAliveResetNeverSendsAPOSTTwice() async throws {
+        try await withFault(.staleKeepAliveReset) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            _ = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            await expectError(Self.connectionEnded) { _ = try await client.send(Self.post(url)) }
+            XCTAssertEqual(server.connectionsAccepted, 1, "no second connection: the POST was not repeated")
+            XCTAssertEqual(server.requestsReceived, 2)
+            let posts = server.requestHeads.filter { $0.hasPrefix("POST ") }
+            XCTAssertEqual(posts.count, 1)
+        }
+    }
+
+    func testConnectionResetWhileIdleIsNotReusedForAPOST() async throws {
+        try await withFault(.resetWhileIdle) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            _ = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            // The server signals through its counter that it has reset connection 0 (bounded wait).
+            try await waitUntil { server.connectionsClosed >= 1 }
+            // The reuse check (a peek) sees the reset: the POST goes out once, on a new connection.
+            let response = try await client.send(Self.post(url))
+            let body = try await response.body.collect(upTo: 100)
+            XCTAssertEqual(body, Array("hello".utf8))
+            XCTAssertEqual(server.connectionsAccepted, 2)
+            XCTAssertEqual(server.requestHeads.filter { $0.hasPrefix("POST ") }.count, 1)
+        }
+    }
+
+    // MARK: Half-closed sockets
+
+    func testHalfCloseMidBodyIsConnectionClosedWithTheBytesReceived() async throws {
+        try await withFault(.halfCloseMidBody) { server, client in
+            let response = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/"))
+            let error = await expectError([.connectionClosed]) { _ = try await response.body.collect(upTo: 1000) }
+            XCTAssertNotNil(error?.bytesReceived)
+            XCTAssertEqual(server.connectionsAccepted, 1)
+        }
+    }
+
+    func testHalfCloseBeforeTheHeadOnAFreshConnectionIsConnectionClosed() async throws {
+        try await withFault(.halfCloseBeforeHead) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            await expectError([.connectionClosed]) { _ = try await client.send(HTTPClientRequest(url: url)) }
+            await expectError([.connectionClosed]) { _ = try await client.send(Self.post(url)) }
+            XCTAssertEqual(server.connectionsAccepted, 2, "fresh connections are not retried")
+            XCTAssertEqual(server.requestsReceived, 2)
+        }
+    }
+
+    /// Connection 0 answers one request and half-closes on the second; the others answer.
+    static let staleHalfClose = FaultScript { connection, request in
+        connection == 0 && request >= 1 ? [.shutdownWrite, .hold] : [.response("hello")]
+    }
+
+    func testHalfCloseOnAReusedConnectionRetriesGETOnceAndNeverPOST() async throws {
+        try await withFault(Self.staleHalfClose) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            _ = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            let value = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            XCTAssertEqual(value, Array("hello".utf8))
+            XCTAssertEqual(server.connectionsAccepted, 2, "retried once, on a new connection")
+            XCTAssertEqual(server.requestsReceived, 3)
+        }
+        try await withFault(Self.staleHalfClose) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            _ = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            await expectError([.connectionClosed]) { _ = try await client.send(Self.post(url)) }
+            XCTAssertEqual(server.connectionsAccepted, 1, "the POST was not repeated")
+            XCTAssertEqual(server.requestHeads.filter { $0.hasPrefix("POST ") }.count, 1)
+        }
+    }
+
+    // MARK: Deadlines
+
+    func testBodyDrippingOneBytePerIntervalStopsAtTheTotalDeadline() async throws {
+        // Each byte comes well within the inactivity timeout, so only the total deadline can end this.
+        try await withFault(.dripBody(everyMs: 20)) { server, client in
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/")
+            request.timeout = .milliseconds(400)
+            let start = ContinuousClock.now
+            let error = await expectError([.timeout]) {
+                _ = try await client.send(request).body.collect(upTo: 10_000)
+            }
+            let elapsed = start.duration(to: .now)
+            XCTAssertEqual(error?.timeoutPhase, .total)
+            XCTAssertGreaterThanOrEqual(elapsed, .milliseconds(400))
+            XCTAssertLessThan(elapsed, .milliseconds(1_400), "at the deadline, not long after")
+        }
+    }
+
+    func testUploadToAServerThatNeverReadsStopsAtTheTotalDeadline() async throws {
+        try await withFault(.neverReads, configure: { configuration, _ in configuration.inactivityTimeout = nil }) { server, client in
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/")
+            request.method = .post
+            request.body = .bytes([UInt8](repeating: 7, count: 64 << 20)) // far more than the socket buffers hold
+            request.timeout = .milliseconds(400)
+            let start = ContinuousClock.now
+            let error = await expectError([.timeout]) { _ = try await client.send(request) }
+            XCTAssertEqual(error?.timeoutPhase, .total)
+            XCTAssertLessThan(start.duration(to: .now), .milliseconds(1_400))
+            XCTAssertEqual(server.connectionsAccepted, 1, "a timed-out POST is not sent again")
+            XCTAssertEqual(server.requestsReceived, 0)
+        }
+    }
+
+    func testStreamedUploadToAServerThatNeverReadsStopsAtTheTotalDeadline() async throws {
+        try await withFault(.neverReads, configure: { configuration, _ in configuration.inactivityTimeout = nil }) { server, client in
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/")
+            request.method = .put
+            request.body = .stream(Chunks(chunk: [UInt8](repeating: 1, count: 64 << 10), count: 1024)) // 64 MiB, chunked
+            request.timeout = .milliseconds(400)
+            let start = ContinuousClock.now
+            let error = await expectError([.timeout]) { _ = try await client.send(request) }
+            XCTAssertEqual(error?.timeoutPhase, .total)
+            XCTAssertLessThan(start.duration(to: .now), .milliseconds(1_400))
+            XCTAssertEqual(server.connectionsAccepted, 1)
+        }
+    }
+
+    // MARK: A CONNECT proxy that drops the tunnel
+
+    func proxied(_ configuration: inout HTTPClient.Configuration, port: Int) {
+        configuration.proxy = .proxy(ProxyConfiguration(kind: .http, host: "127.0.0.1", port: port))
+        configuration.tls.trustRoots = .file(TestTLS.shared.caFile)
+    }
+
+    /// `https` through the fake proxy; the origin port is never dialled (the proxy is fake).
+    func sendThroughProxy(_ script: FaultScript, expecting codes: Set<HTTPClientError.Code>, file: StaticString = #filePath, line: UInt = #line) async throws {
+        let origin = "https://127.0.0.1:\(try unusedPort())/"
+        _ = TestTLS.shared.caFile // made once per process: not part of what the case opens
+        try await withFault(script, configure: { configuration, port in
+            configuration.proxy = .proxy(ProxyConfiguration(kind: .http, host: "127.0.0.1", port: port))
+            configuration.tls.trustRoots = .file(TestTLS.shared.caFile)
+        }) { proxy, client in
+            await expectError(codes, file: file, line: line) { _ = try await client.send(HTTPClientRequest(url: origin)) }
+            // Idempotent or not, a tunnel that failed is not attempted again.
+            XCTAssertEqual(proxy.connectionsAccepted, 1, "one CONNECT", file: file, line: line)
+            XCTAssertEqual(proxy.requestHeads.filter { $0.hasPrefix("CONNECT ") }.count, 1, file: file, line: line)
+        }
+    }
+
+    func testProxyClosingOnCONNECTIsATypedFailure() async throws {
+        // Reported as the connection to the proxy closing before the response head.
+        try await sendThroughProxy(.proxyClosesOnConnect, expecting: [.proxyFailed, .connectionClosed])
+    }
+
+    func testProxyResettingOnCONNECTIsATypedFailure() async throws {
+        try await sendThroughProxy(.proxyResetsOnConnect, expecting: [.proxyFailed, .ioFailure, .connectionClosed])
+    }
+
+    func testProxyDroppingTheTunnelAfterEstablishingItIsATypedFailure() async throws {
+        // proxyFailed when the close is seen by the check right after the 200; otherwise the handshake fails.
+        try await sendThroughProxy(.proxyDropsTunnelAfterEstablished, expecting: [.proxyFailed, .tlsHandshakeFailed, .connectionClosed])
+    }
+
+    func testProxyResettingTheTunnelAfterEstablishingItIsATypedFailure() async throws {
+        try await sendThroughProxy(
+            .proxyResetsTunnelAfterEstablished, expecting: [.tlsHandshakeFailed, .connectionClosed, .ioFailure, .proxyFailed])
+    }
+
+    // MARK: Helpers
+
+    /// Waits until `condition` holds, checking every 5 ms for at most 2 s (the server's counters are its signal).
+    func waitUntil(file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) async throws {
+        for _ in 0..<400 {
+            if condition() { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        XCTFail("condition not met within 2 s", file: file, line: line)
+    }
+}
+
+/// `count` copies of `chunk`, as an async sequence.
+private struct Chunks: AsyncSequence, Sendable {
+    let chunk: [UInt8]
+    let count: Int
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let chunk: [UInt8]
+        var remaining: Int
+        mutating func next() async -> [UInt8]? {
+            guard remaining > 0 else { return nil }
+            remaining -= 1
+            return chunk
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunk: chunk, remaining: count) }
+}
+
+/// A fatal TLS alert record mid-body (see ``TLSAlertServer`` for why it is a raw record under TLS).
+final class TLSAlertMidBodyTests: XCTestCase {
+    func testTLSAlertMidBodyIsATypedFailureAtOnce() async throws {
+        let server = try await TLSAlertServer()
+        var tls = TLSConfiguration()
+        tls.trustRoots = .file(TestTLS.shared.caFile)
+        var configuration = HTTPClient.Configuration(tls: tls)
+        configuration.connectTimeout = .seconds(5)
+        configuration.inactivityTimeout = .seconds(5)
+        configuration.proxy = .none
+        let client = HTTPClient(configuration: configuration)
+        let start = ContinuousClock.now
+        var outcome: Result<Int, any Error>
+        do {
+            let response = try await client.send(HTTPClientRequest(url: server.url))
+            outcome = .success(try await response.body.collect(upTo: 1000).count)
+        } catch {
+            outcome = .failure(error)
+        }
+        let elapsed = start.duration(to: .now)
+        try await client.shutdown()
+        try await server.shutdown()
+        switch outcome {
+        case .success(let count):
+            XCTFail("a body cut by a TLS alert passed for complete (\(count) bytes)")
+        case .failure(let error as HTTPClientError):
+            XCTAssertTrue([.ioFailure, .connectionClosed].contains(error.code), "\(error)")
+        case .failure(let error):
+            XCTFail("expected an HTTPClientError, got \(type(of: error)): \(error)")
+        }
+        XCTAssertLessThan(elapsed, .seconds(2), "failed at the alert, not at the inactivity timeout")
+    }
+}
