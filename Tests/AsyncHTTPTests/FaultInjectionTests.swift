@@ -294,8 +294,20 @@ final class FaultInjectionTests: XCTestCase {
     }
 
     func testProxyClosingOnCONNECTIsATypedFailure() async throws {
-        // Reported as the connection to the proxy closing before the response head.
-        try await sendThroughProxy(.proxyClosesOnConnect, expecting: [.proxyFailed, .connectionClosed])
+        // Reported as the proxy's failure, saying it closed without answering (it used to be a bare
+        // "connection closed before the response head" that did not name the proxy).
+        try await sendThroughProxy(.proxyClosesOnConnect, expecting: [.proxyFailed])
+        let origin = "https://127.0.0.1:\(try unusedPort())/"
+        try await withFault(.proxyClosesOnConnect, configure: { configuration, port in
+            configuration.proxy = .proxy(ProxyConfiguration(kind: .http, host: "127.0.0.1", port: port))
+        }) { _, client in
+            do {
+                _ = try await client.send(HTTPClientRequest(url: origin))
+                XCTFail("expected a failure")
+            } catch let error as HTTPClientError {
+                XCTAssertTrue(error.message.contains("closed the connection without answering CONNECT"), "\(error)")
+            }
+        }
     }
 
     func testProxyResettingOnCONNECTIsATypedFailure() async throws {

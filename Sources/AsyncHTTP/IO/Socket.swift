@@ -245,9 +245,20 @@ final class Socket: @unchecked Sendable {
     /// Whether an idle keep-alive socket still looks usable: no end of stream, no unsolicited bytes, no error.
     /// One `recv(MSG_PEEK)`; the stale-connection retry covers a close that races with reuse.
     func looksReusable() -> Bool {
+        pendingInput() == .nothing
+    }
+
+    /// What waits to be read, without reading it: nothing, bytes, or the peer's close (or an error).
+    enum PendingInput: Equatable {
+        case nothing, bytes, closed
+    }
+
+    func pendingInput() -> PendingInput {
         var byte: UInt8 = 0
         let n = recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
-        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+        if n > 0 { return .bytes }
+        if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .nothing }
+        return .closed
     }
 
     /// Closes the descriptor once; later calls do nothing.

@@ -369,6 +369,9 @@ final class HTTP1Connection: @unchecked Sendable {
     // MARK: Lifecycle
 
     /// Whether an idle connection is still worth reusing: nothing buffered, and the peer has not closed.
+    /// Whether bytes beyond the current response are waiting in the read buffer.
+    var hasBufferedInput: Bool { bufferOffset < buffer.count }
+
     func looksReusable() -> Bool {
         bufferOffset >= buffer.count && tls?.hasUnexpectedInput != true && socket.looksReusable()
     }

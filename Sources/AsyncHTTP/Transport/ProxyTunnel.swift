@@ -50,11 +50,21 @@ enum ProxyTunnel {
             head += "\r\n"
             try await connection.write(Array(head.utf8), deadlines: deadlines)
             connection.requestWritten()
-            let response = try await connection.readHead(deadlines: deadlines)
+            let response: HTTP1ResponseHead
+            do {
+                response = try await connection.readHead(deadlines: deadlines)
+            } catch where error.code == .connectionClosed {
+                throw HTTPClientError(.proxyFailed, "proxy \(proxy) closed the connection without answering CONNECT to \(authority)")
+            }
             let code = response.status.code
             if (200..<300).contains(code) {
-                guard connection.looksReusable() else {
+                switch connection.hasBufferedInput ? .bytes : socket.pendingInput() {
+                case .nothing:
+                    break
+                case .bytes:
                     throw HTTPClientError(.proxyFailed, "proxy \(proxy) sent bytes after accepting CONNECT to \(authority), before TLS began")
+                case .closed:
+                    throw HTTPClientError(.proxyFailed, "proxy \(proxy) closed the tunnel to \(authority) right after accepting CONNECT")
                 }
                 await authenticator.accepted(exchange)
                 return socket
