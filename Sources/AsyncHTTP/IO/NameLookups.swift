@@ -53,13 +53,15 @@ final class NameLookups: Sendable {
         }
         // Resumes the caller once; a lookup still queued leaves the queue.
         let finish: @Sendable (Answer) -> Void = { [self] answer in
-            let continuation = once.withLock { continuation in
-                defer { continuation = nil }
-                return continuation
-            }
-            guard let continuation else { return }
+            guard once.withLock({ $0 != nil }) else { return }
             state.withLock { state in state.waiting.removeAll { $0.id == id } }
-            continuation.resume(returning: answer)
+            // Resumed while `once` is held, as the resolver always did: the thread sanitizer then sees the
+            // resume ordered before the task reuses its memory (resumed outside the lock, it reported a race
+            // between `resume` reading the continuation and the woken task's next allocation).
+            once.withLock { continuation in
+                continuation?.resume(returning: answer)
+                continuation = nil
+            }
         }
         let lookup = self.lookup
         let start: @Sendable () -> Void = { [self] in
