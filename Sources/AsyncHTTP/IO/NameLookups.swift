@@ -46,7 +46,7 @@ final class NameLookups: Sendable {
 
     func resolve(host: String, port: Int, deadline: ContinuousClock.Instant?) async throws(HTTPClientError) -> [SocketAddress] {
         if let address = SocketAddress(numericHost: host, port: port) { return [address] }
-        let once = Locked<UnsafeContinuation<Answer, Never>?>(nil)
+        let once = Locked<CheckedContinuation<Answer, Never>?>(nil)
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             return state.nextID
@@ -55,9 +55,10 @@ final class NameLookups: Sendable {
         let finish: @Sendable (Answer) -> Void = { [self] answer in
             guard once.withLock({ $0 != nil }) else { return }
             state.withLock { state in state.waiting.removeAll { $0.id == id } }
-            // Resumed while `once` is held, as the resolver always did: the thread sanitizer then sees the
-            // resume ordered before the task reuses its memory (resumed outside the lock, it reported a race
-            // between `resume` reading the continuation and the woken task's next allocation).
+            // Resumed while `once` is held, and a checked continuation: with an unsafe one the thread sanitizer
+            // reported `resume` (on a Dispatch thread) racing the woken task's next use of its task-allocator
+            // memory, in two full runs. One lookup per new connection to a named host: the check costs nothing
+            // that matters.
             once.withLock { continuation in
                 continuation?.resume(returning: answer)
                 continuation = nil
@@ -77,7 +78,7 @@ final class NameLookups: Sendable {
             }
         }
         let result = await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<Answer, Never>) in
+            await withCheckedContinuation { (continuation: CheckedContinuation<Answer, Never>) in
                 once.withLock { $0 = continuation }
                 if Task.isCancelled {
                     finish(.failure(.cancelled))
