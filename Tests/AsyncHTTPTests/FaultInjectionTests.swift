@@ -354,10 +354,12 @@ private struct Chunks: AsyncSequence, Sendable {
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunk: chunk, remaining: count) }
 }
 
-/// A fatal TLS alert record mid-body (see ``TLSAlertServer`` for why it is a raw record under TLS).
+/// A fatal TLS alert record mid-body (see ``TLSCloseServer/Ending/fatalAlertBelowTLS`` for why it is a raw record
+/// under TLS): a head promising 100 bytes, 40 of them, then the alert.
 final class TLSAlertMidBodyTests: XCTestCase {
     func testTLSAlertMidBodyIsATypedFailureAtOnce() async throws {
-        let server = try await TLSAlertServer()
+        let partial = Array(("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + String(repeating: "x", count: 40)).utf8)
+        let server = try await TLSCloseServer(response: partial, ending: .fatalAlertBelowTLS)
         var tls = TLSConfiguration()
         tls.trustRoots = .file(TestTLS.shared.caFile)
         var configuration = HTTPClient.Configuration(tls: tls)

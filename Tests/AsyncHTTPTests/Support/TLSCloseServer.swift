@@ -5,12 +5,13 @@ import NIOSSL
 
 /// An HTTPS server (SwiftNIO with NIOSSL, the test CA's certificate for 127.0.0.1) that answers the first
 /// request on each connection with fixed bytes and then ends the connection in a chosen way: with TLS
-/// close_notify, or by closing (or resetting) the TCP connection underneath TLS, without close_notify — what
-/// a truncation attack, a crashed server or a middlebox looks like (RFC 9112 §9.8).
+/// close_notify, by closing (or resetting) the TCP connection underneath TLS, without close_notify — what
+/// a truncation attack, a crashed server or a middlebox looks like (RFC 9112 §9.8) — or with a fatal TLS alert
+/// record written underneath TLS.
 ///
-/// The unclean close is made by a handler that sits below `NIOSSLServerHandler` in the pipeline: a close
-/// started from its context travels only towards the socket and never reaches the TLS handler, so no
-/// close_notify is written.
+/// The unclean endings are made by a handler that sits below `NIOSSLServerHandler` in the pipeline: a close or
+/// a write started from its context travels only towards the socket and never reaches the TLS handler, so no
+/// close_notify is written and the alert goes out as plaintext.
 final class TLSCloseServer: Sendable {
     enum Ending: Sendable {
         /// close_notify, then the TCP close (NIOSSL's ordinary close).
@@ -19,7 +20,14 @@ final class TLSCloseServer: Sendable {
         case tcpCloseWithoutCloseNotify
         /// A TCP RST (`SO_LINGER` 0) without close_notify.
         case reset
+        /// A fatal `internal_error` alert record (content type 21, TLS 1.2, level fatal) written straight onto
+        /// the TCP stream, and the connection kept open. NIOSSL cannot be asked to send an alert of its own
+        /// choosing (BoringSSL queues one only when it fails, and NIOSSL closes without flushing it), so the
+        /// record is the plaintext one an on-path middlebox or a broken TLS terminator writes.
+        case fatalAlertBelowTLS
     }
+
+    static let alertRecord: [UInt8] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x50]
 
     let port: Int
     private let group: MultiThreadedEventLoopGroup
@@ -95,9 +103,13 @@ private final class Responder: ChannelInboundHandler {
             switch ending {
             case .closeNotify:
                 context.close(promise: nil)
-            case .tcpCloseWithoutCloseNotify, .reset:
+            case .tcpCloseWithoutCloseNotify, .reset, .fatalAlertBelowTLS:
                 guard let below = try? context.pipeline.syncOperations.context(handlerType: BelowTLS.self) else {
                     context.close(promise: nil)
+                    return
+                }
+                if ending == .fatalAlertBelowTLS {
+                    below.writeAndFlush(NIOAny(context.channel.allocator.buffer(bytes: TLSCloseServer.alertRecord)), promise: nil)
                     return
                 }
                 if ending == .reset {
