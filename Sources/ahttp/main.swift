@@ -53,6 +53,11 @@ struct Options {
     var noProxy: String?
     var certificate: String?
     var key: String?
+    /// --resolve, --connect-to, --unix-socket / --abstract-unix-socket, --happy-eyeballs-timeout-ms.
+    var resolve: [ResolveOverride] = []
+    var connectTo: [ConnectToOverride] = []
+    var unixSocket: UnixSocketAddress?
+    var happyEyeballsDelay: Int?
     var urls: [String] = []
 }
 
@@ -153,6 +158,16 @@ func parse(_ arguments: [String]) throws -> Options {
             }
             options.certificate = text
         case "--key": options.key = try value(argument)
+        case "--resolve": options.resolve.append(try targetOption { try ResolveOverride(try value(argument)) })
+        case "--connect-to": options.connectTo.append(try targetOption { try ConnectToOverride(try value(argument)) })
+        case "--unix-socket": options.unixSocket = .path(try value(argument))
+        case "--abstract-unix-socket": options.unixSocket = .abstract(try value(argument))
+        case "--happy-eyeballs-timeout-ms":
+            let text = try value(argument)
+            guard let milliseconds = Int(text), milliseconds >= 10 else {
+                throw UsageError(message: "--happy-eyeballs-timeout-ms: '\(text)' is not a whole number of at least 10")
+            }
+            options.happyEyeballsDelay = milliseconds
         case "-h", "--help":
             printStdout(usage + "\n")
             exit(0)
@@ -168,12 +183,23 @@ func parse(_ arguments: [String]) throws -> Options {
     return options
 }
 
+/// A --resolve or --connect-to value, its error as a usage error.
+func targetOption<Value>(_ parse: () throws -> Value) throws -> Value {
+    do {
+        return try parse()
+    } catch let error as HTTPClientError {
+        throw UsageError(message: error.message)
+    }
+}
+
 let usage = """
 usage: ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v] [-s] [-k]
              [--cacert FILE] [-m SECONDS] [-w FORMAT] [-L] [--max-redirs N] [-b FILE|NAME=VALUE]
              [-c FILE] [--compressed] [-u USER:PASS] [--basic|--digest|--ntlm|--anyauth]
              [--oauth2-bearer TOKEN] [-x [SCHEME://]HOST[:PORT]] [-U USER:PASS] [--socks5 HOST[:PORT]]
-             [--socks5-hostname HOST[:PORT]] [--noproxy LIST] [-E CERT.pem] [--key KEY.pem] URL [URL…]
+             [--socks5-hostname HOST[:PORT]] [--noproxy LIST] [-E CERT.pem] [--key KEY.pem]
+             [--resolve HOST:PORT:ADDR[,ADDR]] [--connect-to HOST1:PORT1:HOST2:PORT2]
+             [--unix-socket PATH] [--abstract-unix-socket NAME] [--happy-eyeballs-timeout-ms MS] URL [URL…]
   -L follows redirects (at most 10, or --max-redirs; never https → http)
   -b reads a Netscape cookies.txt (curl's format) or sends NAME=VALUE; -c writes all cookies there at the end
   -u sends Basic at once unless --digest, --ntlm or --anyauth is given (DOMAIN\\user for NTLM)
@@ -326,6 +352,10 @@ func run() async -> Int32 {
     if options.insecure { configuration.tls.certificateVerification = false }
     if let caFile = options.caFile { configuration.tls.trustRoots = .file(caFile) }
     if let maxTime = options.maxTime { configuration.totalTimeout = .milliseconds(Int64(maxTime * 1000)) }
+    configuration.resolve = options.resolve
+    configuration.connectTo = options.connectTo
+    configuration.unixSocket = options.unixSocket
+    if let delay = options.happyEyeballsDelay { configuration.connectionAttemptDelay = .milliseconds(delay) }
     configuration.redirectPolicy.followsRedirects = options.followRedirects
     if let maxRedirects = options.maxRedirects { configuration.redirectPolicy.maxRedirects = maxRedirects }
     configuration.compression.acceptsCompressedResponses = options.compressed
