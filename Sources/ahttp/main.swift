@@ -83,7 +83,11 @@ func parseProxy(_ text: String, kind: ProxyConfiguration.Kind?) throws -> ProxyC
     }
 }
 
-struct UsageError: Error { var message: String }
+struct UsageError: Error {
+    var message: String
+    /// 2 for a command line ahttp cannot read; curl's own code where curl has one (49 for a bad --resolve).
+    var exitCode: Int32 = 2
+}
 
 func parse(_ arguments: [String]) throws -> Options {
     var options = Options()
@@ -188,7 +192,7 @@ func targetOption<Value>(_ parse: () throws -> Value) throws -> Value {
     do {
         return try parse()
     } catch let error as HTTPClientError {
-        throw UsageError(message: error.message)
+        throw UsageError(message: error.message, exitCode: 49)  // CURLE_SETOPT_OPTION_SYNTAX
     }
 }
 
@@ -341,6 +345,7 @@ func run() async -> Int32 {
         options = try parse(Array(CommandLine.arguments.dropFirst()))
     } catch let error as UsageError {
         printError(error.message)
+        guard error.exitCode == 2 else { return error.exitCode }
         try? writeAll(2, Array((usage + "\n").utf8)[...])
         return 2
     } catch {

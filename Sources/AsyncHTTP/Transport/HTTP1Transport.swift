@@ -85,11 +85,19 @@ final class HTTP1Transport: Sendable {
             inactivity: request.inactivityTimeout ?? settings.inactivityTimeout,
             total: (request.timeout ?? settings.totalTimeout).map { .now + $0 }
         )
-        let targets = request.option(ConnectionTargetOptions.self) { $0.isUnset }
+        var targets = request.option(ConnectionTargetOptions.self) { $0.isUnset }
             ? settings.targets : settings.targets.applying(request[ConnectionTargetOptions.self])
+        var key: ConnectionKey
+        if let socketPath = url.unixSocketPath {
+            // http+unix / https+unix: the URL names the socket; TLS checks the name the Host header sends.
+            targets.unixSocket = socketPath.hasPrefix("\0") ? .abstract(String(socketPath.dropFirst())) : .path(socketPath)
+            key = ConnectionKey(scheme: url.isSecure ? "https" : "http", host: url.hostHeader, port: url.port)
+        } else {
+            key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.port)
+        }
         // A Unix socket is dialled directly: no proxy (curl's --unix-socket ignores them too).
         let proxy = targets.unixSocket == nil ? try proxies.route(for: request, url: url) : nil
-        var key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.port, proxy: proxy)
+        key.proxy = proxy
         if !targets.isEmpty {
             key.endpoint = proxy.map { targets.endpoint(host: $0.host, port: $0.port) } ?? targets.endpoint(host: url.host, port: url.port)
         }
