@@ -171,6 +171,7 @@ final class ConnectionTargetTests: XCTestCase {
         XCTAssertEqual(secure.user, "user")
         XCTAssertEqual(secure.redactedDescription, "https+unix://%2Frun%2Fa.sock/")
         XCTAssertFalse(try HTTPURL("http://localhost/").isUnixSocket)
+        XCTAssertEqual(try HTTPURL("http+unix://%00name/").unixSocketPath, "\0name", "an abstract socket's name")
     }
 
     func testUnixSocketURLsRefuseAPortAndAnEmptyPath() {
