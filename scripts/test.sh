@@ -77,6 +77,7 @@ python3 -c 'import ensurepip' >/dev/null 2>&1 ||
 
 # --- files -----------------------------------------------------------------------------------
 mkdir -p "$PEERS/www" "$PEERS/nginx/tmp" "$PEERS/tls"
+mkdir -p "$PEERS/dav"   # nginx's PUT target (location /dav/)
 
 CERT="$PEERS/tls/nginx.pem"
 KEY="$PEERS/tls/nginx.key"
@@ -145,6 +146,13 @@ http {
     server {
         listen 127.0.0.1:$1;
         root $PEERS/www;
+        # Uploads (issue 14): PUT /dav/<name> stores the body as $PEERS/dav/<name>, for byte-for-byte checks.
+        location /dav/ {
+            root $PEERS;
+            dav_methods PUT DELETE;
+            create_full_put_path on;
+            client_max_body_size 0;
+        }
     }
     server {
         listen 127.0.0.1:$2 ssl;

@@ -62,6 +62,9 @@ extension HTTPClient {
         /// bytes, retries and timings. They see traffic and cannot change it. None by default, and with none
         /// nothing is recorded.
         public var observers: [any HTTPClientObserver] = []
+        /// Which request bodies wait for `100 Continue` before they are sent (``ExpectContinuePolicy``): by default
+        /// bodies of 1 MiB or more, for up to 1 s, as curl does. ``HTTPClientRequest/expectContinue`` overrides it.
+        public var expectContinue = ExpectContinuePolicy.default
 
         public init() {}
 
@@ -92,6 +95,9 @@ extension HTTPClient {
                 throw refuse("totalTimeout is \(totalTimeout); it must be positive (nil sets no deadline)")
             }
             guard idleTimeout >= .zero else { throw refuse("idleTimeout is \(idleTimeout); it must not be negative") }
+            guard expectContinue.timeout >= .zero else {
+                throw refuse("expectContinue.timeout is \(expectContinue.timeout); it must not be negative")
+            }
         }
     }
 }
