@@ -140,9 +140,21 @@ func applyBodies(_ options: Options, to request: inout HTTPClientRequest) throws
     }
 }
 
-/// The file -o or -O names for `url`; nil when the body goes to stdout.
+/// -o naming a device or FIFO (`/dev/null`, `/dev/stdout`): written as a stream, since a rename would replace
+/// the device itself.
+func streamedOutput(_ options: Options) -> String? {
+    guard let output = options.output, isSpecialFile(output) else { return nil }
+    return output
+}
+
+func isSpecialFile(_ path: String) -> Bool {
+    var info = stat()
+    return stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG && (info.st_mode & S_IFMT) != S_IFDIR
+}
+
+/// The file -o or -O names for `url`, written atomically; nil when the body goes to stdout or a device.
 func outputPath(_ options: Options, url: String) throws -> String? {
-    if let output = options.output { return output }
+    if let output = options.output { return isSpecialFile(output) ? nil : output }
     guard options.bodies.remoteName else { return nil }
     let withoutQuery = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
     let withoutFragment = withoutQuery.split(separator: "#", maxSplits: 1).first.map(String.init) ?? withoutQuery

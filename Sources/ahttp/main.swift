@@ -375,7 +375,7 @@ func run() async -> Int32 {
 
     let sink: Sink
     // -o and -O are written atomically by `downloadToFile` (Bodies.swift), not through the sink.
-    do { sink = try Sink(path: nil) } catch let error as UsageError {
+    do { sink = try Sink(path: streamedOutput(options)) } catch let error as UsageError {
         printError(error.message)
         return 23
     } catch { return 23 }

@@ -81,6 +81,11 @@ extension HTTPClient {
         guard !LocalFiles.isDirectory(destination) else {
             throw HTTPClientError.invalidRequest("the download destination \(destination) is a directory")
         }
+        // A rename would replace the device or FIFO itself (as root, /dev/null with a regular file).
+        guard !LocalFiles.isSpecialFile(destination) else {
+            throw HTTPClientError.invalidRequest(
+                "the download destination \(destination) is not a regular file; stream the response body to it instead")
+        }
         if options.resume { return try await resumableDownload(request, to: destination, options: options) }
         let response = try await send(request)
         let status = response.status.code

@@ -179,6 +179,13 @@ enum LocalFiles {
         return stat(path, &info) == 0
     }
 
+    /// Whether something other than a regular file is at `path` (a device such as `/dev/null`, a FIFO, a
+    /// socket, a directory); false when nothing is there.
+    static func isSpecialFile(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG
+    }
+
     /// Whether `path` is a directory.
     static func isDirectory(_ path: String) -> Bool {
         var info = stat()
