@@ -63,10 +63,10 @@ echo "making a ${MIB} MiB random file in $WORK/client"
 head -c "$((MIB * 1024 * 1024))" /dev/urandom > "$WORK/client/source.bin"
 BYTES=$((MIB * 1024 * 1024))
 
-measure() {  # measure <label> <ahttp arguments…>
+measure() {  # measure <label> <tool> <arguments…>
     local label=$1
     shift
-    /usr/bin/time -v "$AHTTP" -s "$@" 2> "$WORK/time.txt"
+    /usr/bin/time -v "$@" 2> "$WORK/time.txt"
     local seconds rss
     seconds=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s }' "$WORK/time.txt")
     rss=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$WORK/time.txt")
@@ -74,9 +74,14 @@ measure() {  # measure <label> <ahttp arguments…>
         'BEGIN { printf "%-9s %6d MiB in %6.2f s = %7.1f MB/s, client peak RSS %.1f MiB\n", label, bytes / 1048576, s, bytes / s / 1e6, rss / 1024 }'
 }
 
-measure upload -T "$WORK/client/source.bin" "http://127.0.0.1:$PORT/dav/up.bin"
+measure "ahttp -T" "$AHTTP" -s -T "$WORK/client/source.bin" "http://127.0.0.1:$PORT/dav/up.bin"
 cmp "$WORK/client/source.bin" "$WORK/root/dav/up.bin" && echo "upload: stored file identical"
-measure download -o "$WORK/client/copy.bin" "http://127.0.0.1:$PORT/dav/up.bin"
+measure "ahttp -o" "$AHTTP" -s -o "$WORK/client/copy.bin" "http://127.0.0.1:$PORT/dav/up.bin"
 cmp "$WORK/client/source.bin" "$WORK/client/copy.bin" && echo "download: file identical"
 left=$(find "$WORK/client" -name '.*' | wc -l)
 echo "temporary files left beside the download: $left"
+if command -v curl >/dev/null; then  # the same transfers with curl, in the same run, for scale
+    rm -f "$WORK/root/dav/up.bin" "$WORK/client/copy.bin"
+    measure "curl -T" curl -s -o /dev/null -T "$WORK/client/source.bin" "http://127.0.0.1:$PORT/dav/up.bin"
+    measure "curl -o" curl -s -o "$WORK/client/copy.bin" "http://127.0.0.1:$PORT/dav/up.bin"
+fi

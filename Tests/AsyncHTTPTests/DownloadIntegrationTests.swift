@@ -194,3 +194,26 @@ final class DownloadIntegrationTests: XCTestCase {
                        try Data(contentsOf: URL(fileURLWithPath: try Peers.directory() + "/www/small.txt")))
     }
 }
+
+extension DownloadIntegrationTests {
+    func testAFailedResumableDownloadThatGotNoBytesLeavesNothingAndSpecialFilesAreRefused() async throws {
+        let server = try FaultServer(script: .resetAfterRequest)
+        defer { server.stop() }
+        let directory = try temporaryDirectory()
+        let destination = directory.appendingPathComponent("f.bin").path
+        let client = HTTPClient()
+        do {
+            _ = try await client.download(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/"), to: destination,
+                                          options: DownloadOptions(resume: true))
+            XCTFail("a reset must fail")
+        } catch is HTTPClientError {}
+        XCTAssertEqual(try contents(of: directory), [])
+        do {
+            _ = try await client.download(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/"), to: "/dev/null")
+            XCTFail("a device is not a download destination")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .invalidRequest)
+        }
+        try await client.shutdown()
+    }
+}

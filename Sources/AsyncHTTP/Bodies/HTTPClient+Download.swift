@@ -125,10 +125,20 @@ extension HTTPClient {
         let partialPath = options.temporaryPath ?? destination + ".part"
         let sidecarPath = partialPath + ".validator"
         let partial = try LocalFile.openForWriting(partialPath, mode: .append)
-        defer { partial.close() }
+        var locked = false
+        defer {
+            // A partial file that never received a byte is no progress worth keeping (only ours to remove
+            // while we hold its lock).
+            if locked, LocalFiles.size(atPath: partialPath) == 0 {
+                LocalFiles.remove(partialPath)
+                LocalFiles.remove(sidecarPath)
+            }
+            partial.close()
+        }
         guard partial.tryLock() else {
             throw HTTPClientError.invalidRequest("another download is writing \(partialPath)")
         }
+        locked = true
         var request = request
         // Identity bytes only: a range counts the bytes of the representation as sent, and a kept file of
         // inflated bytes could not be continued by a range of compressed ones.

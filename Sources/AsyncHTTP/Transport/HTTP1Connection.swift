@@ -450,10 +450,11 @@ extension HTTP1Connection {
 
     /// After the head of a request with `Expect: 100-continue` went out: waits until `100 Continue` arrives, a
     /// final response head arrives, or `timeout` passes (RFC 9110 §10.1.1: a client that sent the expectation
-    /// need not wait for an indefinite period). The request's own deadlines still apply, and end the wait with
-    /// their timeout error.
+    /// need not wait for an indefinite period). The wait is a choice, not a byte the server owes: the inactivity
+    /// timeout shortens it (a server silent that long is taken not to do 100-continue) instead of failing the
+    /// request, and only the total deadline ends it with a timeout error.
     func awaitContinue(timeout: Duration, deadlines: Deadlines) async throws(HTTPClientError) -> ContinueOutcome {
-        let giveUp = ContinuousClock.now + timeout
+        let giveUp = ContinuousClock.now + min(timeout, deadlines.inactivity ?? timeout)
         // Bounded: each round parses what is buffered or reads once; the wait ends by `giveUp` at the latest.
         while true {
             while bufferOffset < buffer.count {
@@ -486,9 +487,8 @@ extension HTTP1Connection {
                 break
             }
             guard ContinuousClock.now < giveUp else { return .sendBody }
-            let (deadline, phase) = deadlines.next(.head)
-            if let deadline, deadline <= giveUp {
-                try await socket.waitUntil(.readable, deadline: deadline, phase: phase)
+            if let total = deadlines.total, total <= giveUp {
+                try await socket.waitUntil(.readable, deadline: total, phase: .total)
             } else {
                 do {
                     try await socket.waitUntil(.readable, deadline: giveUp, phase: .head)
