@@ -130,10 +130,10 @@ func applyBodies(_ options: Options, to request: inout HTTPClientRequest) throws
         try request.setForm(form)
     }
     if let path = bodies.uploadFile {
-        request.body = try .file(path)
+        request.body = try .file(path == "-" ? "/dev/stdin" : path)  // curl: -T - reads stdin
         request.method = .put
         // curl: a URL ending in '/' gets the file's name appended.
-        if request.url.hasSuffix("/") {
+        if request.url.hasSuffix("/"), path != "-" {
             let name = path.split(separator: "/").last.map(String.init) ?? path
             request.url += URLEncodedForm.percentEncoded(name).replacingOccurrences(of: "+", with: "%20")
         }
