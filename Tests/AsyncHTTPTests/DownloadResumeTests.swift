@@ -63,22 +63,4 @@ final class DownloadResumeTests: XCTestCase {
         XCTAssertNil(DownloadResume.parseSidecar(DownloadResume.sidecarText(nil)))
         XCTAssertNil(DownloadResume.parseSidecar("etag: \"x\"\n"), "no header line: not ours")
     }
-
-    func testExpectContinuePolicyThreshold() {
-        XCTAssertFalse(ExpectContinuePolicy.default.applies(toBodyLength: 1000))
-        XCTAssertTrue(ExpectContinuePolicy.default.applies(toBodyLength: 1 << 20))
-        XCTAssertTrue(ExpectContinuePolicy.default.applies(toBodyLength: nil), "unknown length: may be large")
-        XCTAssertFalse(ExpectContinuePolicy.never.applies(toBodyLength: nil))
-        XCTAssertFalse(ExpectContinuePolicy(minimumBodySize: 0).applies(toBodyLength: 0), "no content, no expectation")
-    }
-
-    func testBodyWithheldClosesTheConnectionAfterTheResponse() {
-        var machine = HTTP1ConnectionStateMachine()
-        XCTAssertEqual(machine.requestStarted(persistent: true), .writeRequest)
-        machine.wrote(100)
-        XCTAssertEqual(machine.headReceived(keepAlive: true, keepAliveMax: nil, keepAliveTimeout: nil), .readBody)
-        machine.bodyWithheld()
-        XCTAssertEqual(machine.bodyEnded(), .close)
-        XCTAssertEqual(machine.state, .mustClose)
-    }
 }

@@ -30,9 +30,11 @@ final class ExpectContinueTests: XCTestCase {
         XCTAssertEqual(response.status.code, 401)
         let value1 = try await response.body.collect(upTo: 100)
         XCTAssertEqual(value1, Array("nope".utf8))
-        try await client.shutdown()
-        // The client closes the connection after the response; the server saw every byte until then.
+        // The server was promised 200000 bytes it never got: that connection cannot carry another request.
         let records = waitForRecords(server, count: 1)
+        _ = try await client.send(request(server))
+        XCTAssertEqual(client.connectionsOpened, 2, "the connection of the withheld body was closed, not reused")
+        try await client.shutdown()
         XCTAssertTrue(records[0].head.contains("Expect: 100-continue\r\n"), records[0].head)
         XCTAssertTrue(records[0].head.contains("Content-Length: 200000\r\n"))
         XCTAssertEqual(records[0].bytesAfterHead, 0, "not one byte of the body was sent")
@@ -138,6 +140,39 @@ final class ExpectContinueTests: XCTestCase {
         }
         try await client.shutdown()
         XCTAssertTrue(server.records.isEmpty, "no request head reached the server")
+    }
+
+    func testExpectContinuePolicyThreshold() {
+        XCTAssertFalse(ExpectContinuePolicy.default.applies(toBodyLength: 1000))
+        XCTAssertTrue(ExpectContinuePolicy.default.applies(toBodyLength: 1 << 20))
+        XCTAssertTrue(ExpectContinuePolicy.default.applies(toBodyLength: nil), "unknown length: may be large")
+        XCTAssertFalse(ExpectContinuePolicy.never.applies(toBodyLength: nil))
+        XCTAssertFalse(ExpectContinuePolicy(minimumBodySize: 0).applies(toBodyLength: 0), "no content, no expectation")
+    }
+
+    func testBodyWithheldClosesTheConnectionAfterTheResponse() {
+        var machine = HTTP1ConnectionStateMachine()
+        XCTAssertEqual(machine.requestStarted(persistent: true), .writeRequest)
+        machine.wrote(100)
+        XCTAssertEqual(machine.headReceived(keepAlive: true, keepAliveMax: nil, keepAliveTimeout: nil), .readBody)
+        machine.bodyWithheld()
+        XCTAssertEqual(machine.bodyEnded(), .close)
+        XCTAssertEqual(machine.state, .mustClose)
+    }
+
+    func testTheParserNotesA100ContinueButNotOther1xx() throws {
+        var parser = HTTP1ResponseParser()
+        parser.expectResponse(to: .put)
+        let early = Array("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n".utf8)
+        _ = try early.withUnsafeBytes { try parser.parse($0) }
+        XCTAssertFalse(parser.receivedContinue)
+        let go = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+        let (event, consumed) = try go.withUnsafeBytes { try parser.parse($0) }
+        XCTAssertEqual(event, .needMoreData)
+        XCTAssertEqual(consumed, go.count)
+        XCTAssertTrue(parser.receivedContinue)
+        parser.expectResponse(to: .put)
+        XCTAssertFalse(parser.receivedContinue, "reset for the next request")
     }
 
     // MARK: Helpers
