@@ -25,7 +25,7 @@ extension HTTPClientRequest.Body {
         guard offset >= 0, (length ?? 0) >= 0 else {
             throw .invalidRequest("file body range of \(path) is negative (offset \(offset), length \(length ?? 0))")
         }
-        let file = try LocalFile.openForReading(path, what: "request body file")
+        let file = try LocalFile.openForReading(path, what: "request body file", checkOnly: true)
         defer { file.close() }
         let (size, isRegular) = try file.status()
         guard isRegular else {
