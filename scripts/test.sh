@@ -159,6 +159,12 @@ http {
         ssl_certificate $CERT;
         ssl_certificate_key $KEY;
         root $PEERS/www;
+        location /dav/ {
+            root $PEERS;
+            dav_methods PUT DELETE;
+            create_full_put_path on;
+            client_max_body_size 0;
+        }
     }
 }
 EOF

@@ -132,4 +132,54 @@ final class UploadIntegrationTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stored)), bytes.subdata(in: 1000..<(1000 + 123_456)))
         try await client.shutdown()
     }
+
+    func testAFilePUTOverTLSWaitsFor100AndIsStoredExactly() async throws {
+        let nginx = try Peers.nginx()
+        let fileURL = URL(fileURLWithPath: try Peers.directory() + "/www/big.bin")
+        let name = "tls-\(UUID().uuidString).bin"
+        let stored = try Peers.directory() + "/dav/" + name
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: stored) }
+        var configuration = HTTPClient.Configuration()
+        configuration.tls.trustRoots = .file(nginx.caFile)
+        configuration.expectContinue = ExpectContinuePolicy(minimumBodySize: 1, timeout: .seconds(30))
+        let client = HTTPClient(configuration: configuration)
+        var request = HTTPClientRequest(url: "https://localhost:\(nginx.httpsPort)/dav/\(name)")
+        request.method = .put
+        request.body = try .file(fileURL.path)
+        let started = ContinuousClock.now
+        let response = try await client.send(request)
+        XCTAssertEqual(response.status.code, 201)
+        _ = try await response.body.collect(upTo: 1 << 20)
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(25), "sent on nginx's 100 Continue, not after the wait")
+        try await client.shutdown()
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stored)), try Data(contentsOf: fileURL))
+    }
+
+    /// Counts the request body bytes that crossed the socket.
+    final class SentBytes: HTTPClientObserver, @unchecked Sendable {
+        // @unchecked: `total` is behind `lock`.
+        private let lock = NSLock()
+        private var _total = 0
+        var total: Int { lock.withLock { _total } }
+        func observe(_ event: HTTPClientEvent) {
+            if case .bodyBytesSent(let total) = event.kind { lock.withLock { _total = max(_total, total) } }
+        }
+    }
+
+    func testNginxRefusingTheSizeWith413BeforeTheBodyMeansNoBodyIsSent() async throws {
+        let nginx = try Peers.nginx()
+        let sent = SentBytes()
+        var configuration = HTTPClient.Configuration()
+        configuration.observers = [sent]
+        let client = HTTPClient(configuration: configuration)
+        // Outside /dav/ nginx keeps its default client_max_body_size (1 MiB) and answers 413 from the head alone.
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(nginx.httpPort)/upload-refused.bin")
+        request.method = .put
+        request.body = try .file(try Peers.directory() + "/www/big.bin")
+        let response = try await client.send(request)
+        XCTAssertEqual(response.status.code, 413)
+        _ = try await response.body.collect(upTo: 1 << 20)
+        try await client.shutdown()
+        XCTAssertEqual(sent.total, 0, "not one byte of the 8 MiB body was sent")
+    }
 }
