@@ -104,6 +104,23 @@ final class ExpectContinueTests: XCTestCase {
         XCTAssertTrue(waitForRecords(server, count: 1)[0].head.contains("Expect: 100-continue"))
     }
 
+    func testTheTotalDeadlineStillEndsTheWait() async throws {
+        let server = try ExpectContinueServer { _, _ in .silentThenOK }
+        defer { server.stop() }
+        let client = client(timeout: .seconds(30))
+        var request = request(server)
+        request.timeout = .milliseconds(300)
+        do {
+            _ = try await client.send(request)
+            XCTFail("the total deadline must end the wait for 100 Continue")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .timeout)
+            XCTAssertEqual(error.timeoutPhase, .total)
+        }
+        try await client.shutdown()
+        XCTAssertEqual(waitForRecords(server, count: 1)[0].bytesAfterHead, 0)
+    }
+
     func testSmallBodiesAndHTTP10DoNotWait() async throws {
         let server = try ExpectContinueServer { _, _ in .silentThenOK }
         defer { server.stop() }
