@@ -18,7 +18,8 @@ import Darwin
 struct BodyOptions {
     /// -F / --form-string, in order.
     var formParts: [FormPart] = []
-    /// --data-binary @file, when it is the only data: streamed instead of read into memory.
+    /// --data-binary @file given before any other data: streamed instead of read into memory (data given after it
+    /// is joined in memory, in order).
     var dataBinaryFile: String?
     /// -T: the file to PUT.
     var uploadFile: String?

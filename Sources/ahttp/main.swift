@@ -105,7 +105,7 @@ func parse(_ arguments: [String]) throws -> Options {
             let fieldValue = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
             options.headers.append((name, String(fieldValue)))
         case "--data-binary" where index + 1 < arguments.count && arguments[index + 1].hasPrefix("@")
-            && options.bodies.dataBinaryFile == nil:
+            && options.bodies.dataBinaryFile == nil && options.data == nil:
             options.bodies.dataBinaryFile = String(try value(argument).dropFirst())
         case "--data-urlencode": options.data = joinData(options.data, try dataURLEncode(try value(argument)))
         case "-F", "--form": options.bodies.formParts.append(try parseFormPart(try value(argument), literal: false))
