@@ -143,7 +143,8 @@ final class FormEncodingTests: XCTestCase {
     func testFileBodyRangeAndShrinkingFile() async throws {
         let bytes = (0..<1000).map { UInt8($0 % 251) }
         let path = try temporaryFile(bytes: bytes, name: "range.bin")
-        let body = try HTTPClientRequest.Body.file(path, offset: 100, length: 50)
+        let body = try HTTPClientRequest.Body.file(URL(fileURLWithPath: path), offset: 100, length: 50)
+        XCTAssertThrowsError(try HTTPClientRequest.Body.file(URL(string: "https://example.com/x")!))
         XCTAssertEqual(body.length, 50)
         let value2 = try await collect(body)
         XCTAssertEqual(value2, Array(bytes[100..<150]))

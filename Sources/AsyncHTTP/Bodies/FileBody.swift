@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#elseif canImport(Foundation)
+import Foundation
+#endif
+
 extension HTTPClientRequest.Body {
     /// A body streamed from a file on disk (ASIHTTPRequest's `setShouldStreamPostDataFromDisk:` with
     /// `appendPostDataFromFile:`; curl's `-T` and `--data-binary @file`), never read into memory whole.
@@ -46,6 +52,14 @@ extension HTTPClientRequest.Body {
         return Self(storage: .stream(length: count, replayable: true, makeSource: { () throws(HTTPClientError) in
             try FileChunks.range(path: path, offset: offset, count: count)
         }))
+    }
+}
+
+extension HTTPClientRequest.Body {
+    /// A body streamed from the file at a `file:` URL; see ``file(_:offset:length:)``.
+    public static func file(_ url: URL, offset: Int = 0, length: Int? = nil) throws(HTTPClientError) -> Self {
+        guard url.isFileURL else { throw .invalidRequest("\(url) is not a file URL") }
+        return try file(url.path, offset: offset, length: length)
     }
 }
 
