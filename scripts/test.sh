@@ -78,6 +78,7 @@ python3 -c 'import ensurepip' >/dev/null 2>&1 ||
 
 # --- files -----------------------------------------------------------------------------------
 mkdir -p "$PEERS/www" "$PEERS/nginx/tmp" "$PEERS/tls"
+mkdir -p "$PEERS/dav"   # nginx's PUT target (location /dav/)
 
 CERT="$PEERS/tls/nginx.pem"
 KEY="$PEERS/tls/nginx.key"
@@ -149,6 +150,13 @@ http {
         root $PEERS/www;
         # Which connection served this, and its how-many-th request: keep-alive counted by the server.
         location = /connection { default_type text/plain; return 200 "\$connection \$connection_requests\n"; }
+        # Uploads (issue 14): PUT /dav/<name> stores the body as $PEERS/dav/<name>, for byte-for-byte checks.
+        location /dav/ {
+            root $PEERS;
+            dav_methods PUT DELETE;
+            create_full_put_path on;
+            client_max_body_size 0;
+        }
     }
     server {
         listen 127.0.0.1:$2 ssl;
@@ -157,6 +165,12 @@ http {
         ssl_certificate_key $KEY;
         root $PEERS/www;
         location = /connection { default_type text/plain; return 200 "\$connection \$connection_requests\n"; }
+        location /dav/ {
+            root $PEERS;
+            dav_methods PUT DELETE;
+            create_full_put_path on;
+            client_max_body_size 0;
+        }
     }
 }
 EOF

@@ -113,6 +113,13 @@ package struct HTTP1ConnectionStateMachine: Sendable {
         return .readBody
     }
 
+    /// A request sent with `Expect: 100-continue` got its final response before its body went out, and the
+    /// body will not be sent. The server was promised a body it never gets, so the connection cannot frame
+    /// another request: it closes after this response (RFC 9110 §10.1.1; curl does the same).
+    package mutating func bodyWithheld() {
+        requestIsPersistent = false
+    }
+
     /// The body ended where its framing says (not by the server closing, which is ``closed()``).
     package mutating func bodyEnded() -> Action {
         guard state == .body else { return fail("a body ended while the connection was \(state)") }

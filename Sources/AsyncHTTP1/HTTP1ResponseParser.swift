@@ -143,6 +143,9 @@ package struct HTTP1ResponseParser {
     /// For the field-section scanner: the length of the section's current, unterminated line (bytes in `carry`).
     private var carriedLineLength = 0
     private var interimResponses = 0
+    /// A `100 Continue` arrived for the current request (RFC 9110 §15.2.1): the go-ahead a request sent with
+    /// `Expect: 100-continue` waits for before its body. Other 1xx (102, 103) are not one.
+    package private(set) var receivedContinue = false
     private var bodyBytes = 0
     /// The previous head on this connection, kept to be reused: a server sends mostly the same fields in the
     /// same order on every response (nginx: Server, Date, Content-Type, Content-Length, Last-Modified,
@@ -172,6 +175,7 @@ package struct HTTP1ResponseParser {
         carry.removeAll(keepingCapacity: true)
         carriedLineLength = 0
         interimResponses = 0
+        receivedContinue = false
         bodyBytes = 0
         declaredContentLength = 0
         bytesReceived = 0
@@ -331,6 +335,7 @@ package struct HTTP1ResponseParser {
             // RFC 9110 §15.2: a client must parse 1xx responses it did not expect and may ignore them
             // (100 Continue, 102 Processing, 103 Early Hints). They never have a body.
             interimResponses += 1
+            if code == 100 { receivedContinue = true }
             if interimResponses > Self.maxInterimResponses {
                 throw .malformedResponse("more than \(Self.maxInterimResponses) interim 1xx responses")
             }

@@ -59,6 +59,8 @@ struct Options {
     var unixSocket: UnixSocketAddress?
     var happyEyeballsDelay: Int?
     var urls: [String] = []
+    /// -F, --data-urlencode, --data-binary @file, -T, -O, -C -, --expect100-timeout (Bodies.swift).
+    var bodies = BodyOptions()
 }
 
 /// `user:password`, with `DOMAIN\user` for NTLM, as curl's -u and -U take it. No colon: an empty password
@@ -111,6 +113,21 @@ func parse(_ arguments: [String]) throws -> Options {
             let name = String(line[..<colon])
             let fieldValue = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
             options.headers.append((name, String(fieldValue)))
+        case "--data-binary" where index + 1 < arguments.count && arguments[index + 1].hasPrefix("@")
+            && options.bodies.dataBinaryFile == nil && options.data == nil:
+            options.bodies.dataBinaryFile = String(try value(argument).dropFirst())
+        case "--data-urlencode": options.data = joinData(options.data, try dataURLEncode(try value(argument)))
+        case "-F", "--form": options.bodies.formParts.append(try parseFormPart(try value(argument), literal: false))
+        case "--form-string": options.bodies.formParts.append(try parseFormPart(try value(argument), literal: true))
+        case "-T", "--upload-file": options.bodies.uploadFile = try value(argument)
+        case "-O", "--remote-name": options.bodies.remoteName = true
+        case "-C", "--continue-at":
+            guard try value(argument) == "-" else { throw UsageError(message: "-C: only '-C -' (resume from the partial file) is supported") }
+            options.bodies.resume = true
+        case "--expect100-timeout":
+            let text = try value(argument)
+            guard let seconds = Double(text), seconds >= 0 else { throw UsageError(message: "invalid --expect100-timeout '\(text)'") }
+            options.bodies.expect100Timeout = seconds
         case "-d", "--data", "--data-binary":
             let text = try value(argument)
             var bytes: [UInt8]
@@ -173,7 +190,7 @@ func parse(_ arguments: [String]) throws -> Options {
             }
             options.happyEyeballsDelay = milliseconds
         case "-h", "--help":
-            printStdout(usage + "\n")
+            printStdout(usage + "\n" + bodiesUsage + "\n")
             exit(0)
         default:
             if argument.hasPrefix("-") && argument.count > 1 {
@@ -392,7 +409,8 @@ func run() async -> Int32 {
     let client = HTTPClient(configuration: configuration)
 
     let sink: Sink
-    do { sink = try Sink(path: options.output) } catch let error as UsageError {
+    // -o and -O are written atomically by `downloadToFile` (Bodies.swift), not through the sink.
+    do { sink = try Sink(path: streamedOutput(options)) } catch let error as UsageError {
         printError(error.message)
         return 23
     } catch { return 23 }
@@ -405,6 +423,10 @@ func run() async -> Int32 {
             request.method = .post
             request.body = .bytes(data)
             request.headers[.contentType] = "application/x-www-form-urlencoded"
+        }
+        if let failure = applyBodiesReporting(options, to: &request) {
+            status = failure
+            continue
         }
         if let method = options.method { request.method = method }
         for (name, value) in options.headers { request.setHeader(name, value) }
@@ -419,6 +441,20 @@ func run() async -> Int32 {
         let start = ContinuousClock.now
         do {
             let connectionsBefore = client.connectionsOpened
+            if let path = try outputPath(options, url: url) {
+                let outcome = try await downloadToFile(client, request, path: path, options: options)
+                if !(200..<300).contains(outcome.status) { status = 22 }  // the file was left alone: say so, as curl -f
+                if let format = options.writeOut {
+                    let elapsed = start.duration(to: .now)
+                    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                    printStdout(formatWriteOut(format, values: [
+                        "http_code": String(outcome.status), "response_code": String(outcome.status),
+                        "size_download": String(outcome.size), "url_effective": outcome.url,
+                        "num_connects": String(client.connectionsOpened - connectionsBefore), "time_total": String(seconds),
+                    ]))
+                }
+                continue
+            }
             let response = try await client.send(request)
             let headText = responseHeadText(response)
             if options.includeHeaders || options.headOnly { try sink.write(headText) }

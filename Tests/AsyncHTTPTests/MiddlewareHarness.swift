@@ -104,8 +104,8 @@ func bodyBytes(_ body: HTTPClientRequest.Body?) async throws -> [UInt8]? {
     switch body.storage {
     case .bytes(let bytes):
         return bytes
-    case .stream(_, let makeSource):
-        let source = makeSource()
+    case .stream(_, _, let makeSource):
+        let source = try makeSource()
         var bytes: [UInt8] = []
         while let chunk = try await source.next() { bytes += chunk }
         return bytes

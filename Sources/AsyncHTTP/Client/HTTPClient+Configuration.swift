@@ -80,6 +80,9 @@ extension HTTPClient {
         /// bytes, retries and timings. They see traffic and cannot change it. None by default, and with none
         /// nothing is recorded.
         public var observers: [any HTTPClientObserver] = []
+        /// Which request bodies wait for `100 Continue` before they are sent (``ExpectContinuePolicy``): by default
+        /// bodies of 1 MiB or more, for up to 1 s, as curl does. ``HTTPClientRequest/expectContinue`` overrides it.
+        public var expectContinue = ExpectContinuePolicy.default
 
         public init() {}
 
@@ -115,6 +118,9 @@ extension HTTPClient {
             }
             if let dnsCacheTimeout, dnsCacheTimeout <= .zero {
                 throw refuse("dnsCacheTimeout is \(dnsCacheTimeout); it must be positive (nil turns the cache off)")
+            }
+            guard expectContinue.timeout >= .zero else {
+                throw refuse("expectContinue.timeout is \(expectContinue.timeout); it must not be negative")
             }
         }
     }

@@ -263,7 +263,14 @@ public struct HTTPClientRequest: Sendable {
 }
 
 extension HTTPClientRequest {
-    /// A request body: bytes in memory (can be sent again) or a one-shot stream.
+    /// A request body: bytes in memory, a file on disk (both can be sent again), or a one-shot stream.
+    ///
+    /// ```swift
+    /// request.body = .bytes(Array("hello".utf8))
+    /// request.body = try .file("/tmp/upload.iso")            // streamed from disk, Content-Length from its size
+    /// request.body = .stream(chunks, length: .known(1 << 20)) // one-shot
+    /// ```
+    /// Forms build bodies too: ``HTTPClientRequest/setForm(_:encoding:)`` and ``MultipartForm``.
     public struct Body: Sendable {
         /// Whether a stream's length is known up front. Known lengths go out with `Content-Length`,
         /// unknown ones with `Transfer-Encoding: chunked`.
@@ -272,9 +279,19 @@ extension HTTPClientRequest {
             case unknown
         }
 
+        /// The internal seam for every body that is not plain bytes.
+        ///
+        /// `.stream` carries its length (nil: unknown, sent chunked), whether it may be sent again, and a
+        /// factory that makes a *new* chunk source for each send: a file body re-opens its file (so a redirect,
+        /// an auth retry or a stale-connection retry starts again from the first byte), a multipart form
+        /// re-makes its parts, a one-shot stream hands out its one iterator. `makeSource` is called before the
+        /// request head is written, so a file that has gone missing fails before anything is sent.
+        ///
+        /// A middleware that changes the bytes on their way (compression, pacing) wraps the source and keeps
+        /// the rest: see ``mappingSource(length:_:)``.
         enum Storage: Sendable {
             case bytes([UInt8])
-            case stream(length: Int?, makeSource: @Sendable () -> BodyChunkSource)
+            case stream(length: Int?, replayable: Bool, makeSource: @Sendable () throws(HTTPClientError) -> BodyChunkSource)
         }
 
         let storage: Storage
@@ -299,7 +316,7 @@ extension HTTPClientRequest {
         public static func stream<Chunks: AsyncSequence & Sendable>(_ chunks: Chunks, length: Length = .unknown) -> Body
         where Chunks.Element: Collection<UInt8> {
             let knownLength: Int? = if case .known(let n) = length { n } else { nil }
-            return Body(storage: .stream(length: knownLength, makeSource: {
+            return Body(storage: .stream(length: knownLength, replayable: false, makeSource: { () throws(HTTPClientError) in
                 var iterator = chunks.makeAsyncIterator()
                 return BodyChunkSource {
                     guard let element = try await iterator.next() else { return nil }
@@ -314,20 +331,48 @@ extension HTTPClientRequest {
         public var length: Int? {
             switch storage {
             case .bytes(let bytes): bytes.count
-            case .stream(let length, _): length
+            case .stream(let length, _, _): length
             }
         }
 
-        /// Whether the body can be sent more than once (bytes: yes; a stream: no).
+        /// Whether the body can be sent more than once (bytes and files: yes; a stream: no).
         public var isReplayable: Bool {
-            if case .bytes = storage { return true }
-            return false
+            switch storage {
+            case .bytes: true
+            case .stream(_, let replayable, _): replayable
+            }
+        }
+
+        /// The same body with each send's chunk source passed through `transform` (compression, pacing),
+        /// keeping whether it can be sent again. `length` is the new length: the old one for a transform that
+        /// keeps the bytes' count (pacing), nil for one that does not (compression).
+        /// Bytes in memory are first turned into a one-chunk source.
+        func mappingSource(
+            length: Int?, _ transform: @escaping @Sendable (BodyChunkSource) -> BodyChunkSource
+        ) -> Body {
+            switch storage {
+            case .bytes(let bytes):
+                return Body(storage: .stream(length: length, replayable: true, makeSource: { () throws(HTTPClientError) in
+                    var sent = false
+                    return transform(BodyChunkSource {
+                        if sent || bytes.isEmpty { return nil }
+                        sent = true
+                        return bytes[...]
+                    })
+                }))
+            case .stream(_, let replayable, let makeSource):
+                return Body(storage: .stream(length: length, replayable: replayable, makeSource: { () throws(HTTPClientError) in
+                    transform(try makeSource())
+                }))
+            }
         }
     }
 }
 
-/// Pulls the chunks of a streaming request body. Used by the one task that writes the request.
-final class BodyChunkSource {
+/// Pulls the chunks of a streaming request body. Used by one task at a time: made by the task that writes the
+/// request (before the head goes out) and handed to the read-ahead task, which alone pulls it from then on.
+final class BodyChunkSource: @unchecked Sendable {
+    // @unchecked: one owner at a time (see above); `pull`'s state is touched only by that owner.
     private let pull: () async throws -> ArraySlice<UInt8>?
     init(_ pull: @escaping () async throws -> ArraySlice<UInt8>?) { self.pull = pull }
     func next() async throws -> ArraySlice<UInt8>? { try await pull() }

@@ -126,10 +126,8 @@ struct CompressionMiddleware: HTTPClientMiddleware {
                 }
             }.get()
             request.body = .bytes(compressed)
-        case .stream(_, let makeSource):
-            request.body = HTTPClientRequest.Body(storage: .stream(length: nil, makeSource: {
-                gzipping(makeSource())
-            }))
+        case .stream:
+            request.body = body.mappingSource(length: nil) { gzipping($0) }
         }
         request.headers[.contentEncoding] = "gzip"
     }

@@ -435,3 +435,97 @@ private enum ReadOutcome {
         }
     }
 }
+
+// MARK: Expect: 100-continue
+
+extension HTTP1Connection {
+    /// What came back while a request sent with `Expect: 100-continue` waited for the go-ahead.
+    enum ContinueOutcome {
+        /// `100 Continue`, or nothing before the wait ended: send the body.
+        case sendBody
+        /// A final response head came first: the body must not be sent, and the connection closes after this
+        /// response (``HTTP1ConnectionStateMachine/bodyWithheld()``).
+        case finalHead(HTTP1ResponseHead)
+    }
+
+    /// After the head of a request with `Expect: 100-continue` went out: waits until `100 Continue` arrives, a
+    /// final response head arrives, or `timeout` passes (RFC 9110 §10.1.1: a client that sent the expectation
+    /// need not wait for an indefinite period). The wait is a choice, not a byte the server owes: the inactivity
+    /// timeout shortens it (a server silent that long is taken not to do 100-continue) instead of failing the
+    /// request, and only the total deadline ends it with a timeout error.
+    func awaitContinue(timeout: Duration, deadlines: Deadlines) async throws(HTTPClientError) -> ContinueOutcome {
+        let giveUp = ContinuousClock.now + min(timeout, deadlines.inactivity ?? timeout)
+        // Bounded: each round parses what is buffered or reads once; the wait ends by `giveUp` at the latest.
+        while true {
+            while bufferOffset < buffer.count {
+                let (event, consumed) = try parseAtOffset()
+                bufferOffset += consumed
+                switch event {
+                case .head(let head):
+                    if case .refuse(let reason) = machine.headReceived(
+                        keepAlive: head.keepAlive, keepAliveMax: head.keepAliveMax, keepAliveTimeout: head.keepAliveTimeout) {
+                        throw .malformedResponse(reason)
+                    }
+                    machine.bodyWithheld()
+                    transferDecoder = head.transferCoding.map { TransferCodingDecoder(coding: $0, limits: transferDecodingLimits) }
+                    return .finalHead(head)
+                case .needMoreData:
+                    continue
+                case .body, .end:
+                    throw .malformedResponse("the parser produced body bytes before the response head")
+                }
+            }
+            if parser.receivedContinue { return .sendBody }
+            // Read before waiting: TLS may hold decrypted bytes that the socket no longer shows as readable.
+            switch try readAvailable() {
+            case .data:
+                continue
+            case .end:
+                throw .connectionClosed("the connection closed while the request waited for 100 Continue",
+                                        bytesReceived: parser.bytesReceived)
+            case .wouldBlock:
+                break
+            }
+            guard ContinuousClock.now < giveUp else { return .sendBody }
+            if let total = deadlines.total, total <= giveUp {
+                try await socket.waitUntil(.readable, deadline: total, phase: .total)
+            } else {
+                do {
+                    try await socket.waitUntil(.readable, deadline: giveUp, phase: .head)
+                } catch where error.code == .timeout {
+                    return .sendBody
+                }
+            }
+        }
+    }
+
+    private enum Available { case data, wouldBlock, end }
+
+    /// One read attempt into a fresh buffer, without waiting.
+    private func readAvailable() throws(HTTPClientError) -> Available {
+        var outcome = ReadOutcome.wait(.readable)
+        let size = readSize
+        let fresh = [UInt8](unsafeUninitializedCapacity: size) { storage, count in
+            let raw = UnsafeMutableRawBufferPointer(storage)
+            if let tls {
+                outcome = ReadOutcome(tls.tryRead(into: raw))
+            } else {
+                outcome = ReadOutcome(socket.tryRead(into: raw))
+            }
+            if case .read(let n) = outcome { count = n } else { count = 0 }
+        }
+        switch outcome {
+        case .read(let n):
+            guard n > 0 else { return .end }
+            buffer = fresh
+            bufferOffset = 0
+            return .data
+        case .uncleanEnd:
+            return .end
+        case .wait:
+            return .wouldBlock
+        case .failed(let error):
+            throw error
+        }
+    }
+}

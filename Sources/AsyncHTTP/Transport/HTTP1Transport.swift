@@ -24,6 +24,7 @@ final class HTTP1Transport: Sendable {
         var observing: Bool
         /// The client's `--resolve`, `--connect-to` and Unix socket settings.
         var targets = ConnectionTargets()
+        var expectContinue: ExpectContinuePolicy = .default
     }
 
     private let settings: Settings
@@ -56,7 +57,8 @@ final class HTTP1Transport: Sendable {
                 userAgent: configuration.userAgent, logger: configuration.logger,
                 observing: !configuration.observers.isEmpty,
                 targets: ConnectionTargets(resolve: configuration.resolve, connectTo: configuration.connectTo,
-                                           unixSocket: configuration.unixSocket)),
+                                           unixSocket: configuration.unixSocket),
+                expectContinue: configuration.expectContinue),
             pool: ConnectionPool(limit: limit, idleTimeout: configuration.idleTimeout, logger: configuration.logger, now: now),
             connector: Connector(
                 settings: .init(tls: configuration.tls, connectTimeout: configuration.connectTimeout,
@@ -101,15 +103,18 @@ final class HTTP1Transport: Sendable {
         if !targets.isEmpty {
             key.endpoint = proxy.map { targets.endpoint(host: $0.host, port: $0.port) } ?? targets.endpoint(host: url.host, port: url.port)
         }
-        let prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent,
-                                           absoluteForm: proxy?.kind == .http && !url.isSecure)
+        let absoluteForm = proxy?.kind == .http && !url.isSecure
+        var prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent, absoluteForm: absoluteForm,
+                                           expectContinue: request.expectContinue ?? settings.expectContinue)
+        var retriedWithoutExpectation = false
         let observation = settings.observing ? RequestObservation.current : nil
         let pin = request.connectionPin
         var timeoutRetries = request.retriesOnTimeout ?? settings.retriesOnTimeout
         var fresh = !request.persistentConnection
         while true {
+            let outcome: (response: HTTPClientResponse, bodyWithheld: Bool)
             do {
-                return try await attempt(prepared, key: key, fresh: fresh, pin: pin, deadlines: deadlines, observation: observation)
+                outcome = try await attempt(prepared, key: key, fresh: fresh, pin: pin, deadlines: deadlines, observation: observation)
             } catch {
                 switch error {
                 case .stale(let error, let connectionID):
@@ -118,6 +123,7 @@ final class HTTP1Transport: Sendable {
                     observation?.retry(reason: "connection \(connectionID) was closed by the server: \(error)")
                     fresh = true
                     // `stale` is produced only once: the next attempt runs on a fresh connection.
+                    continue
                 case .final(let error):
                     if error.code == .timeout, timeoutRetries > 0, error.timeoutPhase != .total,
                        request.method.isIdempotent, prepared.isReplayable {
@@ -131,6 +137,20 @@ final class HTTP1Transport: Sendable {
                     throw error
                 }
             }
+            // RFC 9110 §10.1.1: a 417 to `Expect: 100-continue` means something on the way does not do
+            // expectations; repeat the request without one. Only when the body was not sent (so it goes out
+            // once in all) and can be sent. Once.
+            if outcome.bodyWithheld, outcome.response.status.code == 417, prepared.isReplayable, !retriedWithoutExpectation {
+                retriedWithoutExpectation = true
+                settings.logger.debug("417 to Expect: 100-continue, retrying without it",
+                                      metadata: ["url": "\(url.redactedDescription)"])
+                observation?.retry(reason: "417 Expectation Failed before the body was sent; retrying without Expect")
+                prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent,
+                                               absoluteForm: absoluteForm, expectContinue: nil)
+                fresh = true
+                continue
+            }
+            return outcome.response
         }
     }
 
@@ -140,11 +160,12 @@ final class HTTP1Transport: Sendable {
         case final(HTTPClientError)
     }
 
-    /// One try: lease or open a connection, write the request, read the head.
+    /// One try: lease or open a connection, write the request, read the head. `bodyWithheld`: a final response
+    /// came before the body of an `Expect: 100-continue` request, which was therefore not sent.
     private func attempt(
         _ request: PreparedRequest, key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines,
         observation: RequestObservation?
-    ) async throws(AttemptFailure) -> HTTPClientResponse {
+    ) async throws(AttemptFailure) -> (response: HTTPClientResponse, bodyWithheld: Bool) {
         let lease: HTTP1Lease
         do {
             lease = try await self.lease(key, fresh: fresh, pin: pin, deadlines: deadlines)
@@ -157,11 +178,17 @@ final class HTTP1Transport: Sendable {
             route: key.description))
         do {
             try connection.startRequest(method: request.method, persistent: request.persistentConnection)
-            try await request.write(to: connection, deadlines: deadlines, observation: observation)
-            connection.requestWritten()
-            let head = try await connection.readHead(deadlines: deadlines)
+            let early = try await request.write(to: connection, deadlines: deadlines, observation: observation)
+            let head: HTTP1ResponseHead
+            if let early {
+                head = early
+            } else {
+                connection.requestWritten()
+                head = try await connection.readHead(deadlines: deadlines)
+            }
             observation?.headReceived(status: head.status, version: head.version, headers: head.headers)
-            return try await response(for: request, head: head, lease: lease, deadlines: deadlines, observation: observation)
+            let response = try await response(for: request, head: head, lease: lease, deadlines: deadlines, observation: observation)
+            return (response, early != nil)
         } catch {
             await lease.discard()
             let attempt = StaleConnectionRetry.Attempt(

@@ -7,9 +7,17 @@ struct PreparedRequest: Sendable {
     let head: [UInt8]
     let body: HTTPClientRequest.Body?
     let persistentConnection: Bool
+    /// How long to wait for `100 Continue` before sending the body; nil when the head carries no
+    /// `Expect: 100-continue` and the body follows the head at once.
+    let continueTimeout: Duration?
 
     /// `absoluteForm`: the request goes to an HTTP proxy, which needs the whole URL as the target (RFC 9112 §3.2.2).
-    init(_ request: HTTPClientRequest, url: HTTPURL, userAgent: String?, absoluteForm: Bool = false) throws(HTTPClientError) {
+    /// `expectContinue`: the policy that decides whether the body waits for `100 Continue` (nil: never, and an
+    /// `Expect: 100-continue` the caller set is removed, for the retry after a `417`).
+    init(
+        _ request: HTTPClientRequest, url: HTTPURL, userAgent: String?, absoluteForm: Bool = false,
+        expectContinue: ExpectContinuePolicy? = nil
+    ) throws(HTTPClientError) {
         self.url = url
         self.method = request.method
         self.body = request.body
@@ -18,9 +26,9 @@ struct PreparedRequest: Sendable {
         switch request.body?.storage {
         case .bytes(let bytes)?:
             framing = .contentLength(bytes.count)
-        case .stream(let length?, _)?:
+        case .stream(let length?, _, _)?:
             framing = .contentLength(length)
-        case .stream(nil, _)?:
+        case .stream(nil, _, _)?:
             guard request.version >= .http1_1 else {
                 throw .invalidRequest("a body of unknown length needs chunked encoding, which HTTP/1.0 does not have")
             }
@@ -39,6 +47,17 @@ struct PreparedRequest: Sendable {
             // HTTP/1.0 closes after each response unless both sides opt in (RFC 9112 §9.3).
             headers[.connection] = "keep-alive"
         }
+        // RFC 9110 §10.1.1: 100-continue only with content, and not towards an HTTP/1.0 server, which has no 1xx.
+        let expectField = HTTPField.Name("Expect")!
+        let askedForContinue = headers[expectField]?.lowercased() == "100-continue"
+        if let expectContinue, let body = request.body, request.version == .http1_1,
+           askedForContinue || expectContinue.applies(toBodyLength: body.length) {
+            headers[expectField] = "100-continue"
+            continueTimeout = expectContinue.timeout
+        } else {
+            if askedForContinue { headers[expectField] = nil }
+            continueTimeout = nil
+        }
         var head: [UInt8] = []
         head.reserveCapacity(256)
         let target = absoluteForm ? url.absoluteFormTarget : url.requestTarget
@@ -53,25 +72,47 @@ struct PreparedRequest: Sendable {
     var isReplayable: Bool { body?.isReplayable ?? true }
 
     /// Writes the head and body. Small bodies go out in the same syscall as the head.
-    func write(to connection: HTTP1Connection, deadlines: Deadlines, observation: RequestObservation? = nil) async throws(HTTPClientError) {
+    ///
+    /// With `Expect: 100-continue` the head goes out alone and the body waits for `100 Continue` or the
+    /// timeout; a final response head that comes first is returned, and the body is not sent. Nil: the whole
+    /// request went out.
+    func write(
+        to connection: HTTP1Connection, deadlines: Deadlines, observation: RequestObservation? = nil
+    ) async throws(HTTPClientError) -> HTTP1ResponseHead? {
         switch body?.storage {
         case nil:
             try await connection.write(head, deadlines: deadlines)
             observation?.headSent(head)
         case .bytes(let bytes)?:
+            if let continueTimeout {
+                try await connection.write(head, deadlines: deadlines)
+                observation?.headSent(head)
+                if case .finalHead(let early) = try await connection.awaitContinue(timeout: continueTimeout, deadlines: deadlines) {
+                    return early
+                }
+                try await connection.write(bytes[...], deadlines: deadlines)
+                if !bytes.isEmpty { observation?.bodySent(total: bytes.count) }
+                return nil
+            }
             try await connection.write(head, bytes[...], deadlines: deadlines)
             if let observation {
                 observation.headSent(head)
                 if !bytes.isEmpty { observation.bodySent(total: bytes.count) }
             }
-        case .stream(let length, let makeSource)?:
+        case .stream(let length, _, let makeSource)?:
+            // Made before the head goes out: a file that cannot be opened fails with nothing sent.
+            let source = try makeSource()
             try await connection.write(head, deadlines: deadlines)
             observation?.headSent(head)
+            if let continueTimeout,
+               case .finalHead(let early) = try await connection.awaitContinue(timeout: continueTimeout, deadlines: deadlines) {
+                return early  // the source is dropped unread; a file closes with it
+            }
             // A child task pulls the body's chunks ahead of this one, which writes whatever is waiting in one
             // `sendmsg` (see `RequestBodyReadAhead`).
             let readAhead = RequestBodyReadAhead()
             let outcome = await withTaskGroup(of: Void.self) { group -> Result<Void, HTTPClientError> in
-                group.addTask { await readAhead.produce(from: makeSource()) }
+                group.addTask { await readAhead.produce(from: source) }
                 do throws(HTTPClientError) {
                     if let length {
                         try await writeExactly(length, from: readAhead, to: connection, deadlines: deadlines, observation: observation)
@@ -87,6 +128,7 @@ struct PreparedRequest: Sendable {
             }
             try outcome.get()
         }
+        return nil
     }
 
     private func writeExactly(

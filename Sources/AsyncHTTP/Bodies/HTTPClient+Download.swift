@@ -1,0 +1,215 @@
+import HTTPTypes
+
+/// How ``HTTPClient/download(_:to:options:)`` writes a response to disk.
+public struct DownloadOptions: Sendable, Hashable {
+    /// Keep a partial file when a download fails, and continue it next time (ASIHTTPRequest's
+    /// `allowResumeForFileDownloads`, curl's `-C -`): see ``HTTPClient/download(_:to:options:)``.
+    public var resume: Bool
+    /// Write the body of a non-2xx response to the destination too. Off by default: an error page never
+    /// replaces a file you had.
+    public var writesErrorResponses: Bool
+    /// Where the bytes go until the download completes (ASIHTTPRequest's `temporaryFileDownloadPath`); it must be
+    /// on the destination's file system for the final move to be atomic. nil: a file beside the destination —
+    /// `.<name>.<pid>.<random>.download`, or `<destination>.part` when resuming (a stable name, so that the
+    /// next attempt finds it).
+    public var temporaryPath: String?
+
+    public init(resume: Bool = false, writesErrorResponses: Bool = false, temporaryPath: String? = nil) {
+        self.resume = resume
+        self.writesErrorResponses = writesErrorResponses
+        self.temporaryPath = temporaryPath
+    }
+}
+
+/// What ``HTTPClient/download(_:to:options:)`` did.
+public struct DownloadResult: Sendable {
+    /// The final response's status (after redirects and authentication), and its fields.
+    public var status: HTTPResponse.Status
+    public var headers: HTTPFields
+    /// The URL the body came from (the last redirect hop's).
+    public var url: HTTPURL
+    /// The destination path.
+    public var path: String
+    /// Whether the destination now holds this download (false for an error status not written, see
+    /// ``DownloadOptions/writesErrorResponses``).
+    public var written: Bool
+    /// The size of the file now at ``path`` when ``written``: the whole representation, resumed or not.
+    public var fileSize: Int
+    /// Body bytes received by this call (less than ``fileSize`` when a partial file was resumed).
+    public var bytesReceived: Int
+    /// The bytes of an earlier partial file that this call kept and appended to (0: downloaded whole).
+    public var resumedFrom: Int
+}
+
+extension HTTPClient {
+    /// Sends `request` and writes the response body to the file at `destination`, atomically.
+    ///
+    /// ```swift
+    /// let result = try await client.download(HTTPClientRequest(url: "https://example.com/big.iso"), to: "/tmp/big.iso")
+    /// print(result.status, result.fileSize)
+    /// // resumable: a failed attempt leaves /tmp/big.iso.part, and the next call continues it
+    /// let again = try await client.download(request, to: "/tmp/big.iso", options: DownloadOptions(resume: true))
+    /// ```
+    ///
+    /// The bytes go to a temporary file beside the destination (created with mode 0600), which is flushed
+    /// (`fsync`) and renamed over the destination only when the body arrived complete and the status was 2xx
+    /// (or ``DownloadOptions/writesErrorResponses`` is set). Until then the destination is untouched: a file
+    /// already there survives a failed download, and nothing else is left behind. An error status leaves the
+    /// destination alone and returns with ``DownloadResult/written`` false. The body streams to disk as it
+    /// arrives; memory stays at a few read buffers, whatever the size.
+    ///
+    /// With ``DownloadOptions/resume``, the temporary file is `<destination>.part`, with its validator in
+    /// `<destination>.part.validator`, and both are kept when the transfer fails. The next call sends
+    /// `Range: bytes=N-` for the N bytes kept, with `If-Range` (the strong `ETag`, or a `Last-Modified` that is
+    /// strong by RFC 9110 §8.8.2.2), and:
+    /// - `206` starting at byte N: the body is appended;
+    /// - `200` (the resource changed, or the server ignores ranges): the file starts again from zero;
+    /// - `416` with `Content-Range: bytes */N`: the kept file was already complete;
+    /// - anything else that does not fit (a `206` elsewhere, a `416` with another length): the partial file is
+    ///   dropped and the request sent again once, without a range.
+    /// A partial file without a usable validator is started again rather than spliced blindly. Resumable
+    /// downloads ask for the identity encoding (no `Accept-Encoding`), so the bytes kept and the bytes a range
+    /// counts are the same bytes. A second download to the same partial file at the same time is refused
+    /// (`flock`).
+    ///
+    /// Throws ``HTTPClientError`` for a failed transfer (with `resume`, the partial file stays) and for file
+    /// errors (``HTTPClientError/Code/ioFailure``, naming the path).
+    public func download(
+        _ request: HTTPClientRequest, to destination: String, options: DownloadOptions = DownloadOptions()
+    ) async throws -> DownloadResult {
+        guard !destination.isEmpty else { throw HTTPClientError.invalidRequest("the download destination is empty") }
+        guard !LocalFiles.isDirectory(destination) else {
+            throw HTTPClientError.invalidRequest("the download destination \(destination) is a directory")
+        }
+        // A rename would replace the device or FIFO itself (as root, /dev/null with a regular file).
+        guard !LocalFiles.isSpecialFile(destination) else {
+            throw HTTPClientError.invalidRequest(
+                "the download destination \(destination) is not a regular file; stream the response body to it instead")
+        }
+        if options.resume { return try await resumableDownload(request, to: destination, options: options) }
+        let response = try await send(request)
+        let status = response.status.code
+        guard (200..<300).contains(status) || options.writesErrorResponses else {
+            return DownloadResult(status: response.status, headers: response.headers, url: response.url, path: destination,
+                                  written: false, fileSize: 0, bytesReceived: 0, resumedFrom: 0)
+        }
+        let received = try await Self.writeWhole(response.body, to: destination, temporaryPath: options.temporaryPath)
+        return DownloadResult(status: response.status, headers: response.headers, url: response.url, path: destination,
+                              written: true, fileSize: received, bytesReceived: received, resumedFrom: 0)
+    }
+
+    /// Writes `body` to a new temporary file and moves it over `destination` once complete; on any failure the
+    /// temporary file is removed and the destination is untouched.
+    private static func writeWhole(
+        _ body: HTTPClientResponse.Body, to destination: String, temporaryPath: String?
+    ) async throws -> Int {
+        let temporary = temporaryPath ?? LocalFiles.temporaryPath(beside: destination)
+        if temporaryPath != nil { LocalFiles.remove(temporary) }
+        let file = try LocalFile.openForWriting(temporary, mode: .createNew)
+        do {
+            let received = try await write(body, to: file)
+            try file.sync()
+            file.close()
+            try LocalFiles.moveIntoPlace(temporary, destination)
+            return received
+        } catch {
+            file.close()
+            LocalFiles.remove(temporary)
+            throw error
+        }
+    }
+
+    private func resumableDownload(
+        _ request: HTTPClientRequest, to destination: String, options: DownloadOptions
+    ) async throws -> DownloadResult {
+        let partialPath = options.temporaryPath ?? destination + ".part"
+        let sidecarPath = partialPath + ".validator"
+        let partial = try LocalFile.openForWriting(partialPath, mode: .append)
+        var locked = false
+        defer {
+            // A partial file that never received a byte is no progress worth keeping (only ours to remove
+            // while we hold its lock).
+            if locked, LocalFiles.size(atPath: partialPath) == 0 {
+                LocalFiles.remove(partialPath)
+                LocalFiles.remove(sidecarPath)
+            }
+            partial.close()
+        }
+        guard partial.tryLock() else {
+            throw HTTPClientError.invalidRequest("another download is writing \(partialPath)")
+        }
+        locked = true
+        var request = request
+        // Identity bytes only: a range counts the bytes of the representation as sent, and a kept file of
+        // inflated bytes could not be continued by a range of compressed ones.
+        request.acceptsCompressedResponse = false
+        // Bounded: the second round runs without a range, which cannot ask for a start-over.
+        for round in 0..<2 {
+            var kept = try partial.status().size
+            let stored = try PrivateFile.contents(atPath: sidecarPath, what: "partial download validator")
+                .flatMap { DownloadResume.parseSidecar(String(decoding: $0, as: UTF8.self)) }
+            var attempt = request
+            if kept > 0, let stored, round == 0 {
+                attempt.headers[DownloadResume.range] = "bytes=\(kept)-"
+                attempt.headers[DownloadResume.ifRange] = stored.value
+            } else {
+                kept = 0
+            }
+            let response = try await send(attempt)
+            func result(written: Bool, size: Int, received: Int, resumedFrom: Int) -> DownloadResult {
+                DownloadResult(status: response.status, headers: response.headers, url: response.url, path: destination,
+                               written: written, fileSize: size, bytesReceived: received, resumedFrom: resumedFrom)
+            }
+            switch DownloadResume.decide(status: response.status.code, headers: response.headers, offset: kept) {
+            case .notSuccess:
+                if options.writesErrorResponses {
+                    // Not a part of the representation: written whole, beside, and the partial file kept.
+                    let received = try await Self.writeWhole(response.body, to: destination, temporaryPath: nil)
+                    return result(written: true, size: received, received: received, resumedFrom: 0)
+                }
+                return result(written: false, size: 0, received: 0, resumedFrom: 0)
+            case .startOver(let reason):
+                configuration.logger.debug("download of \(destination) starts over: \(reason)")
+                try partial.truncate(to: 0)
+                LocalFiles.remove(sidecarPath)
+                if round == 1 { throw HTTPClientError.malformedResponse("download of \(destination): \(reason)") }
+                continue
+            case .complete:
+                try partial.sync()
+                try LocalFiles.moveIntoPlace(partialPath, destination)
+                LocalFiles.remove(sidecarPath)
+                return result(written: true, size: kept, received: 0, resumedFrom: kept)
+            case .restart:
+                try partial.truncate(to: 0)
+                kept = 0
+                try PrivateFile.writeAtomically(
+                    Array(DownloadResume.sidecarText(DownloadResume.validator(from: response.headers)).utf8), toPath: sidecarPath)
+            case .append:
+                break
+            }
+            // The partial file and its sidecar stay if the body fails: the next call continues from there.
+            let received = try await Self.write(response.body, to: partial)
+            if let value = response.headers[DownloadResume.contentRange],
+               case .range(_, _, let complete?)? = DownloadResume.parseContentRange(value), kept + received != complete {
+                throw HTTPClientError.connectionClosed(
+                    "download of \(destination) holds \(kept + received) of \(complete) bytes after the 206 ended; kept for resuming",
+                    bytesReceived: received)
+            }
+            try partial.sync()
+            try LocalFiles.moveIntoPlace(partialPath, destination)
+            LocalFiles.remove(sidecarPath)
+            return result(written: true, size: kept + received, received: received, resumedFrom: kept)
+        }
+        throw HTTPClientError.malformedResponse("download of \(destination) did not settle")  // not reached
+    }
+
+    /// Streams `body` into `file`; the number of bytes written.
+    private static func write(_ body: HTTPClientResponse.Body, to file: LocalFile) async throws -> Int {
+        var total = 0
+        for try await chunk in body {
+            try file.write(chunk)
+            total += chunk.count
+        }
+        return total
+    }
+}

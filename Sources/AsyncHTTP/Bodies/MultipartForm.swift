@@ -1,0 +1,298 @@
+import HTTPTypes
+
+/// A `multipart/form-data` form (RFC 7578): text fields, in-memory data and files streamed from disk
+/// (ASIFormDataRequest's `setPostValue:forKey:`, `addData:withFileName:andContentType:forKey:` and
+/// `addFile:withFileName:andContentType:forKey:`; curl's `-F`).
+///
+/// ```swift
+/// var form = MultipartForm()
+/// form.append("title", "Holiday")
+/// try form.appendFile("photo", path: "/tmp/beach.jpg")          // Content-Type: image/jpeg, from the extension
+/// form.append("notes", data: notes, filename: "notes.txt", contentType: "text/plain")
+/// var request = HTTPClientRequest(url: "https://example.com/upload")
+/// try request.setForm(form)                                       // POST, with Content-Length computed up front
+/// ```
+///
+/// - The boundary is random (`AsyncHTTPBoundary` and 24 random letters and digits, 143 bits) and checked
+///   against every in-memory part: if it occurs in one, another is drawn. File and stream parts are not read
+///   ahead to check; a collision with 143 random bits is not a practical concern (browsers do the same).
+/// - The total length is computed before anything is sent, so the form goes out with `Content-Length`; only
+///   a part whose length is unknown (a one-shot stream of unknown length) makes it chunked.
+/// - Files are opened when added, to fail early, and again for each send: the form is replayable as long as
+///   every part is (a one-shot stream part makes it one-shot).
+/// - Names and filenames are escaped as the WHATWG form-submission algorithm does (`"` → `%22`, CR → `%0D`,
+///   LF → `%0A`), and encoded in the form's ``FormTextEncoding``.
+public struct MultipartForm: Sendable {
+    /// One part: its name, its optional filename and content type, and its content.
+    struct Part: Sendable {
+        enum Content: Sendable {
+            case text(String)
+            case data([UInt8])
+            case body(HTTPClientRequest.Body)
+        }
+        var name: String
+        var filename: String?
+        var contentType: String?
+        var content: Content
+    }
+
+    var parts: [Part] = []
+    /// The boundary asked for, or nil for a random one.
+    public var boundary: String?
+
+    /// An empty form. `boundary`: a fixed boundary (1 to 70 characters of RFC 2046's `bchars`, not ending in a
+    /// space), for tests that compare bytes; nil draws a random one when the body is made.
+    public init(boundary: String? = nil) {
+        self.boundary = boundary
+    }
+
+    /// The number of parts.
+    public var count: Int { parts.count }
+
+    /// Adds a text field; repeated names are kept in order.
+    public mutating func append(_ name: String, _ value: String) {
+        parts.append(Part(name: name, content: .text(value)))
+    }
+
+    /// Adds bytes held in memory as a file part. `contentType` nil: guessed from `filename`'s extension,
+    /// else `application/octet-stream`.
+    public mutating func append(_ name: String, data: [UInt8], filename: String? = nil, contentType: String? = nil) {
+        let type = contentType ?? (filename.map(MediaTypes.forFileName) ?? "application/octet-stream")
+        parts.append(Part(name: name, filename: filename, contentType: type, content: .data(data)))
+    }
+
+    /// Adds a file streamed from disk. The file is opened now to check it (a missing or unreadable file throws
+    /// ``HTTPClientError/Code/invalidRequest``), and read only as the request is sent.
+    /// `filename` nil: the path's last component; `contentType` nil: from the extension (as ASIHTTPRequest
+    /// did), else `application/octet-stream`.
+    public mutating func appendFile(
+        _ name: String, path: String, filename: String? = nil, contentType: String? = nil
+    ) throws(HTTPClientError) {
+        let body = try HTTPClientRequest.Body.file(path)
+        let shownName = filename ?? (path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path)
+        parts.append(Part(name: name, filename: shownName, contentType: contentType ?? MediaTypes.forFileName(shownName),
+                          content: .body(body)))
+    }
+
+    /// Adds any request body as a part (a stream of unknown length makes the whole form chunked).
+    public mutating func append(
+        _ name: String, body: HTTPClientRequest.Body, filename: String? = nil, contentType: String? = nil
+    ) {
+        let type = contentType ?? (filename.map(MediaTypes.forFileName) ?? "application/octet-stream")
+        parts.append(Part(name: name, filename: filename, contentType: type, content: .body(body)))
+    }
+
+    /// The body and its `Content-Type` (`multipart/form-data; boundary=…`).
+    public func makeBody(encoding: FormTextEncoding = .utf8) throws(HTTPClientError) -> (body: HTTPClientRequest.Body, contentType: String) {
+        let boundary = try chooseBoundary(encoding: encoding)
+        let delimiter = Array("--\(boundary)".utf8)
+        // Segments alternate framing bytes (merged with in-memory content) and streamed bodies.
+        enum Segment: Sendable {
+            case bytes([UInt8])
+            case body(HTTPClientRequest.Body)
+        }
+        var segments: [Segment] = []
+        var pending: [UInt8] = []
+        for part in parts {
+            pending += delimiter + Self.crlf
+            pending += Array("Content-Disposition: form-data; name=\"".utf8) + Self.escape(encoding.encode(part.name)) + [UInt8(ascii: "\"")]
+            if let filename = part.filename {
+                pending += Array("; filename=\"".utf8) + Self.escape(encoding.encode(filename)) + [UInt8(ascii: "\"")]
+            }
+            pending += Self.crlf
+            if let type = part.contentType {
+                pending += Array("Content-Type: ".utf8) + Self.stripLineBreaks(type) + Self.crlf
+            }
+            pending += Self.crlf
+            switch part.content {
+            case .text(let value): pending += encoding.encode(value)
+            case .data(let bytes): pending += bytes
+            case .body(let body):
+                if case .bytes(let bytes) = body.storage {
+                    pending += bytes
+                } else {
+                    segments.append(.bytes(pending))
+                    pending = []
+                    segments.append(.body(body))
+                }
+            }
+            pending += Self.crlf
+        }
+        pending += delimiter + Array("--".utf8) + Self.crlf
+        segments.append(.bytes(pending))
+
+        var total: Int? = 0
+        var replayable = true
+        for segment in segments {
+            switch segment {
+            case .bytes(let bytes): total = total.map { $0 + bytes.count }
+            case .body(let body):
+                total = body.length.flatMap { length in total.map { $0 + length } }
+                replayable = replayable && body.isReplayable
+            }
+        }
+        let contentType = "multipart/form-data; boundary=\(boundary)"
+        if segments.count == 1, case .bytes(let bytes) = segments[0] {
+            return (.bytes(bytes), contentType)
+        }
+        let frozen = segments
+        let body = HTTPClientRequest.Body(storage: .stream(length: total, replayable: replayable, makeSource: { () throws(HTTPClientError) in
+            // Every part's source is made now, before the head goes out: a file gone missing fails with nothing sent.
+            enum Piece {
+                case bytes([UInt8])
+                case source(BodyChunkSource)
+            }
+            var pieces: [Piece] = []
+            for segment in frozen {
+                switch segment {
+                case .bytes(let bytes):
+                    pieces.append(.bytes(bytes))
+                case .body(let body):
+                    // In-memory bodies were merged into the framing above; what is left here is a stream.
+                    guard case .stream(_, _, let makeSource) = body.storage else { continue }
+                    pieces.append(.source(try makeSource()))
+                }
+            }
+            var index = 0
+            return BodyChunkSource {
+                while index < pieces.count {
+                    switch pieces[index] {
+                    case .bytes(let bytes):
+                        index += 1
+                        if !bytes.isEmpty { return bytes[...] }
+                    case .source(let source):
+                        if let chunk = try await source.next() { return chunk }
+                        index += 1
+                    }
+                }
+                return nil
+            }
+        }))
+        return (body, contentType)
+    }
+
+    static let crlf: [UInt8] = [13, 10]
+
+    /// WHATWG: in a name or filename, `"` → `%22`, CR → `%0D`, LF → `%0A`.
+    static func escape(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        for byte in bytes {
+            switch byte {
+            case 0x22: out += Array("%22".utf8)
+            case 0x0D: out += Array("%0D".utf8)
+            case 0x0A: out += Array("%0A".utf8)
+            default: out.append(byte)
+            }
+        }
+        return out
+    }
+
+    /// A content type is a header value inside the body: CR and LF in it would start a new header line.
+    static func stripLineBreaks(_ text: String) -> [UInt8] {
+        text.utf8.filter { $0 != 13 && $0 != 10 }
+    }
+
+    /// RFC 2046 §5.1.1 `bchars`.
+    static func isBoundaryCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"):
+            return true
+        default:
+            return Array("'()+_,-./:=? ".utf8).contains(byte)
+        }
+    }
+
+    /// The boundary: the one asked for (checked), or a random one that no in-memory part contains.
+    func chooseBoundary(encoding: FormTextEncoding) throws(HTTPClientError) -> String {
+        if let boundary {
+            let bytes = Array(boundary.utf8)
+            guard (1...70).contains(bytes.count), bytes.allSatisfy(Self.isBoundaryCharacter), bytes.last != UInt8(ascii: " ") else {
+                throw .invalidRequest("multipart boundary '\(boundary)' is not 1 to 70 of RFC 2046's boundary characters")
+            }
+            guard !occursInParts(bytes, encoding: encoding) else {
+                throw .invalidRequest("multipart boundary '\(boundary)' occurs in a part of the form")
+            }
+            return boundary
+        }
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
+        // Bounded: a collision with 143 random bits is next to impossible; eight draws are plenty.
+        for _ in 0..<8 {
+            var bytes = Array("AsyncHTTPBoundary".utf8)
+            for _ in 0..<24 { bytes.append(alphabet.randomElement()!) }
+            if !occursInParts(bytes, encoding: encoding) { return String(decoding: bytes, as: UTF8.self) }
+        }
+        throw .invalidRequest("no multipart boundary could be found that the form's parts do not contain")
+    }
+
+    /// Whether the delimiter `--boundary` occurs in any in-memory part's content (RFC 2046 §5.1.1: the
+    /// delimiter must not appear inside an encapsulated part). Names and filenames cannot hold one: their CR
+    /// and LF are escaped, so they never start a line.
+    func occursInParts(_ boundary: [UInt8], encoding: FormTextEncoding) -> Bool {
+        let delimiter = Array("--".utf8) + boundary
+        for part in parts {
+            let content: [UInt8]
+            switch part.content {
+            case .text(let text): content = encoding.encode(text)
+            case .data(let bytes): content = bytes
+            case .body(let body):
+                guard case .bytes(let bytes) = body.storage else { continue }
+                content = bytes
+            }
+            if Self.contains(content, delimiter) { return true }
+        }
+        return false
+    }
+
+    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, haystack.count >= needle.count else { return false }
+        let first = needle[0]
+        var index = 0
+        let last = haystack.count - needle.count
+        while index <= last {
+            if haystack[index] == first && haystack[index..<(index + needle.count)].elementsEqual(needle) { return true }
+            index += 1
+        }
+        return false
+    }
+}
+
+extension HTTPClientRequest {
+    /// Makes `form` the body, with `Content-Type: multipart/form-data; boundary=…`. A GET becomes a POST, as
+    /// ASIFormDataRequest did; any other method you chose (PUT, PATCH) stays.
+    public mutating func setForm(_ form: MultipartForm, encoding: FormTextEncoding = .utf8) throws(HTTPClientError) {
+        let (body, contentType) = try form.makeBody(encoding: encoding)
+        self.body = body
+        headers[.contentType] = contentType
+        if method == .get { method = .post }
+    }
+}
+
+/// Media types for file parts, from the file name's extension (ASIHTTPRequest asked the system's
+/// `UTTypeCopyPreferredTagWithClass`; this is the common subset of nginx's `mime.types`).
+public enum MediaTypes {
+    /// The media type for `fileName`'s extension, or `application/octet-stream`.
+    public static func forFileName(_ fileName: String) -> String {
+        guard let dot = fileName.lastIndex(of: "."), dot != fileName.startIndex else { return "application/octet-stream" }
+        let ext = fileName[fileName.index(after: dot)...].lowercased()
+        return byExtension[ext] ?? "application/octet-stream"
+    }
+
+    static let byExtension: [String: String] = [
+        "txt": "text/plain", "text": "text/plain", "log": "text/plain", "md": "text/markdown",
+        "html": "text/html", "htm": "text/html", "css": "text/css", "csv": "text/csv", "xml": "application/xml",
+        "js": "text/javascript", "mjs": "text/javascript", "json": "application/json",
+        "jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp",
+        "svg": "image/svg+xml", "ico": "image/x-icon", "bmp": "image/bmp", "tif": "image/tiff", "tiff": "image/tiff",
+        "heic": "image/heic", "avif": "image/avif",
+        "pdf": "application/pdf", "zip": "application/zip", "gz": "application/gzip", "tgz": "application/gzip",
+        "tar": "application/x-tar", "bz2": "application/x-bzip2", "xz": "application/x-xz", "7z": "application/x-7z-compressed",
+        "mp3": "audio/mpeg", "wav": "audio/wav", "ogg": "audio/ogg", "m4a": "audio/mp4", "flac": "audio/flac",
+        "mp4": "video/mp4", "m4v": "video/mp4", "mov": "video/quicktime", "webm": "video/webm", "avi": "video/x-msvideo",
+        "doc": "application/msword", "xls": "application/vnd.ms-excel", "ppt": "application/vnd.ms-powerpoint",
+        "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        "wasm": "application/wasm", "woff": "font/woff", "woff2": "font/woff2", "bin": "application/octet-stream",
+    ]
+}

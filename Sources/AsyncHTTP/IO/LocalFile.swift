@@ -1,0 +1,228 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An open file descriptor for a request body read from disk or a response body written to it: the small typed
+/// door to `open`, `fstat`, `pread`, `write`, `ftruncate`, `fsync`, `flock` and `close`, and (in ``LocalFiles``)
+/// `stat`, `rename` and `unlink`. Everything above `IO/` reaches the file system through these two.
+///
+/// One owner: a `LocalFile` is used by one task at a time (the body source that reads it, or the download that
+/// writes it). The descriptor is closed exactly once, by ``close()`` or, if nobody called it, by `deinit`, so an
+/// error or a cancelled task never leaks one.
+final class LocalFile: @unchecked Sendable {
+    // @unchecked: `fd` is only read after init; `closed` is touched by the single owner (see above), and
+    // `deinit` runs when no one else holds the object.
+    let path: String
+    private let fd: Int32
+    private var closed = false
+
+    private init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { if !closed { Glibc.close(fd) } }
+
+    /// Opens `path` for reading; `what` names the file in errors ("request body file"). A directory, a missing
+    /// or unreadable file is an ``HTTPClientError/Code/invalidRequest`` that names the path and the reason.
+    /// `checkOnly`: opened only to check it, without blocking (a FIFO's `open` would otherwise wait for a writer).
+    static func openForReading(_ path: String, what: String, checkOnly: Bool = false) throws(HTTPClientError) -> LocalFile {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | (checkOnly ? O_NONBLOCK : 0))
+        guard fd >= 0 else { throw fileError(.invalidRequest, "cannot open \(what) \(path)") }
+        let file = LocalFile(fd: fd, path: path)
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw fileError(.invalidRequest, "cannot stat \(what) \(path)") }
+        if (info.st_mode & S_IFMT) == S_IFDIR {
+            throw HTTPClientError(.invalidRequest, "\(what) \(path) is a directory")
+        }
+        return file
+    }
+
+    /// How a file is opened for writing.
+    enum WriteMode {
+        /// Create a new file; fail if one exists (`O_EXCL`): a unique temporary file.
+        case createNew
+        /// Open or create, keeping what is there; writes go to the end (`O_APPEND`): a resumable partial file.
+        case append
+    }
+
+    /// Opens `path` for writing with mode 0600 (a new file is private until it is renamed into place).
+    static func openForWriting(_ path: String, mode: WriteMode) throws(HTTPClientError) -> LocalFile {
+        let flags: Int32 = switch mode {
+        case .createNew: O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
+        case .append: O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC
+        }
+        let fd = open(path, flags, 0o600)
+        guard fd >= 0 else { throw fileError(.ioFailure, "cannot create \(path)") }
+        return LocalFile(fd: fd, path: path)
+    }
+
+    /// The file's size now (`fstat`), and whether it is a regular file (a FIFO or a character device has no
+    /// meaningful size: its body is read until it ends).
+    func status() throws(HTTPClientError) -> (size: Int, isRegular: Bool) {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw Self.fileError(.ioFailure, "cannot stat \(path)") }
+        return (Int(info.st_size), (info.st_mode & S_IFMT) == S_IFREG)
+    }
+
+    /// Up to `count` bytes from `offset` (`pread`, so the file position is never shared); fewer at the end of
+    /// the file, empty past it.
+    func read(upTo count: Int, at offset: Int) throws(HTTPClientError) -> [UInt8] {
+        var failure: Int32 = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { storage, initialized in
+            initialized = 0
+            while initialized < count {
+                let n = pread(fd, storage.baseAddress! + initialized, count - initialized, off_t(offset + initialized))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                if n == 0 { return }
+                initialized += n
+            }
+        }
+        if failure != 0 {
+            errno = failure
+            throw Self.fileError(.ioFailure, "cannot read \(path)")
+        }
+        return bytes
+    }
+
+    /// Up to `count` bytes from the current position (`read`): for a pipe or a device, which has no offsets.
+    func readSequential(upTo count: Int) throws(HTTPClientError) -> [UInt8] {
+        var failure: Int32 = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { storage, initialized in
+            initialized = 0
+            while true {
+                let n = Glibc.read(fd, storage.baseAddress!, count)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                initialized = n
+                return
+            }
+        }
+        if failure != 0 {
+            errno = failure
+            throw Self.fileError(.ioFailure, "cannot read \(path)")
+        }
+        return bytes
+    }
+
+    /// Writes all of `bytes`.
+    func write(_ bytes: ArraySlice<UInt8>) throws(HTTPClientError) {
+        var failure: Int32 = 0
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                offset += n
+            }
+        }
+        if failure != 0 {
+            errno = failure
+            throw Self.fileError(.ioFailure, "cannot write \(path)")
+        }
+    }
+
+    /// Cuts the file to `length` bytes.
+    func truncate(to length: Int) throws(HTTPClientError) {
+        guard ftruncate(fd, off_t(length)) == 0 else { throw Self.fileError(.ioFailure, "cannot truncate \(path)") }
+    }
+
+    /// Flushes the file's bytes to disk, so that a rename after it never exposes a file whose contents a crash lost.
+    func sync() throws(HTTPClientError) {
+        guard fsync(fd) == 0 else { throw Self.fileError(.ioFailure, "cannot flush \(path) to disk") }
+    }
+
+    /// Takes an exclusive advisory lock (`flock`) without waiting; false if another process or descriptor holds it.
+    func tryLock() -> Bool {
+        flock(fd, LOCK_EX | LOCK_NB) == 0
+    }
+
+    /// Closes the descriptor (the lock goes with it). Later calls do nothing.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(fd)
+    }
+
+    static func fileError(_ code: HTTPClientError.Code, _ message: String) -> HTTPClientError {
+        let number = errno
+        return HTTPClientError(code, "\(message): \(String(cString: strerror(number)))", errno: number)
+    }
+}
+
+/// Whole-path operations for downloads: size, rename into place, remove, and the directory a path is in.
+enum LocalFiles {
+    /// The size of the file at `path`, or nil if there is none.
+    static func size(atPath path: String) -> Int? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int(info.st_size)
+    }
+
+    /// Whether something (a file, a directory) exists at `path`.
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
+    }
+
+    /// Whether something other than a regular file is at `path` (a device such as `/dev/null`, a FIFO, a
+    /// socket, a directory); false when nothing is there.
+    static func isSpecialFile(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG
+    }
+
+    /// Whether `path` is a directory.
+    static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// Moves `source` over `destination` in one step (`rename`, atomic within a file system), then makes the
+    /// rename durable by syncing the directory (best effort: some file systems refuse `fsync` on one).
+    static func moveIntoPlace(_ source: String, _ destination: String) throws(HTTPClientError) {
+        guard rename(source, destination) == 0 else {
+            throw LocalFile.fileError(.ioFailure, "cannot move \(source) to \(destination)")
+        }
+        let directoryFD = open(directory(of: destination), O_RDONLY | O_CLOEXEC)
+        if directoryFD >= 0 {
+            _ = fsync(directoryFD)
+            Glibc.close(directoryFD)
+        }
+    }
+
+    /// Removes the file at `path`; a missing file is not an error.
+    static func remove(_ path: String) {
+        _ = unlink(path)
+    }
+
+    /// The directory part of `path` ("." for a bare name).
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// A name for a temporary file beside `path`, unique to this process and call:
+    /// `dir/.name.<pid>.<random>.download`.
+    static func temporaryPath(beside path: String) -> String {
+        let directory = directory(of: path)
+        let name = path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
+        let unique = "\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        return (directory == "/" ? "" : directory) + "/.\(name).\(unique).download"
+    }
+}

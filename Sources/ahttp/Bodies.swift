@@ -1,0 +1,213 @@
+// ahttp's options for bodies on disk, with curl's spellings:
+//   -F name=value | -F 'name=@path[;type=…][;filename=…]' | -F 'name=<path'   multipart/form-data
+//   --form-string name=value                                                  a literal multipart field
+//   --data-urlencode [name=]content | [name]@file                             urlencoded, joined to -d with &
+//   --data-binary @file                                                       streamed from disk
+//   -T file                                                                   PUT from disk (URL/ + file name)
+//   -o file (atomic) | -O (name from the URL) | -C - (resume) | --expect100-timeout SECONDS
+
+import AsyncHTTP
+import HTTPTypes
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct BodyOptions {
+    /// -F / --form-string, in order.
+    var formParts: [FormPart] = []
+    /// --data-binary @file given before any other data: streamed instead of read into memory (data given after it
+    /// is joined in memory, in order).
+    var dataBinaryFile: String?
+    /// -T: the file to PUT.
+    var uploadFile: String?
+    /// -O: the output file name comes from the URL.
+    var remoteName = false
+    /// -C -: resume a partial download.
+    var resume = false
+    var expect100Timeout: Double?
+
+    enum FormPart {
+        case text(name: String, value: String)
+        case file(name: String, path: String, type: String?, filename: String?)
+        case textFromFile(name: String, path: String, type: String?)
+    }
+}
+
+/// `-F` as curl reads it: `name=value`, `name=@file;type=…;filename=…`, `name=<file` (the file's contents as a
+/// text field). `literal` (`--form-string`): the value is taken as it is.
+func parseFormPart(_ text: String, literal: Bool) throws -> BodyOptions.FormPart {
+    guard let equals = text.firstIndex(of: "=") else { throw UsageError(message: "-F '\(text)': expected name=content") }
+    let name = String(text[..<equals])
+    let content = String(text[text.index(after: equals)...])
+    if literal { return .text(name: name, value: content) }
+    if content.hasPrefix("@") || content.hasPrefix("<") {
+        var pieces = content.dropFirst().split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+        let path = pieces.removeFirst()
+        guard !path.isEmpty else { throw UsageError(message: "-F '\(text)': no file name after \(content.first!)") }
+        var type: String?
+        var filename: String?
+        for piece in pieces {
+            let trimmed = piece.drop { $0 == " " }
+            if trimmed.hasPrefix("type=") {
+                type = String(trimmed.dropFirst(5))
+            } else if trimmed.hasPrefix("filename=") {
+                var value = String(trimmed.dropFirst(9))
+                if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+                filename = value
+            } else {
+                throw UsageError(message: "-F '\(text)': unknown part option '\(trimmed)' (type= and filename= are known)")
+            }
+        }
+        return content.hasPrefix("@") ? .file(name: name, path: path, type: type, filename: filename)
+            : .textFromFile(name: name, path: path, type: type)
+    }
+    // curl: ";type=" after a plain value sets the part's type; keep it simple and take the value as it is.
+    return .text(name: name, value: content)
+}
+
+/// `--data-urlencode` as curl reads it: `content`, `=content`, `name=content`, `@file`, `name@file`; the
+/// content (not the name) is percent-encoded.
+func dataURLEncode(_ text: String) throws -> [UInt8] {
+    if let equals = text.firstIndex(of: "=") {
+        let name = String(text[..<equals])
+        let content = URLEncodedForm.percentEncoded(String(text[text.index(after: equals)...]))
+        return Array((name.isEmpty ? content : name + "=" + content).utf8)
+    }
+    if let at = text.firstIndex(of: "@") {
+        let name = String(text[..<at])
+        let bytes = try readFile(String(text[text.index(after: at)...]))
+        let content = URLEncodedForm.percentEncoded(String(decoding: bytes, as: UTF8.self))
+        return Array((name.isEmpty ? content : name + "=" + content).utf8)
+    }
+    return Array(URLEncodedForm.percentEncoded(text).utf8)
+}
+
+/// Joins data items with `&`, as curl joins several -d.
+func joinData(_ existing: [UInt8]?, _ more: [UInt8]) -> [UInt8] {
+    guard let existing else { return more }
+    return existing + Array("&".utf8) + more
+}
+
+/// Sets the request's body from -F, --data-binary @file and -T. Runs after -d set its body and before -X
+/// sets the method. Throws `HTTPClientError` for a file that cannot be read (nothing is sent).
+func applyBodies(_ options: Options, to request: inout HTTPClientRequest) throws {
+    let bodies = options.bodies
+    if let timeout = bodies.expect100Timeout {
+        request.expectContinue = ExpectContinuePolicy(timeout: .milliseconds(Int64(timeout * 1000)))
+    }
+    if let path = bodies.dataBinaryFile {
+        request.method = .post
+        if let data = options.data {
+            // Mixed with other -d: joined in memory, as curl does.
+            request.body = .bytes(try readFile(path) + Array("&".utf8) + data)
+        } else {
+            request.body = try .file(path)
+        }
+        if request.headers[.contentType] == nil { request.headers[.contentType] = "application/x-www-form-urlencoded" }
+    }
+    if !bodies.formParts.isEmpty {
+        guard options.data == nil, bodies.dataBinaryFile == nil, bodies.uploadFile == nil else {
+            throw UsageError(message: "-F cannot be combined with -d, --data-binary or -T")
+        }
+        var form = MultipartForm()
+        for part in bodies.formParts {
+            switch part {
+            case .text(let name, let value):
+                form.append(name, value)
+            case .file(let name, let path, let type, let filename):
+                try form.appendFile(name, path: path, filename: filename, contentType: type)
+            case .textFromFile(let name, let path, let type):
+                let bytes = try readFile(path)
+                if let type {
+                    form.append(name, body: .bytes(bytes), contentType: type)
+                } else {
+                    form.append(name, String(decoding: bytes, as: UTF8.self))
+                }
+            }
+        }
+        try request.setForm(form)
+    }
+    if let path = bodies.uploadFile {
+        request.body = try .file(path == "-" ? "/dev/stdin" : path)  // curl: -T - reads stdin
+        request.method = .put
+        // curl: a URL ending in '/' gets the file's name appended.
+        if request.url.hasSuffix("/"), path != "-" {
+            let name = path.split(separator: "/").last.map(String.init) ?? path
+            request.url += URLEncodedForm.percentEncoded(name).replacingOccurrences(of: "+", with: "%20")
+        }
+    }
+}
+
+/// -o naming a device or FIFO (`/dev/null`, `/dev/stdout`): written as a stream, since a rename would replace
+/// the device itself.
+func streamedOutput(_ options: Options) -> String? {
+    guard let output = options.output, isSpecialFile(output) else { return nil }
+    return output
+}
+
+func isSpecialFile(_ path: String) -> Bool {
+    var info = stat()
+    return stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG && (info.st_mode & S_IFMT) != S_IFDIR
+}
+
+/// The file -o or -O names for `url`, written atomically; nil when the body goes to stdout or a device.
+func outputPath(_ options: Options, url: String) throws -> String? {
+    if let output = options.output { return isSpecialFile(output) ? nil : output }
+    guard options.bodies.remoteName else { return nil }
+    let withoutQuery = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
+    let withoutFragment = withoutQuery.split(separator: "#", maxSplits: 1).first.map(String.init) ?? withoutQuery
+    let whole = Substring(withoutFragment)
+    let afterScheme = whole.range(of: "://").map { String(whole[$0.upperBound...]) } ?? withoutFragment
+    guard let slash = afterScheme.lastIndex(of: "/") else {
+        throw UsageError(message: "-O: '\(url)' has no file name in its path")
+    }
+    let name = String(afterScheme[afterScheme.index(after: slash)...])
+    guard !name.isEmpty, name != ".", name != ".." else { throw UsageError(message: "-O: '\(url)' has no file name in its path") }
+    return name
+}
+
+/// -o / -O: the body goes to `path` atomically (a temporary file beside, renamed into place when complete); a
+/// non-2xx status leaves the file alone. Returns the response's status code and the bytes received.
+func downloadToFile(
+    _ client: HTTPClient, _ request: HTTPClientRequest, path: String, options: Options
+) async throws -> (status: Int, size: Int, url: String, redirects: Int) {
+    let result = try await client.download(request, to: path, options: DownloadOptions(resume: options.bodies.resume))
+    if !result.written && !options.silent {
+        printError("\(HTTPURL.redacting(request.url)): HTTP \(result.status.code); \(path) left as it was")
+    }
+    if (options.includeHeaders || options.headOnly) && result.written {
+        var head = "HTTP/1.1 \(result.status.code) \(result.status.reasonPhrase)\r\n"
+        head += result.headers.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
+        printStdout(head)
+    }
+    return (result.status.code, result.bytesReceived, result.url.description, 0)
+}
+
+/// The options' usage lines.
+let bodiesUsage = """
+  -F name=value | name=@FILE[;type=T][;filename=N] | name=<FILE   multipart/form-data (files streamed from disk)
+  --form-string name=value, --data-urlencode [name=]TEXT|[name]@FILE, --data-binary @FILE (streamed)
+  -T FILE PUTs FILE from disk; -o FILE is written atomically (temporary file, then rename; an HTTP error
+  status leaves FILE alone, exit 22); -O names it from the URL; -C - resumes FILE.part (Range + If-Range)
+  --expect100-timeout SECONDS (default 1; bodies of 1 MiB or more wait for 100 Continue)
+"""
+
+/// Runs `applyBodies`, printing a failure; curl's exit code for it, or nil when the request is ready.
+func applyBodiesReporting(_ options: Options, to request: inout HTTPClientRequest) -> Int32? {
+    do {
+        try applyBodies(options, to: &request)
+        return nil
+    } catch let error as HTTPClientError {
+        printError(error.message)
+        return 26  // CURLE_READ_ERROR: a file to send could not be read
+    } catch let error as UsageError {
+        printError(error.message)
+        return 26
+    } catch {
+        printError("\(error)")
+        return 26
+    }
+}

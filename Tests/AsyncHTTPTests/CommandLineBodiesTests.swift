@@ -1,0 +1,120 @@
+import Foundation
+import XCTest
+
+/// `ahttp`'s curl-style body options, run as a user would: -F, --data-urlencode, --data-binary @file, -T, -o,
+/// -O and -C -, against httpbin, nginx and the fault server.
+final class CommandLineBodiesTests: XCTestCase {
+    func temporaryDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cli-bodies-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
+        return directory
+    }
+
+    func json(_ text: String) throws -> [String: Any] {
+        guard let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            throw PeerError("not a JSON object: \(text.prefix(200))")
+        }
+        return object
+    }
+
+    func testMultipartFormWithFileParts() throws {
+        let directory = try temporaryDirectory()
+        let binary = Data((0...255).map { UInt8($0) } + Array(repeating: 0xFF, count: 1000))
+        let file = directory.appendingPathComponent("raw.dat")
+        try binary.write(to: file)
+        let result = try runAhttp(["-s", "-F", "title=Hello world", "-F", "tag=a", "-F", "tag=b",
+                                   "-F", "file=@\(file.path);type=image/png;filename=shown.png",
+                                   try Peers.httpbin() + "/anything"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let answer = try json(result.stdout)
+        XCTAssertEqual(answer["method"] as? String, "POST")
+        XCTAssertEqual((answer["form"] as? [String: Any])?["title"] as? String, "Hello world")
+        XCTAssertEqual((answer["form"] as? [String: Any])?["tag"] as? [String], ["a", "b"])
+        XCTAssertEqual((answer["files"] as? [String: Any])?["file"] as? String, "data:image/png;base64," + binary.base64EncodedString())
+    }
+
+    func testDataURLEncodeAndDataBinaryFromAFile() throws {
+        let directory = try temporaryDirectory()
+        let result = try runAhttp(["-s", "--data-urlencode", "q=a b&c=€", "--data-urlencode", "plain text",
+                                   try Peers.httpbin() + "/post"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let form = try json(result.stdout)["form"] as? [String: Any]
+        XCTAssertEqual(form?["q"] as? String, "a b&c=€")
+        XCTAssertNotNil(form?["plain text"], "a bare content is encoded whole, as curl does: \(String(describing: form))")
+
+        let text = String(repeating: "line one\r\nline two\n", count: 100)
+        let file = directory.appendingPathComponent("payload.txt")
+        try Data(text.utf8).write(to: file)
+        let binary = try runAhttp(["-s", "--data-binary", "@\(file.path)", "-H", "Content-Type: text/plain",
+                                   try Peers.httpbin() + "/anything"])
+        XCTAssertEqual(binary.status, 0, binary.stderr)
+        XCTAssertEqual(try json(binary.stdout)["data"] as? String, text, "CR and LF kept, as curl's --data-binary")
+    }
+
+    func testUploadFileWithTAppendsTheNameToADirectoryURLAndStoresItExactly() throws {
+        let nginx = try Peers.nginx()
+        let directory = try temporaryDirectory()
+        let name = "t-\(UUID().uuidString).bin"
+        let file = directory.appendingPathComponent(name)
+        let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        try bytes.write(to: file)
+        let stored = try Peers.directory() + "/dav/" + name
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: stored) }
+        let result = try runAhttp(["-s", "-w", "%{http_code}", "-o", "/dev/null", "-T", file.path,
+                                   "http://127.0.0.1:\(nginx.httpPort)/dav/"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "201")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stored)), bytes)
+
+        let missing = try runAhttp(["-T", directory.appendingPathComponent("nope.bin").path, "http://127.0.0.1:\(nginx.httpPort)/dav/x"])
+        XCTAssertEqual(missing.status, 26)
+        XCTAssertTrue(missing.stderr.contains("nope.bin"), missing.stderr)
+    }
+
+    func testOutputIsAtomicAndAnErrorStatusLeavesTheFileAlone() throws {
+        let nginx = try Peers.nginx()
+        let directory = try temporaryDirectory()
+        let destination = directory.appendingPathComponent("out.bin").path
+        let ok = try runAhttp(["-s", "-o", destination, "http://127.0.0.1:\(nginx.httpPort)/big.bin"])
+        XCTAssertEqual(ok.status, 0, ok.stderr)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: destination)),
+                       try Data(contentsOf: URL(fileURLWithPath: try Peers.directory() + "/www/big.bin")))
+        let missing = try runAhttp(["-o", destination, "http://127.0.0.1:\(nginx.httpPort)/missing"])
+        XCTAssertEqual(missing.status, 22)
+        XCTAssertTrue(missing.stderr.contains("404"), missing.stderr)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: destination)).count, 8 << 20, "left as it was")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path), ["out.bin"])
+    }
+
+    func testRemoteNameWritesIntoTheCurrentDirectory() throws {
+        let nginx = try Peers.nginx()
+        let written = FileManager.default.currentDirectoryPath + "/small.txt"
+        XCTAssertFalse(FileManager.default.fileExists(atPath: written), "a small.txt is already in the current directory")
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: written) }
+        let result = try runAhttp(["-s", "-O", "http://127.0.0.1:\(nginx.httpPort)/small.txt?v=1"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: written)).count, 1024)
+    }
+
+    func testContinueAtResumesAfterACut() throws {
+        let full = String(repeating: "abcdefghij", count: 100)
+        let server = try FaultServer(script: FaultScript([
+            [.send("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nETag: \"e1\"\r\n\r\n" + String(full.prefix(700))), .close],
+            [.send("HTTP/1.1 206 Partial Content\r\nContent-Length: 300\r\nContent-Range: bytes 700-999/1000\r\n\r\n"
+                   + String(full.dropFirst(700)))],
+        ]))
+        defer { server.stop() }
+        let directory = try temporaryDirectory()
+        let destination = directory.appendingPathComponent("file.txt").path
+        let url = "http://127.0.0.1:\(server.port)/file.txt"
+        let first = try runAhttp(["-s", "-C", "-", "-o", destination, url])
+        XCTAssertEqual(first.status, 18, "partial transfer: \(first.stderr)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination))
+        let second = try runAhttp(["-s", "-C", "-", "-o", destination, url])
+        XCTAssertEqual(second.status, 0, second.stderr)
+        XCTAssertEqual(try String(contentsOfFile: destination, encoding: .utf8), full)
+        XCTAssertTrue(server.requestHeads.last?.contains("Range: bytes=700-") == true)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path), ["file.txt"])
+    }
+}

@@ -1,0 +1,66 @@
+import HTTPTypes
+import XCTest
+@testable import AsyncHTTP
+
+/// The resume decisions as pure functions: which validator may go in `If-Range`, `Content-Range` parsing, and
+/// what a response means for the partial file.
+final class DownloadResumeTests: XCTestCase {
+    func fields(_ pairs: [(String, String)]) -> HTTPFields {
+        var fields = HTTPFields()
+        for (name, value) in pairs { fields.append(HTTPField(name: HTTPField.Name(name)!, value: value)) }
+        return fields
+    }
+
+    func testAStrongETagIsTheValidatorAndAWeakOneIsNot() {
+        XCTAssertEqual(DownloadResume.validator(from: fields([("ETag", "\"abc\"")])),
+                       .init(kind: .etag, value: "\"abc\""))
+        XCTAssertNil(DownloadResume.validator(from: fields([("ETag", "W/\"abc\"")])))
+        XCTAssertNil(DownloadResume.validator(from: fields([("ETag", "abc")])))
+    }
+
+    func testLastModifiedOnlyWhenDateIsAtLeastOneSecondLater() {
+        let modified = "Tue, 24 Nov 2026 10:00:00 GMT"
+        XCTAssertEqual(DownloadResume.validator(from: fields([("Last-Modified", modified), ("Date", "Tue, 24 Nov 2026 10:00:01 GMT")])),
+                       .init(kind: .lastModified, value: modified))
+        XCTAssertNil(DownloadResume.validator(from: fields([("Last-Modified", modified), ("Date", modified)])),
+                     "modified in the second it was sent: weak (RFC 9110 §8.8.2.2)")
+        XCTAssertNil(DownloadResume.validator(from: fields([("Last-Modified", modified)])), "no Date: cannot tell")
+        XCTAssertEqual(DownloadResume.validator(from: fields([
+            ("ETag", "W/\"w\""), ("Last-Modified", modified), ("Date", "Wed, 25 Nov 2026 10:00:00 GMT"),
+        ]))?.kind, .lastModified)
+    }
+
+    func testContentRangeParsing() {
+        XCTAssertEqual(DownloadResume.parseContentRange("bytes 100-199/200"), .range(first: 100, last: 199, completeLength: 200))
+        XCTAssertEqual(DownloadResume.parseContentRange("bytes 0-9/*"), .range(first: 0, last: 9, completeLength: nil))
+        XCTAssertEqual(DownloadResume.parseContentRange("bytes */500"), .unsatisfied(completeLength: 500))
+        for bad in ["bytes 10-5/20", "bytes 0-20/20", "items 0-1/2", "bytes */*", "bytes 1-2", "bytes a-b/3"] {
+            XCTAssertNil(DownloadResume.parseContentRange(bad), bad)
+        }
+    }
+
+    func testDecisions() {
+        func decide(_ status: Int, _ pairs: [(String, String)] = [], offset: Int) -> DownloadResume.Decision {
+            DownloadResume.decide(status: status, headers: fields(pairs), offset: offset)
+        }
+        XCTAssertEqual(decide(206, [("Content-Range", "bytes 400-999/1000")], offset: 400), .append)
+        if case .startOver = decide(206, [("Content-Range", "bytes 0-999/1000")], offset: 400) {} else { XCTFail("206 elsewhere") }
+        if case .startOver = decide(206, [], offset: 400) {} else { XCTFail("206 without Content-Range") }
+        XCTAssertEqual(decide(200, offset: 400), .restart, "changed resource: the whole of it, no splice")
+        XCTAssertEqual(decide(416, [("Content-Range", "bytes */400")], offset: 400), .complete)
+        if case .startOver = decide(416, [("Content-Range", "bytes */300")], offset: 400) {} else { XCTFail("416 other length") }
+        XCTAssertEqual(decide(404, offset: 400), .notSuccess)
+        XCTAssertEqual(decide(200, offset: 0), .restart)
+        XCTAssertEqual(decide(500, offset: 0), .notSuccess)
+        if case .startOver = decide(206, [("Content-Range", "bytes 0-9/10")], offset: 0) {} else { XCTFail("206 unasked") }
+    }
+
+    func testSidecarRoundTrip() {
+        let validator = DownloadResume.Validator(kind: .etag, value: "\"5f-abc\"")
+        XCTAssertEqual(DownloadResume.parseSidecar(DownloadResume.sidecarText(validator)), validator)
+        let modified = DownloadResume.Validator(kind: .lastModified, value: "Tue, 24 Nov 2026 10:00:00 GMT")
+        XCTAssertEqual(DownloadResume.parseSidecar(DownloadResume.sidecarText(modified)), modified)
+        XCTAssertNil(DownloadResume.parseSidecar(DownloadResume.sidecarText(nil)))
+        XCTAssertNil(DownloadResume.parseSidecar("etag: \"x\"\n"), "no header line: not ours")
+    }
+}

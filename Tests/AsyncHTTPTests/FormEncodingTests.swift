@@ -1,0 +1,187 @@
+import Foundation
+import HTTPTypes
+import XCTest
+@testable import AsyncHTTP
+
+/// `URLEncodedForm` and `MultipartForm` as bytes, without a network (httpbin's view of them is in
+/// `UploadIntegrationTests`).
+final class FormEncodingTests: XCTestCase {
+    func testURLEncodingFollowsTheWHATWGSerializerAndKeepsRepeatedNamesInOrder() {
+        var form = URLEncodedForm()
+        form.append("q", "swift http")
+        form.append("tag", "a&b=c")
+        form.append("tag", "*-._~!")
+        form.append("ünï", "€/+")
+        XCTAssertEqual(String(decoding: form.encoded(), as: UTF8.self),
+                       "q=swift+http&tag=a%26b%3Dc&tag=*-._%7E%21&%C3%BCn%C3%AF=%E2%82%AC%2F%2B")
+    }
+
+    func testSetReplacesEveryPairOfTheNameWhereTheFirstWas() {
+        var form = URLEncodedForm([("a", "1"), ("b", "2"), ("a", "3")])
+        form.set("a", "9")
+        XCTAssertEqual(String(decoding: form.encoded(), as: UTF8.self), "a=9&b=2")
+    }
+
+    func testLatin1EncodesBytesAndWritesUnmappableCharactersAsReferences() {
+        var form = URLEncodedForm()
+        form.append("name", "café €")
+        XCTAssertEqual(String(decoding: form.encoded(encoding: .isoLatin1), as: UTF8.self), "name=caf%E9+%26%238364%3B")
+        var request = HTTPClientRequest(url: "http://127.0.0.1/")
+        request.setForm(form, encoding: .isoLatin1)
+        XCTAssertEqual(request.headers[.contentType], "application/x-www-form-urlencoded; charset=ISO-8859-1")
+    }
+
+    func testAFormMakesAGETAPOSTButLeavesAChosenMethod() throws {
+        var request = HTTPClientRequest(url: "http://127.0.0.1/")
+        request.setForm(URLEncodedForm([("a", "1")]))
+        XCTAssertEqual(request.method, .post)
+        XCTAssertEqual(request.headers[.contentType], "application/x-www-form-urlencoded")
+        XCTAssertEqual(request.body?.length, 3)
+
+        var put = HTTPClientRequest(url: "http://127.0.0.1/")
+        put.method = .put
+        var multipart = MultipartForm()
+        multipart.append("a", "1")
+        try put.setForm(multipart)
+        XCTAssertEqual(put.method, .put)
+        XCTAssertTrue(put.headers[.contentType]!.hasPrefix("multipart/form-data; boundary=AsyncHTTPBoundary"))
+    }
+
+    func testMultipartBytesWithAFixedBoundary() async throws {
+        var form = MultipartForm(boundary: "XyZ")
+        form.append("title", "Hello \"quoted\"\r\nname")
+        form.append("file", data: [0, 1, 2, 255], filename: "a.png")
+        form.append("note", data: Array("text".utf8), filename: "n.txt", contentType: "text/x-custom")
+        let (body, contentType) = try form.makeBody()
+        XCTAssertEqual(contentType, "multipart/form-data; boundary=XyZ")
+        let bytes = try await collect(body)
+        let expected: [UInt8] = Array("""
+        --XyZ\r
+        Content-Disposition: form-data; name="title"\r
+        \r
+        Hello "quoted"\r
+        name\r
+        --XyZ\r
+        Content-Disposition: form-data; name="file"; filename="a.png"\r
+        Content-Type: image/png\r
+        \r
+
+        """.utf8) + [0, 1, 2, 255] + Array("""
+        \r
+        --XyZ\r
+        Content-Disposition: form-data; name="note"; filename="n.txt"\r
+        Content-Type: text/x-custom\r
+        \r
+        text\r
+        --XyZ--\r
+
+        """.utf8)
+        XCTAssertEqual(String(decoding: bytes, as: UTF8.self), String(decoding: expected, as: UTF8.self))
+        XCTAssertEqual(bytes, expected)
+        XCTAssertEqual(body.length, expected.count)
+    }
+
+    func testNamesAreEscapedAsBrowsersDo() async throws {
+        var form = MultipartForm(boundary: "b")
+        form.append("a\"b\r\nc", data: [], filename: "x\".txt")
+        let bytes = try await collect(try form.makeBody().body)
+        XCTAssertTrue(String(decoding: bytes, as: UTF8.self)
+            .contains(#"Content-Disposition: form-data; name="a%22b%0D%0Ac"; filename="x%22.txt""#))
+    }
+
+    func testABoundaryFoundInAPartIsRefusedAndARandomOneAvoidsThePart() throws {
+        var form = MultipartForm(boundary: "secret")
+        form.append("f", "this value contains\r\n--secret")
+        XCTAssertThrowsError(try form.makeBody()) { error in
+            XCTAssertEqual((error as? HTTPClientError)?.code, .invalidRequest)
+        }
+        var random = MultipartForm()
+        random.append("f", "plain")
+        let type = try random.makeBody().contentType
+        let boundary = String(type.dropFirst("multipart/form-data; boundary=".count))
+        XCTAssertEqual(boundary.count, "AsyncHTTPBoundary".count + 24)
+        XCTAssertNotEqual(try random.makeBody().contentType, type, "a new boundary per body")
+        XCTAssertThrowsError(try MultipartForm(boundary: "bad\u{1}").makeBody())
+    }
+
+    func testFilePartsAreStreamedWithTheLengthKnownUpFrontAndAStreamPartMakesItChunked() async throws {
+        let path = try temporaryFile(bytes: Array(repeating: 7, count: 300_000), name: "part.jpg")
+        var form = MultipartForm(boundary: "B")
+        form.append("a", "1")
+        try form.appendFile("photo", path: path)
+        let (body, _) = try form.makeBody()
+        XCTAssertTrue(body.isReplayable)
+        let first = try await collect(body)
+        XCTAssertEqual(body.length, first.count)
+        XCTAssertTrue(String(decoding: first.prefix(200), as: UTF8.self).contains(
+            "name=\"photo\"; filename=\"part.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n"))
+        let value1 = try await collect(body)
+        XCTAssertEqual(value1, first, "replayed: each send re-opens the file")
+
+        form.append("live", body: .stream(AsyncStream<[UInt8]> { $0.yield([1, 2]); $0.finish() }))
+        let (chunked, _) = try form.makeBody()
+        XCTAssertNil(chunked.length)
+        XCTAssertFalse(chunked.isReplayable)
+    }
+
+    func testMissingFilesFailWhenAddedAndContentTypesComeFromTheExtension() {
+        var form = MultipartForm()
+        XCTAssertThrowsError(try form.appendFile("f", path: "/nonexistent/dir/file.bin")) { error in
+            let error = error as? HTTPClientError
+            XCTAssertEqual(error?.code, .invalidRequest)
+            XCTAssertTrue(error?.message.contains("/nonexistent/dir/file.bin") == true, "\(String(describing: error))")
+        }
+        XCTAssertThrowsError(try HTTPClientRequest.Body.file("/")) { error in
+            XCTAssertTrue((error as? HTTPClientError)?.message.contains("directory") == true)
+        }
+        XCTAssertEqual(MediaTypes.forFileName("A.JPG"), "image/jpeg")
+        XCTAssertEqual(MediaTypes.forFileName("report.pdf"), "application/pdf")
+        XCTAssertEqual(MediaTypes.forFileName("noext"), "application/octet-stream")
+        XCTAssertEqual(MediaTypes.forFileName(".hidden"), "application/octet-stream")
+    }
+
+    func testFileBodyRangeAndShrinkingFile() async throws {
+        let bytes = (0..<1000).map { UInt8($0 % 251) }
+        let path = try temporaryFile(bytes: bytes, name: "range.bin")
+        let body = try HTTPClientRequest.Body.file(URL(fileURLWithPath: path), offset: 100, length: 50)
+        XCTAssertThrowsError(try HTTPClientRequest.Body.file(URL(string: "https://example.com/x")!))
+        XCTAssertEqual(body.length, 50)
+        let value2 = try await collect(body)
+        XCTAssertEqual(value2, Array(bytes[100..<150]))
+        XCTAssertThrowsError(try HTTPClientRequest.Body.file(path, offset: 990, length: 20))
+        let whole = try HTTPClientRequest.Body.file(path)
+        try Data(bytes.prefix(10)).write(to: URL(fileURLWithPath: path))
+        do {
+            _ = try await collect(whole)
+            XCTFail("a file that shrank must not be sent short")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .invalidRequest)
+        }
+    }
+
+    // MARK: Helpers
+
+    func collect(_ body: HTTPClientRequest.Body) async throws -> [UInt8] {
+        switch body.storage {
+        case .bytes(let bytes): return bytes
+        case .stream(_, _, let makeSource):
+            let source = try makeSource()
+            var out: [UInt8] = []
+            for _ in 0..<100_000 {
+                guard let chunk = try await source.next() else { return out }
+                out += chunk
+            }
+            XCTFail("the source did not end")
+            return out
+        }
+    }
+
+    func temporaryFile(bytes: [UInt8], name: String) throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("forms-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent(name)
+        try Data(bytes).write(to: url)
+        return url.path
+    }
+}
