@@ -53,6 +53,9 @@ struct Options {
     var noProxy: String?
     var certificate: String?
     var key: String?
+    /// --cache DIR, --cache-policy NAME: the download cache (see Cache.swift).
+    var cacheDirectory: String?
+    var cachePolicy: HTTPCachePolicy?
     var urls: [String] = []
 }
 
@@ -153,6 +156,8 @@ func parse(_ arguments: [String]) throws -> Options {
             }
             options.certificate = text
         case "--key": options.key = try value(argument)
+        case "--cache": options.cacheDirectory = try value(argument)
+        case "--cache-policy": options.cachePolicy = try parseCachePolicy(try value(argument))
         case "-h", "--help":
             printStdout(usage + "\n")
             exit(0)
@@ -173,12 +178,16 @@ usage: ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v
              [--cacert FILE] [-m SECONDS] [-w FORMAT] [-L] [--max-redirs N] [-b FILE|NAME=VALUE]
              [-c FILE] [--compressed] [-u USER:PASS] [--basic|--digest|--ntlm|--anyauth]
              [--oauth2-bearer TOKEN] [-x [SCHEME://]HOST[:PORT]] [-U USER:PASS] [--socks5 HOST[:PORT]]
-             [--socks5-hostname HOST[:PORT]] [--noproxy LIST] [-E CERT.pem] [--key KEY.pem] URL [URL…]
+             [--socks5-hostname HOST[:PORT]] [--noproxy LIST] [-E CERT.pem] [--key KEY.pem]
+             [--cache DIR] [--cache-policy NAME[,NAME]] URL [URL…]
   -L follows redirects (at most 10, or --max-redirs; never https → http)
   -b reads a Netscape cookies.txt (curl's format) or sends NAME=VALUE; -c writes all cookies there at the end
   -u sends Basic at once unless --digest, --ntlm or --anyauth is given (DOMAIN\\user for NTLM)
   -x takes http://, socks5:// or socks5h:// proxies; without -x, http_proxy/https_proxy/all_proxy/no_proxy apply
-  -w knows %{http_code} %{size_download} %{num_connects} %{num_redirects} %{url_effective} %{time_total} and \\n
+  -w knows %{http_code} %{size_download} %{num_connects} %{num_redirects} %{url_effective} %{time_total}
+     %{cache_status} and \\n
+  --cache keeps responses in DIR (RFC 9111); --cache-policy takes ASIHTTPRequest's names: askServerIfModifiedWhenStale,
+     askServerIfModified, onlyLoadIfNotCached, dontLoad, fallbackToCacheIfLoadFails, doNotRead, doNotWrite
 """
 
 func readFile(_ path: String) throws -> [UInt8] {
@@ -354,6 +363,12 @@ func run() async -> Int32 {
         unsetenv("NO_PROXY")
     }
     if options.verbose { configuration.observers.append(VerboseHeads()) }
+    if let directory = options.cacheDirectory {
+        do { configuration.cache = try makeCache(directory: directory) } catch let error as UsageError {
+            printError(error.message)
+            return 23  // CURLE_WRITE_ERROR
+        } catch { return 23 }
+    }
     let client = HTTPClient(configuration: configuration)
 
     let sink: Sink
@@ -380,6 +395,7 @@ func run() async -> Int32 {
             request.sendsCredentialsPreemptively = options.authSchemes == nil || options.authSchemes == [.basic]
         }
         if let bearer = options.bearer { request.bearerToken = bearer }
+        if let cachePolicy = options.cachePolicy { request.cachePolicy = cachePolicy }
 
         let start = ContinuousClock.now
         do {
@@ -403,6 +419,7 @@ func run() async -> Int32 {
                     "url_effective": response.url.description,
                     "num_redirects": String(response.history.count),
                     "time_total": String(seconds),
+                    "cache_status": cacheStatusText(response),
                 ]
                 printStdout(formatWriteOut(format, values: values))
             }

@@ -62,6 +62,13 @@ extension HTTPClient {
         /// bytes, retries and timings. They see traffic and cannot change it. None by default, and with none
         /// nothing is recorded.
         public var observers: [any HTTPClientObserver] = []
+        /// The download cache for GET requests (see ``HTTPCache``); nil, the default, caches nothing (as
+        /// ASIHTTPRequest without a `downloadCache`). One cache can be given to several clients.
+        ///
+        /// ```swift
+        /// configuration.cache = try HTTPCache(directory: cachesDirectory + "/http")
+        /// ```
+        public var cache: HTTPCache?
 
         public init() {}
 
