@@ -421,8 +421,10 @@ public final class HTTPCache: Sendable {
         let session = hasSession ? scan(.session, removingDebris: false) : [:]
         let victims = state.withLock { state -> [(HTTPCacheStoragePolicy, String)] in
             var fresh = permanent.merging(session) { a, _ in a }
-            for (id, entry) in fresh {
-                if let known = state.index[id] { fresh[id]!.lastUse = Swift.max(entry.lastUse, known.lastUse) }
+            // This object's record of a use beats a file's modification time; other processes' entries have
+            // only the latter.
+            for id in fresh.keys {
+                if let known = state.index[id] { fresh[id]!.lastUse = known.lastUse }
             }
             state.index = fresh
             state.totalSize = fresh.values.reduce(0) { $0 + $1.size }
