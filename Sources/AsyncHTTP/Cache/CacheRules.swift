@@ -156,7 +156,8 @@ enum CacheRules {
         stored: CachedResponseHead?, requestHeaders: HTTPFields, policy: HTTPCachePolicy, now: Double
     ) -> Decision {
         let request = CacheControl(requestHeaders)
-        // §5.4: Pragma: no-cache is no-cache when the request has no Cache-Control.
+        // Pragma: no-cache is no-cache when the request has no Cache-Control (RFC 7234 §5.4 required it; RFC 9111
+        // §5.4 deprecates Pragma, and honouring it remains the safe reading of an old client's request).
         let requestNoCache = request.noCache
             || (!requestHeaders.contains(.cacheControl) && requestHeaders[values: pragma].contains {
                 $0.lowercased().contains("no-cache") })
