@@ -542,6 +542,36 @@ final class CacheMiddlewareTests: XCTestCase {
         try await origin.shutdown()
     }
 
+    func testBadSizesAreRefusedWithATypedError() throws {
+        for (maxSize, maxEntrySize) in [(0, nil), (-1, nil), (1000, 0)] as [(Int, Int?)] {
+            XCTAssertThrowsError(try HTTPCache(directory: makeCacheDirectory(), maxSize: maxSize, maxEntrySize: maxEntrySize)) {
+                XCTAssertEqual(($0 as? HTTPClientError)?.code, .invalidConfiguration)
+            }
+        }
+        let file = makeCacheDirectory() + "/file"
+        XCTAssertTrue(FileManager.default.createFile(atPath: file, contents: Data()))
+        XCTAssertThrowsError(try HTTPCache(directory: file)) {
+            XCTAssertEqual(($0 as? HTTPClientError)?.code, .ioFailure)
+        }
+    }
+
+    func testRemoveCachedResponseAndHEADPassThrough() async throws {
+        let origin = try await CacheOriginServer { _ in .init(status: 200, headers: [("Cache-Control", "max-age=600")], body: Array("r".utf8)) }
+        let cache = try HTTPCache.forTesting(directory: makeCacheDirectory(), clock: CacheTestClock())
+        let client = client(cache)
+        _ = try await get(client, origin.url("/r"))
+        var head = HTTPClientRequest(url: origin.url("/r"))
+        head.method = .head
+        let headResponse = try await client.send(head)
+        XCTAssertNil(headResponse.cacheStatus, "HEAD goes to the server")
+        XCTAssertEqual(origin.count("/r"), 2)
+        do { let status = try await get(client, origin.url("/r")).response.cacheStatus; XCTAssertEqual(status, .hit) }
+        try cache.removeCachedResponse(for: origin.url("/r"))
+        do { let status = try await get(client, origin.url("/r")).response.cacheStatus; XCTAssertEqual(status, .miss) }
+        try await client.shutdown()
+        try await origin.shutdown()
+    }
+
     func testTheChainPutsTheCacheBelowCompression() throws {
         var configuration = HTTPClient.Configuration()
         configuration.cache = try HTTPCache(directory: makeCacheDirectory())
