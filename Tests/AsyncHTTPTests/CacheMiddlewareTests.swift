@@ -65,7 +65,8 @@ final class CacheMiddlewareTests: XCTestCase {
                          body: Array("version one".utf8))
         }
         let clock = CacheTestClock()
-        let cache = try HTTPCache.forTesting(directory: makeCacheDirectory(), clock: clock)
+        let directory = makeCacheDirectory()
+        let cache = try HTTPCache.forTesting(directory: directory, clock: clock)
         let client = client(cache)
         _ = try await get(client, origin.url("/v"))
         clock.advance(20)
@@ -82,6 +83,12 @@ final class CacheMiddlewareTests: XCTestCase {
         let hit = try await get(client, origin.url("/v"))
         XCTAssertEqual(hit.response.cacheStatus, .hit, "freshened by the 304's max-age=100, which was stored")
         XCTAssertEqual(origin.count("/v"), 2)
+        // Written to disk: another cache object on the directory sees the freshened head.
+        let reopened = self.client(try HTTPCache.forTesting(directory: directory, clock: clock))
+        let fromDisk = try await get(reopened, origin.url("/v"))
+        XCTAssertEqual(fromDisk.response.cacheStatus, .hit)
+        XCTAssertEqual(fromDisk.response.headers[HTTPField.Name("X-Updated")!], "yes")
+        try await reopened.shutdown()
         try await client.shutdown()
         try await origin.shutdown()
     }
@@ -146,13 +153,18 @@ final class CacheMiddlewareTests: XCTestCase {
             if request.headers["if-none-match"] == "\"n\"" { return .init(status: 304, headers: [("ETag", "\"n\"")]) }
             return .init(status: 200, headers: [("ETag", "\"n\""), ("Cache-Control", "no-cache, max-age=600")], body: Array("nc".utf8))
         }
-        let client = client(try HTTPCache.forTesting(directory: makeCacheDirectory(), clock: CacheTestClock()))
+        let directory = makeCacheDirectory()
+        let client = client(try HTTPCache.forTesting(directory: directory, clock: CacheTestClock()))
         _ = try await get(client, origin.url("/nc"))
+        let meta = directory + "/entries/" + HTTPCache.hash(origin.url("/nc")) + ".meta"
+        let before = CacheFiles.identity(meta)
+        XCTAssertNotNil(before)
         for _ in 0..<3 {
             let again = try await get(client, origin.url("/nc"))
             XCTAssertEqual(again.response.cacheStatus, .revalidated, "§5.2.2.4: no-cache MUST NOT be reused without validation")
         }
         XCTAssertEqual(origin.count("/nc"), 4)
+        XCTAssertEqual(CacheFiles.identity(meta), before, "a 304 that leaves it no-cache is not written to disk each time")
         try await client.shutdown()
         try await origin.shutdown()
     }

@@ -111,8 +111,19 @@ enum CacheRules {
 
     /// §4.2.3's `current_age`.
     static func currentAge(headers: HTTPFields, requestTime: Double, responseTime: Double, now: Double) -> Double {
-        let ageValue = Double(headers[.age].flatMap { CacheControl.deltaSeconds(Substring($0).trimmingWhitespace()) } ?? 0)
-        let dateValue = date(headers) ?? responseTime
+        currentAge(ageValue: ageValue(headers), dateValue: date(headers), requestTime: requestTime,
+                   responseTime: responseTime, now: now)
+    }
+
+    /// The `Age` field's value (§5.1), 0 when absent or invalid.
+    static func ageValue(_ headers: HTTPFields) -> Double {
+        Double(headers[.age].flatMap { CacheControl.deltaSeconds(Substring($0).trimmingWhitespace()) } ?? 0)
+    }
+
+    /// §4.2.3's `current_age`, from the parsed `Age` and `Date` values.
+    static func currentAge(ageValue: Double, dateValue: Double?, requestTime: Double, responseTime: Double,
+                           now: Double) -> Double {
+        let dateValue = dateValue ?? responseTime
         let apparentAge = Swift.max(0, responseTime - dateValue)
         let responseDelay = Swift.max(0, responseTime - requestTime)
         let correctedAgeValue = ageValue + responseDelay
@@ -127,13 +138,34 @@ enum CacheRules {
     /// lax cookie-date algorithm.
     static func httpDate(_ text: String) -> Double? { CookieDate.parse(text) }
 
+    /// What the rules read from a stored response's fields, parsed once: a hit would otherwise parse its
+    /// `Cache-Control`, `Date` and `Age` several times.
+    struct StoredFacts: Sendable {
+        var directives: CacheControl
+        /// The freshness lifetime (§4.2.1), or the caller's `secondsToCache`.
+        var lifetime: Double
+        var dateValue: Double?
+        var ageValue: Double
+
+        init(_ head: CachedResponseHead) {
+            directives = CacheControl(head.headers)
+            lifetime = head.secondsToCache
+                ?? CacheRules.freshnessLifetime(status: head.status, headers: head.headers, responseTime: head.responseTime)
+            dateValue = CacheRules.date(head.headers)
+            ageValue = CacheRules.ageValue(head.headers)
+        }
+
+        /// The current age (§4.2.3) at `now`.
+        func age(_ head: CachedResponseHead, now: Double) -> Double {
+            CacheRules.currentAge(ageValue: ageValue, dateValue: dateValue, requestTime: head.requestTime,
+                                  responseTime: head.responseTime, now: now)
+        }
+    }
+
     /// Freshness and age of a stored response at `now`.
     static func freshness(of stored: CachedResponseHead, now: Double) -> (lifetime: Double, age: Double) {
-        let lifetime = stored.secondsToCache
-            ?? freshnessLifetime(status: stored.status, headers: stored.headers, responseTime: stored.responseTime)
-        let age = currentAge(headers: stored.headers, requestTime: stored.requestTime,
-                             responseTime: stored.responseTime, now: now)
-        return (lifetime, age)
+        let facts = StoredFacts(stored)
+        return (facts.lifetime, facts.age(stored, now: now))
     }
 
     // MARK: Choosing what to do (§4)
@@ -155,6 +187,13 @@ enum CacheRules {
     static func decide(
         stored: CachedResponseHead?, requestHeaders: HTTPFields, policy: HTTPCachePolicy, now: Double
     ) -> Decision {
+        decide(stored: stored, facts: stored.map(StoredFacts.init), requestHeaders: requestHeaders, policy: policy, now: now)
+    }
+
+    /// ``decide(stored:requestHeaders:policy:now:)`` with the stored response's facts already parsed.
+    static func decide(
+        stored: CachedResponseHead?, facts: StoredFacts?, requestHeaders: HTTPFields, policy: HTTPCachePolicy, now: Double
+    ) -> Decision {
         let request = CacheControl(requestHeaders)
         // Pragma: no-cache is no-cache when the request has no Cache-Control (RFC 7234 §5.4 required it; RFC 9111
         // §5.4 deprecates Pragma, and honouring it remains the safe reading of an old client's request).
@@ -162,15 +201,16 @@ enum CacheRules {
             || (!requestHeaders.contains(.cacheControl) && requestHeaders[values: pragma].contains {
                 $0.lowercased().contains("no-cache") })
         let offline = policy.contains(.dontLoad) || request.onlyIfCached
-        guard let stored, !policy.contains(.doNotRead) else { return offline ? .unavailable : .fetch }
+        guard let stored, let facts, !policy.contains(.doNotRead) else { return offline ? .unavailable : .fetch }
 
-        let response = CacheControl(stored.headers)
+        let response = facts.directives
         let ignores = stored.ignoresServerDirectives
         // §5.2.2.4: no-cache: never used without a successful validation.
         let alwaysValidate = response.noCache && !ignores
         // §4.2.4 / §5.2.2.2: must-revalidate (and no-cache) forbid serving stale.
         let staleForbidden = (response.mustRevalidate || response.noCache) && !ignores
-        let (lifetime, age) = freshness(of: stored, now: now)
+        let lifetime = facts.lifetime
+        let age = facts.age(stored, now: now)
         let fresh = lifetime > age
 
         if policy.contains(.onlyLoadIfNotCached) || policy.contains(.dontLoad) {

@@ -57,6 +57,17 @@ public final class HTTPCache: Sendable {
     private let permanentDirectory: String
     private let sessionDirectory: String
     private let state: Mutex<State>
+    /// Decoded head files by path, each valid while the file keeps its identity: a hit then costs a `stat`
+    /// instead of a read, a checksum and a decode. Bounded: at most ``memoLimit`` entries (inline bodies are
+    /// at most 16 KiB each).
+    private let memo = Mutex<[String: Memo]>([:])
+    static let memoLimit = 256
+
+    private struct Memo {
+        var identity: CacheFiles.Identity
+        var record: CacheEntryRecord
+        var facts: CacheRules.StoredFacts
+    }
 
     private struct IndexEntry {
         var storage: HTTPCacheStoragePolicy
@@ -138,12 +149,14 @@ public final class HTTPCache: Sendable {
     public func clearCachedResponses(for storage: HTTPCacheStoragePolicy) {
         switch storage {
         case .session:
+            memo.withLock { $0.removeAll() }
             CacheFiles.removeDirectory(sessionDirectory)
             state.withLock { state in
                 state.sessionLock = nil
                 dropIndex(of: .session, &state)
             }
         case .permanent:
+            memo.withLock { $0.removeAll() }
             for item in CacheFiles.list(permanentDirectory) where !item.isDirectory {
                 CacheFiles.remove(permanentDirectory + "/" + item.name)
             }
@@ -180,6 +193,10 @@ public final class HTTPCache: Sendable {
         var storage: HTTPCacheStoragePolicy
         /// The open body file, for a body not stored inline.
         var bodyFile: CacheReadFile?
+        /// The head's fields as the rules read them, parsed once.
+        var facts: CacheRules.StoredFacts
+        /// The head file's identity when it was read.
+        var identity: CacheFiles.Identity
         var head: CachedResponseHead { record.head }
     }
 
@@ -190,15 +207,22 @@ public final class HTTPCache: Sendable {
             if storage == .session, !state.withLock({ $0.sessionLock != nil }) { continue }
             let directory = directory(for: storage)
             let metaPath = directory + "/" + hash + ".meta"
-            let bytes: [UInt8]?
-            do { bytes = try CacheFiles.read(metaPath, limit: CacheEntryRecord.maxEncodedSize) } catch {
-                logger.warning("cache: cannot read an entry", metadata: ["file": "\(hash).meta", "error": "\(error)"])
-                continue
-            }
-            guard let bytes else { continue }
-            guard let record = CacheEntryRecord.decode(bytes), record.head.key == key else {
-                discardCorrupt(storage: storage, hash: hash, why: "its head fails its checksum or names another URL")
-                continue
+            let record: CacheEntryRecord, facts: CacheRules.StoredFacts, identity: CacheFiles.Identity
+            if let known = memo.withLock({ $0[metaPath] }), CacheFiles.identity(metaPath) == known.identity {
+                (record, facts, identity) = (known.record, known.facts, known.identity)
+            } else {
+                let read: (bytes: [UInt8], identity: CacheFiles.Identity)?
+                do { read = try CacheFiles.readWithIdentity(metaPath, limit: CacheEntryRecord.maxEncodedSize) } catch {
+                    logger.warning("cache: cannot read an entry", metadata: ["file": "\(hash).meta", "error": "\(error)"])
+                    continue
+                }
+                guard let read else { continue }
+                guard let decoded = CacheEntryRecord.decode(read.bytes), decoded.head.key == key else {
+                    discardCorrupt(storage: storage, hash: hash, why: "its head fails its checksum or names another URL")
+                    continue
+                }
+                (record, facts, identity) = (decoded, CacheRules.StoredFacts(decoded.head), read.identity)
+                remember(metaPath, Memo(identity: identity, record: record, facts: facts))
             }
             guard CacheRules.varyMatches(record.head, requestHeaders: requestHeaders) else { continue }
             var bodyFile: CacheReadFile?
@@ -214,7 +238,7 @@ public final class HTTPCache: Sendable {
                 bodyFile = file
             }
             touch(storage: storage, hash: hash)
-            return Stored(record: record, storage: storage, bodyFile: bodyFile)
+            return Stored(record: record, storage: storage, bodyFile: bodyFile, facts: facts, identity: identity)
         }
         return nil
     }
@@ -263,15 +287,28 @@ public final class HTTPCache: Sendable {
         evictIfNeeded()
     }
 
-    /// Rewrites a stored response's head after a `304` (§4.3.4), keeping its body.
-    func update(_ stored: Stored, head: CachedResponseHead) {
+    /// Updates a stored response's head after a `304` (§4.3.4), keeping its body. With `persist` the head
+    /// file is rewritten; without, only this object's view of it changes (see the middleware for when).
+    func update(_ stored: Stored, head: CachedResponseHead, persist: Bool) {
         let record = CacheEntryRecord(head: head, body: stored.record.body)
         let hash = Self.hash(head.key)
-        let bytes = record.encode()
+        let metaPath = directory(for: stored.storage) + "/" + hash + ".meta"
+        guard persist else {
+            remember(metaPath, Memo(identity: stored.identity, record: record, facts: CacheRules.StoredFacts(head)))
+            return
+        }
+        memo.withLock { $0[metaPath] = nil }
         do {
-            try CacheFiles.replace(directory(for: stored.storage) + "/" + hash + ".meta", with: bytes, sync: false)
+            try CacheFiles.replace(metaPath, with: record.encode(), sync: false)
         } catch {
             logger.warning("cache: cannot update an entry", metadata: ["file": "\(hash).meta", "error": "\(error)"])
+        }
+    }
+
+    private func remember(_ path: String, _ entry: Memo) {
+        memo.withLock { memo in
+            if memo.count >= Self.memoLimit, memo[path] == nil { memo.removeAll(keepingCapacity: true) }
+            memo[path] = entry
         }
     }
 
@@ -329,6 +366,7 @@ public final class HTTPCache: Sendable {
     private func removeFiles(storage: HTTPCacheStoragePolicy, hash: String) {
         let directory = directory(for: storage)
         let metaPath = directory + "/" + hash + ".meta"
+        memo.withLock { $0[metaPath] = nil }
         var names: Set<String> = [hash + ".meta"]
         if let bytes = try? CacheFiles.read(metaPath, limit: CacheEntryRecord.maxEncodedSize),
            let record = CacheEntryRecord.decode(bytes), case .file(let name, _, _) = record.body {

@@ -36,9 +36,36 @@ enum CacheFiles {
         }
     }
 
+    /// What tells one version of a file from another: a rename-replace changes the inode, a rewrite in place
+    /// the size or the modification time (nanoseconds).
+    struct Identity: Sendable, Equatable {
+        var device: UInt64
+        var inode: UInt64
+        var size: Int
+        var modifiedSeconds: Int
+        var modifiedNanoseconds: Int
+    }
+
+    private static func identity(_ info: stat) -> Identity {
+        Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int(info.st_size),
+                 modifiedSeconds: Int(info.st_mtim.tv_sec), modifiedNanoseconds: Int(info.st_mtim.tv_nsec))
+    }
+
+    /// The identity of the file at `path` now, or nil if there is none.
+    static func identity(_ path: String) -> Identity? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return identity(info)
+    }
+
     /// A whole small file, or nil if it does not exist (or vanished: another process evicted it).
     /// Files larger than `limit` are refused with nil too: they are not what the cache wrote.
     static func read(_ path: String, limit: Int) throws(HTTPClientError) -> [UInt8]? {
+        try readWithIdentity(path, limit: limit)?.bytes
+    }
+
+    /// ``read(_:limit:)`` and the identity of the file that was read (from the open descriptor).
+    static func readWithIdentity(_ path: String, limit: Int) throws(HTTPClientError) -> (bytes: [UInt8], identity: Identity)? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
@@ -49,6 +76,7 @@ enum CacheFiles {
         guard fstat(fd, &info) == 0 else { throw fileError("could not stat \(path)") }
         let size = Int(info.st_size)
         guard size <= limit else { return nil }
+        let identity = identity(info)
         var bytes = [UInt8](repeating: 0, count: size)
         var offset = 0
         while offset < size {
@@ -60,7 +88,7 @@ enum CacheFiles {
             if count == 0 { break }
             offset += count
         }
-        return offset == size ? bytes : Array(bytes[..<offset])
+        return (offset == size ? bytes : Array(bytes[..<offset]), identity)
     }
 
     /// Writes `bytes` to a temporary file beside `path` and renames it over `path`: readers see the old
