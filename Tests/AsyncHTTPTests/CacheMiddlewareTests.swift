@@ -584,6 +584,27 @@ final class CacheMiddlewareTests: XCTestCase {
         try await origin.shutdown()
     }
 
+    func testEachHopOfARedirectIsCachedBelowTheRedirectStep() async throws {
+        let origin = try await CacheOriginServer { request in
+            if request.target == "/old" {
+                return .init(status: 301, headers: [("Location", "/new"), ("Cache-Control", "max-age=600")],
+                             body: Array("moved".utf8))
+            }
+            return .init(status: 200, headers: [("Cache-Control", "max-age=600")], body: Array("new".utf8))
+        }
+        let client = client(try HTTPCache.forTesting(directory: makeCacheDirectory(), clock: CacheTestClock()))
+        let first = try await get(client, origin.url("/old"))
+        XCTAssertEqual(first.body, "new")
+        let second = try await get(client, origin.url("/old"))
+        XCTAssertEqual(second.body, "new")
+        XCTAssertEqual(second.response.cacheStatus, .hit)
+        XCTAssertEqual(second.response.history.count, 1, "the stored 301 was followed again")
+        XCTAssertEqual(origin.count("/old"), 1)
+        XCTAssertEqual(origin.count("/new"), 1)
+        try await client.shutdown()
+        try await origin.shutdown()
+    }
+
     func testTheChainPutsTheCacheBelowCompression() throws {
         var configuration = HTTPClient.Configuration()
         configuration.cache = try HTTPCache(directory: makeCacheDirectory())
