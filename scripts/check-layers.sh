@@ -36,7 +36,7 @@ fi
 
 # 4. Above the transport nothing touches a socket, TLS, the parser, the pool or a connection.
 below='Socket|TLSStream|TLSContext|EpollEventLoop|HTTP1Connection|HTTP1ResponseParser|ConnectionPool|PoolStateMachine|Connector'
-for folder in Middleware Cookies Codecs Auth Bodies; do
+for folder in Middleware Cookies Codecs Auth Bodies Cache; do
     if grep -rnwE "$below" "Sources/AsyncHTTP/$folder" | grep -vE '//' >/dev/null; then
         breach "Sources/AsyncHTTP/$folder reaches below the transport:"
         grep -rnwE "$below" "Sources/AsyncHTTP/$folder" | grep -vE '///|//' >&2

@@ -100,6 +100,10 @@ if [ "$(stat -c %s "$PEERS/www/big.bin" 2>/dev/null || echo 0)" != 8388608 ]; th
 fi
 printf '<!doctype html>\n<html><head><title>AsyncHTTP peer</title></head><body><p>AsyncHTTP nginx peer</p></body></html>\n' \
     > "$PEERS/www/index.html"
+# The download cache's tests (CacheNginxTests): a copy of small.txt under each /cache/ location below.
+for dir in expires etag headers nostore ims; do
+    mkdir -p "$PEERS/www/cache/$dir" && cp "$PEERS/www/small.txt" "$PEERS/www/cache/$dir/small.txt"
+done
 
 free_ports() {  # prints two distinct free TCP ports on 127.0.0.1
     python3 - <<'PY'
@@ -157,6 +161,12 @@ http {
             create_full_put_path on;
             client_max_body_size 0;
         }
+        # The download cache's tests: freshness and validators as nginx sends them.
+        location /cache/expires/ { expires 60s; }
+        location /cache/etag/ { expires -1; }
+        location /cache/headers/ { add_header Cache-Control "max-age=60, must-revalidate"; }
+        location /cache/nostore/ { add_header Cache-Control "no-store"; }
+        location /cache/ims/ { etag off; if_modified_since exact; add_header Cache-Control "max-age=0"; }
     }
     server {
         listen 127.0.0.1:$2 ssl;

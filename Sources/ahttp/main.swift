@@ -58,6 +58,9 @@ struct Options {
     var connectTo: [ConnectToOverride] = []
     var unixSocket: UnixSocketAddress?
     var happyEyeballsDelay: Int?
+    /// --cache DIR, --cache-policy NAME: the download cache (see Cache.swift).
+    var cacheDirectory: String?
+    var cachePolicy: HTTPCachePolicy?
     var urls: [String] = []
     /// -F, --data-urlencode, --data-binary @file, -T, -O, -C -, --expect100-timeout (Bodies.swift).
     var bodies = BodyOptions()
@@ -189,6 +192,8 @@ func parse(_ arguments: [String]) throws -> Options {
                 throw UsageError(message: "--happy-eyeballs-timeout-ms: '\(text)' is not a whole number of at least 10")
             }
             options.happyEyeballsDelay = milliseconds
+        case "--cache": options.cacheDirectory = try value(argument)
+        case "--cache-policy": options.cachePolicy = try parseCachePolicy(try value(argument))
         case "-h", "--help":
             printStdout(usage + "\n" + bodiesUsage + "\n")
             exit(0)
@@ -220,12 +225,16 @@ usage: ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v
              [--oauth2-bearer TOKEN] [-x [SCHEME://]HOST[:PORT]] [-U USER:PASS] [--socks5 HOST[:PORT]]
              [--socks5-hostname HOST[:PORT]] [--noproxy LIST] [-E CERT.pem] [--key KEY.pem]
              [--resolve HOST:PORT:ADDR[,ADDR]] [--connect-to HOST1:PORT1:HOST2:PORT2]
-             [--unix-socket PATH] [--abstract-unix-socket NAME] [--happy-eyeballs-timeout-ms MS] URL [URL…]
+             [--unix-socket PATH] [--abstract-unix-socket NAME] [--happy-eyeballs-timeout-ms MS]
+             [--cache DIR] [--cache-policy NAME[,NAME]] URL [URL…]
   -L follows redirects (at most 10, or --max-redirs; never https → http)
   -b reads a Netscape cookies.txt (curl's format) or sends NAME=VALUE; -c writes all cookies there at the end
   -u sends Basic at once unless --digest, --ntlm or --anyauth is given (DOMAIN\\user for NTLM)
   -x takes http://, socks5:// or socks5h:// proxies; without -x, http_proxy/https_proxy/all_proxy/no_proxy apply
-  -w knows %{http_code} %{size_download} %{num_connects} %{num_redirects} %{url_effective} %{time_total} and \\n
+  -w knows %{http_code} %{size_download} %{num_connects} %{num_redirects} %{url_effective} %{time_total}
+     %{cache_status} and \\n
+  --cache keeps responses in DIR (RFC 9111); --cache-policy takes ASIHTTPRequest's names: askServerIfModifiedWhenStale,
+     askServerIfModified, onlyLoadIfNotCached, dontLoad, fallbackToCacheIfLoadFails, doNotRead, doNotWrite
 """
 
 func readFile(_ path: String) throws -> [UInt8] {
@@ -406,6 +415,12 @@ func run() async -> Int32 {
         unsetenv("NO_PROXY")
     }
     if options.verbose { configuration.observers.append(VerboseHeads()) }
+    if let directory = options.cacheDirectory {
+        do { configuration.cache = try makeCache(directory: directory) } catch let error as UsageError {
+            printError(error.message)
+            return 23  // CURLE_WRITE_ERROR
+        } catch { return 23 }
+    }
     let client = HTTPClient(configuration: configuration)
 
     let sink: Sink
@@ -437,6 +452,7 @@ func run() async -> Int32 {
             request.sendsCredentialsPreemptively = options.authSchemes == nil || options.authSchemes == [.basic]
         }
         if let bearer = options.bearer { request.bearerToken = bearer }
+        if let cachePolicy = options.cachePolicy { request.cachePolicy = cachePolicy }
 
         let start = ContinuousClock.now
         do {
@@ -474,6 +490,7 @@ func run() async -> Int32 {
                     "url_effective": response.url.description,
                     "num_redirects": String(response.history.count),
                     "time_total": String(seconds),
+                    "cache_status": cacheStatusText(response),
                 ]
                 printStdout(formatWriteOut(format, values: values))
             }

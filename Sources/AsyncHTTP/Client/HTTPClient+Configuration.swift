@@ -83,6 +83,13 @@ extension HTTPClient {
         /// Which request bodies wait for `100 Continue` before they are sent (``ExpectContinuePolicy``): by default
         /// bodies of 1 MiB or more, for up to 1 s, as curl does. ``HTTPClientRequest/expectContinue`` overrides it.
         public var expectContinue = ExpectContinuePolicy.default
+        /// The download cache for GET requests (see ``HTTPCache``); nil, the default, caches nothing (as
+        /// ASIHTTPRequest without a `downloadCache`). One cache can be given to several clients.
+        ///
+        /// ```swift
+        /// configuration.cache = try HTTPCache(directory: cachesDirectory + "/http")
+        /// ```
+        public var cache: HTTPCache?
 
         public init() {}
 

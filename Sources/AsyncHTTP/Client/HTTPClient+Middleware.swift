@@ -17,7 +17,8 @@ extension HTTPClient {
     /// has it off (``HTTPClientRequest/redirectPolicy``, ``HTTPClientRequest/acceptsCompressedResponse``),
     /// and the redirect step also records ``HTTPClientResponse/originalURL`` and ``HTTPClientResponse/history``.
     /// Auth is always present: any request can carry credentials or meet a challenge.
-    /// The cookie step is present when the configuration has a ``Configuration/cookieJar``.
+    /// The cookie step is present when the configuration has a ``Configuration/cookieJar``, the cache step
+    /// when it has a ``Configuration/cache``.
     static func builtInMiddleware(
         _ configuration: Configuration, authenticator: Authenticator, proxies: ProxyRouter
     ) -> [any HTTPClientMiddleware] {
@@ -29,7 +30,10 @@ extension HTTPClient {
             chain.append(CookieMiddleware(jar: jar))
         }
         chain.append(CompressionMiddleware(policy: configuration.compression))
-        // 5. cache, 6. throttle: not built yet.
+        if let cache = configuration.cache {
+            chain.append(CacheMiddleware(cache: cache))
+        }
+        // 6. throttle: not built yet.
         return chain
     }
 }

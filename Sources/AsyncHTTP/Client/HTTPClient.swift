@@ -50,6 +50,7 @@ public final class HTTPClient: Sendable {
         transport = HTTP1Transport(configuration: configuration, proxies: proxies, tunnelAuthenticator: authenticator)
         middleware = Self.builtInMiddleware(configuration, authenticator: authenticator, proxies: proxies)
             + configuration.middleware
+        configuration.cache?.clientStarted()
     }
 
     /// Sends `request` and returns once the response head has arrived; the body streams on.
@@ -80,8 +81,10 @@ public final class HTTPClient: Sendable {
             configuration.logger.warning("HTTPClient.shared cannot be shut down; ignored")
             return
         }
-        isShutDown.store(true, ordering: .relaxed)
+        let wasShutDown = isShutDown.exchange(true, ordering: .relaxed)
         await transport.shutdown()
+        // The cache's session entries go with the last client using it.
+        if !wasShutDown { configuration.cache?.clientShutDown() }
     }
 
     /// Logs out (ASIHTTPRequest's `clearSession`): empties the session credential store and forgets everything

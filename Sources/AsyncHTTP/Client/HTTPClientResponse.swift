@@ -43,6 +43,10 @@ public struct HTTPClientResponse: Sendable {
     /// and the `Content-Encoding` and `Content-Length` fields are gone (they described the encoded body);
     /// when `Content-Encoding` is still there, the body is still encoded.
     public var isCompressed = false
+    /// What the client's ``HTTPClient/Configuration/cache`` did for this response: `hit`, `miss`,
+    /// `revalidated` or `stale` (see ``HTTPCacheStatus``); nil when no cache took part (no cache configured,
+    /// or a method other than GET). ``didUseCachedResponse`` is ASIHTTPRequest's name for the common question.
+    public var cacheStatus: HTTPCacheStatus?
     /// Collects the encoded bytes while a decoded body is read, when the request asked for them.
     var rawBodyRecorder: RawBodyRecorder?
     /// What ``text(upTo:)`` falls back to; set by the redirect middleware from the request or client.
