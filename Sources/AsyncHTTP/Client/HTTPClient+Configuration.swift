@@ -62,6 +62,10 @@ extension HTTPClient {
         /// bytes, retries and timings. They see traffic and cannot change it. None by default, and with none
         /// nothing is recorded.
         public var observers: [any HTTPClientObserver] = []
+        /// The most bytes per second all of this client's requests may move together, both directions
+        /// (ASIHTTPRequest's `+setMaxBandwidthPerSecond:`); nil, the default, sets no limit. Change it while the
+        /// client runs with ``HTTPClient/maxBandwidthPerSecond``.
+        public var maxBandwidthPerSecond: Int?
 
         public init() {}
 
@@ -90,6 +94,9 @@ extension HTTPClient {
             }
             if let totalTimeout, totalTimeout <= .zero {
                 throw refuse("totalTimeout is \(totalTimeout); it must be positive (nil sets no deadline)")
+            }
+            if let maxBandwidthPerSecond, maxBandwidthPerSecond <= 0 {
+                throw refuse("maxBandwidthPerSecond is \(maxBandwidthPerSecond); it must be positive (nil sets no limit)")
             }
             guard idleTimeout >= .zero else { throw refuse("idleTimeout is \(idleTimeout); it must not be negative") }
         }

@@ -8,7 +8,8 @@ extension HTTPClient {
     /// 4. compression — adds Accept-Encoding and inflates, below cookies (headers only) and above the cache,
     ///    so the cache stores what the server sent;
     /// 5. cache — answers without touching the network when it can;
-    /// 6. throttle — innermost, shaping the bytes that really cross the network;
+    /// 6. throttle — innermost, shaping the bytes that really cross the network (the request's own limit; the
+    ///    client's shared one is applied by the transport to every request);
     /// then the pool.
     ///
     /// Members not built yet are simply absent; the order of the rest holds.
@@ -19,7 +20,8 @@ extension HTTPClient {
     /// Auth is always present: any request can carry credentials or meet a challenge.
     /// The cookie step is present when the configuration has a ``Configuration/cookieJar``.
     static func builtInMiddleware(
-        _ configuration: Configuration, authenticator: Authenticator, proxies: ProxyRouter
+        _ configuration: Configuration, authenticator: Authenticator, proxies: ProxyRouter,
+        flow: NetworkFlow = NetworkFlow(bytesPerSecond: nil)
     ) -> [any HTTPClientMiddleware] {
         var chain: [any HTTPClientMiddleware] = [
             RedirectMiddleware(policy: configuration.redirectPolicy, textDecodingFallback: configuration.textDecodingFallback),
@@ -29,7 +31,8 @@ extension HTTPClient {
             chain.append(CookieMiddleware(jar: jar))
         }
         chain.append(CompressionMiddleware(policy: configuration.compression))
-        // 5. cache, 6. throttle: not built yet.
+        // 5. cache: not built yet.
+        chain.append(ThrottleMiddleware(flow: flow))
         return chain
     }
 }

@@ -89,6 +89,8 @@ final class RequestObservation: @unchecked Sendable {
 
     let requestID: UInt64
     private let observers: [any HTTPClientObserver]
+    /// The request's own progress handler at work, fed from the same events as the observers.
+    private let progress: ProgressReporter?
     private let start: ContinuousClock.Instant
     private let marks = Locked(Marks())
 
@@ -98,15 +100,46 @@ final class RequestObservation: @unchecked Sendable {
         var headReceived: ContinuousClock.Instant?
     }
 
-    init(requestID: UInt64, observers: [any HTTPClientObserver]) {
+    init(requestID: UInt64, observers: [any HTTPClientObserver], progress: ProgressReporter? = nil) {
         self.requestID = requestID
         self.observers = observers
+        self.progress = progress
         self.start = .now
+    }
+
+    /// The observation of `request`, if the client has observers or the request a progress handler.
+    static func make(
+        for request: HTTPClientRequest, requestID: () -> UInt64, observers: [any HTTPClientObserver]
+    ) -> RequestObservation? {
+        let handler = request.progressHandler
+        guard !observers.isEmpty || handler != nil else { return nil }
+        return RequestObservation(
+            requestID: requestID(), observers: observers,
+            progress: handler.map { ProgressReporter($0, method: request.method, uploadTotal: request.body.map { $0.length } ?? 0) })
     }
 
     private func emit(_ kind: HTTPClientEvent.Kind, at time: ContinuousClock.Instant = .now) {
         let event = HTTPClientEvent(requestID: requestID, time: time, kind: kind)
         for observer in observers { observer.observe(event) }
+        progress?.observe(kind, at: time)
+    }
+
+    /// Runs `send`'s chain, telling the progress handler which response was returned, or that it failed.
+    func watching(_ send: () async throws -> HTTPClientResponse) async throws -> HTTPClientResponse {
+        guard let progress else { return try await send() }
+        do {
+            let response = try await send()
+            progress.update(at: .now) { $0.sendReturned() }
+            return response
+        } catch {
+            progress.update(at: .now) { $0.ended() }
+            throw error
+        }
+    }
+
+    /// A response body was dropped before its end (not an observer event: the connection is drained or closed).
+    func bodyDropped() {
+        progress?.update(at: .now) { $0.finished() }
     }
 
     private func timings(at now: ContinuousClock.Instant) -> HTTPClientEvent.Timings {

@@ -29,12 +29,16 @@ final class HTTP1Transport: Sendable {
     let connector: Connector
     /// The proxy decisions, with the environment read once at creation.
     let proxies: ProxyRouter
+    /// The client's bandwidth limit, meter and transfers in flight (see `Flow/`).
+    let flow: NetworkFlow
 
-    init(settings: Settings, pool: ConnectionPool, connector: Connector, proxies: ProxyRouter) {
+    init(settings: Settings, pool: ConnectionPool, connector: Connector, proxies: ProxyRouter,
+         flow: NetworkFlow = NetworkFlow(bytesPerSecond: nil)) {
         self.settings = settings
         self.pool = pool
         self.connector = connector
         self.proxies = proxies
+        self.flow = flow
     }
 
     /// The transport of a client with `configuration`: its pool, and a connector that answers `CONNECT`
@@ -59,7 +63,7 @@ final class HTTP1Transport: Sendable {
                                 userAgent: configuration.userAgent, limits: configuration.parserLimits,
                                 transferDecodingLimits: configuration.compression.limits, logger: configuration.logger),
                 tunnelAuthenticator: tunnelAuthenticator),
-            proxies: proxies)
+            proxies: proxies, flow: NetworkFlow(bytesPerSecond: configuration.maxBandwidthPerSecond))
     }
 
     func shutdown() async {
@@ -83,13 +87,16 @@ final class HTTP1Transport: Sendable {
         let key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.port, proxy: proxy)
         let prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent,
                                            absoluteForm: proxy?.kind == .http && !url.isSecure)
-        let observation = settings.observing ? RequestObservation.current : nil
+        let observation = settings.observing || request.progressHandler != nil ? RequestObservation.current : nil
+        // The throttle step's pacer (the request's own limit) or the client's; counted in flight until the body ends.
+        let flow = AttemptFlow(pacer: request[PacerOption.self] ?? self.flow.sharedPacer, transfer: self.flow.activity.begin())
         let pin = request.connectionPin
         var timeoutRetries = request.retriesOnTimeout ?? settings.retriesOnTimeout
         var fresh = !request.persistentConnection
         while true {
             do {
-                return try await attempt(prepared, key: key, fresh: fresh, pin: pin, deadlines: deadlines, observation: observation)
+                return try await attempt(prepared, key: key, fresh: fresh, pin: pin, deadlines: deadlines, observation: observation,
+                                         flow: flow)
             } catch {
                 switch error {
                 case .stale(let error, let connectionID):
@@ -123,7 +130,7 @@ final class HTTP1Transport: Sendable {
     /// One try: lease or open a connection, write the request, read the head.
     private func attempt(
         _ request: PreparedRequest, key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines,
-        observation: RequestObservation?
+        observation: RequestObservation?, flow: AttemptFlow
     ) async throws(AttemptFailure) -> HTTPClientResponse {
         let lease: HTTP1Lease
         do {
@@ -132,6 +139,7 @@ final class HTTP1Transport: Sendable {
             throw .final(error)
         }
         let connection = lease.connection
+        connection.pacer = flow.pacer
         observation?.connectionAcquired(.init(
             id: connection.id, reused: connection.wasReused, tlsSessionResumed: connection.tls?.sessionWasReused ?? false,
             route: key.description))
@@ -141,7 +149,8 @@ final class HTTP1Transport: Sendable {
             connection.requestWritten()
             let head = try await connection.readHead(deadlines: deadlines)
             observation?.headReceived(status: head.status, version: head.version, headers: head.headers)
-            return try await response(for: request, head: head, lease: lease, deadlines: deadlines, observation: observation)
+            return try await response(for: request, head: head, lease: lease, deadlines: deadlines, observation: observation,
+                                      transfer: flow.transfer)
         } catch {
             await lease.discard()
             let attempt = StaleConnectionRetry.Attempt(
@@ -160,7 +169,7 @@ final class HTTP1Transport: Sendable {
 
     private func response(
         for request: PreparedRequest, head: HTTP1ResponseHead, lease: HTTP1Lease, deadlines: Deadlines,
-        observation: RequestObservation?
+        observation: RequestObservation?, transfer: NetworkActivity.Transfer? = nil
     ) async throws(HTTPClientError) -> HTTPClientResponse {
         let body: HTTPClientResponse.Body
         switch try lease.connection.takeBufferedBody() {
@@ -174,7 +183,8 @@ final class HTTP1Transport: Sendable {
             body = .init(storage: .buffered(chunks))
         case .partial(let chunks):
             body = .init(storage: .connection(ResponseBodyStream(
-                lease: lease, bufferedChunks: chunks, deadlines: deadlines, logger: settings.logger, observation: observation)))
+                lease: lease, bufferedChunks: chunks, deadlines: deadlines, logger: settings.logger, observation: observation,
+                transfer: transfer)))
         }
         return HTTPClientResponse(status: head.status, headers: head.headers, version: head.version, body: body, url: request.url)
     }
@@ -230,4 +240,11 @@ extension HTTPClient.Configuration {
     var parserLimits: HTTP1ResponseParser.Limits {
         HTTP1ResponseParser.Limits(maxHeadBytes: maxResponseHeadBytes, maxHeaderCount: maxResponseHeaderCount)
     }
+}
+
+/// What one `roundTrip` hands each attempt for its bytes: the pacer the connection consults, and the token
+/// that counts the exchange in flight (ended by the response body, or when the round trip fails).
+struct AttemptFlow: Sendable {
+    let pacer: TransferPacer
+    let transfer: NetworkActivity.Transfer
 }
