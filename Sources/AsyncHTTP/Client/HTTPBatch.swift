@@ -230,7 +230,9 @@ extension HTTPClient {
     /// `body` returns once every member has ended (ASINetworkQueue, as a scope).
     ///
     /// When `body` returns, no more members can be added and the batch waits for those added to end. When `body`
-    /// throws, or the task is cancelled, every member is cancelled first. Nothing outlives the call: members
+    /// throws, or the task is cancelled, every member is cancelled first; a cancelled batch throws
+    /// ``HTTPClientError/Code/cancelled`` (its ``HTTPBatch/results`` ended early, as an `AsyncStream` does in a
+    /// cancelled task; ``HTTPBatchConfiguration/onEvent`` still reports every member). Nothing outlives the call: members
     /// are child tasks, and a cancelled member's connection is closed, not leaked.
     ///
     /// ```swift
@@ -252,6 +254,9 @@ extension HTTPClient {
                 let result = try await body(batch)
                 batch.finish()
                 try await group.waitForAll()
+                // Cancelled: `results` ended early in `body` (an `AsyncStream` ends when its task is cancelled),
+                // so whatever `body` made of it is partial.
+                if Task.isCancelled { throw HTTPClientError.cancelled }
                 return result
             } catch {
                 batch.cancelAll()
