@@ -54,6 +54,8 @@ struct Options {
     var certificate: String?
     var key: String?
     var urls: [String] = []
+    /// --limit-rate, -#, -Z, --parallel-max, --fail-early, --retry* (Flow.swift).
+    var flow = FlowOptions()
 }
 
 /// `user:password`, with `DOMAIN\user` for NTLM, as curl's -u and -U take it. No colon: an empty password
@@ -153,6 +155,14 @@ func parse(_ arguments: [String]) throws -> Options {
             }
             options.certificate = text
         case "--key": options.key = try value(argument)
+        case "--limit-rate": options.flow.limitRate = try parseRate(try value(argument))
+        case "-#", "--progress-bar": options.flow.progressBar = true
+        case "-Z", "--parallel": options.flow.parallel = true
+        case "--parallel-max": options.flow.parallelMax = try parseCount(try value(argument), argument, range: 1...300)
+        case "--fail-early": options.flow.failEarly = true
+        case "--retry": options.flow.retry = try parseCount(try value(argument), argument, range: 0...1_000_000)
+        case "--retry-delay": options.flow.retryDelay = try parsePositiveSeconds(try value(argument), argument)
+        case "--retry-max-time": options.flow.retryMaxTime = try parsePositiveSeconds(try value(argument), argument)
         case "-h", "--help":
             printStdout(usage + "\n")
             exit(0)
@@ -173,11 +183,15 @@ usage: ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v
              [--cacert FILE] [-m SECONDS] [-w FORMAT] [-L] [--max-redirs N] [-b FILE|NAME=VALUE]
              [-c FILE] [--compressed] [-u USER:PASS] [--basic|--digest|--ntlm|--anyauth]
              [--oauth2-bearer TOKEN] [-x [SCHEME://]HOST[:PORT]] [-U USER:PASS] [--socks5 HOST[:PORT]]
-             [--socks5-hostname HOST[:PORT]] [--noproxy LIST] [-E CERT.pem] [--key KEY.pem] URL [URL…]
+             [--socks5-hostname HOST[:PORT]] [--noproxy LIST] [-E CERT.pem] [--key KEY.pem]
+             [--limit-rate RATE] [-#] [-Z [--parallel-max N] [--fail-early]] [--retry N [--retry-delay S]
+             [--retry-max-time S]] URL [URL…]
   -L follows redirects (at most 10, or --max-redirs; never https → http)
   -b reads a Netscape cookies.txt (curl's format) or sends NAME=VALUE; -c writes all cookies there at the end
   -u sends Basic at once unless --digest, --ntlm or --anyauth is given (DOMAIN\\user for NTLM)
   -x takes http://, socks5:// or socks5h:// proxies; without -x, http_proxy/https_proxy/all_proxy/no_proxy apply
+  --limit-rate takes bytes per second with K, M or G; -Z runs the URLs at once (up to --parallel-max, 50)
+  --retry retries timeouts, failed lookups and 408/429/500/502/503/504, after 1 s doubling (or --retry-delay)
   -w knows %{http_code} %{size_download} %{num_connects} %{num_redirects} %{url_effective} %{time_total} and \\n
 """
 
@@ -363,6 +377,7 @@ func run() async -> Int32 {
     } catch { return 23 }
 
     var status: Int32 = 0
+    var parallelRequests: [HTTPClientRequest] = []
     for url in options.urls {
         var request = HTTPClientRequest(url: url)
         if options.headOnly { request.method = .head }
@@ -380,11 +395,13 @@ func run() async -> Int32 {
             request.sendsCredentialsPreemptively = options.authSchemes == nil || options.authSchemes == [.basic]
         }
         if let bearer = options.bearer { request.bearerToken = bearer }
+        options.prepareFlow(&request)
+        if options.flow.parallel { parallelRequests.append(request); continue }
 
         let start = ContinuousClock.now
         do {
             let connectionsBefore = client.connectionsOpened
-            let response = try await client.send(request)
+            let response = try await sendRetrying(request, client: client, options: options)
             let headText = responseHeadText(response)
             if options.includeHeaders || options.headOnly { try sink.write(headText) }
             var size = 0
@@ -417,6 +434,7 @@ func run() async -> Int32 {
             status = 1
         }
     }
+    if options.flow.parallel { status = await runParallel(parallelRequests, client: client, sink: sink, options: options) }
     if options.cookieJarFile != nil, let jar {
         do { try await jar.save() } catch {
             printError("cannot write cookies: \(error)")
