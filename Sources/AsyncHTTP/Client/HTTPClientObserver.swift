@@ -119,8 +119,10 @@ final class RequestObservation: @unchecked Sendable {
     }
 
     private func emit(_ kind: HTTPClientEvent.Kind, at time: ContinuousClock.Instant = .now) {
-        let event = HTTPClientEvent(requestID: requestID, time: time, kind: kind)
-        for observer in observers { observer.observe(event) }
+        if !observers.isEmpty {
+            let event = HTTPClientEvent(requestID: requestID, time: time, kind: kind)
+            for observer in observers { observer.observe(event) }
+        }
         progress?.observe(kind, at: time)
     }
 
@@ -143,6 +145,8 @@ final class RequestObservation: @unchecked Sendable {
     }
 
     private func timings(at now: ContinuousClock.Instant) -> HTTPClientEvent.Timings {
+        // A progress handler alone has no use for them.
+        if observers.isEmpty { return .init(total: start.duration(to: now)) }
         let marks = self.marks.withLock { $0 }
         return .init(connection: marks.connection.map { start.duration(to: $0) },
                      headSent: marks.headSent.map { start.duration(to: $0) },
@@ -150,15 +154,22 @@ final class RequestObservation: @unchecked Sendable {
                      total: start.duration(to: now))
     }
 
-    func queued(method: HTTPRequest.Method, url: String) { emit(.queued(method: method, url: url), at: start) }
+    /// `url` is built only for observers (a progress handler has no use for it).
+    func queued(method: HTTPRequest.Method, url: @autoclosure () -> String) {
+        guard !observers.isEmpty else { return }
+        emit(.queued(method: method, url: url()), at: start)
+    }
 
-    func connectionAcquired(_ info: HTTPClientEvent.ConnectionInfo) {
+    /// `info` is built only for observers (its route is a formatted string).
+    func connectionAcquired(_ info: @autoclosure () -> HTTPClientEvent.ConnectionInfo) {
+        guard !observers.isEmpty else { return }
         let now = ContinuousClock.now
         marks.withLock { $0.connection = now; $0.headSent = nil; $0.headReceived = nil }
-        emit(.connectionAcquired(info), at: now)
+        emit(.connectionAcquired(info()), at: now)
     }
 
     func headSent(_ bytes: [UInt8]) {
+        guard !observers.isEmpty else { return }
         let now = ContinuousClock.now
         marks.withLock { $0.headSent = now }
         emit(.headSent(bytes), at: now)
@@ -168,7 +179,7 @@ final class RequestObservation: @unchecked Sendable {
 
     func headReceived(status: HTTPResponse.Status, version: HTTPVersion, headers: HTTPFields) {
         let now = ContinuousClock.now
-        marks.withLock { $0.headReceived = now }
+        if !observers.isEmpty { marks.withLock { $0.headReceived = now } }
         emit(.headReceived(status: status, version: version, headers: headers), at: now)
     }
 

@@ -133,18 +133,15 @@ final class TransferPacer: Sendable {
         return granted
     }
 
-    /// `moved` of an allowance of `granted` bytes crossed the socket: the rest goes back to the buckets.
-    func used(_ moved: Int, of granted: Int) {
-        let unused = granted - moved
-        if unused > 0 {
-            let now = ContinuousClock.now
-            own?.refund(unused, now: now)
-            limiter.refund(unused, now: now)
-        }
-        record(moved)
+    /// Gives back `bytes` of a grant that will not be used (the connection's lease ended, or it closed).
+    func refund(_ bytes: Int) {
+        guard bytes > 0 else { return }
+        let now = ContinuousClock.now
+        own?.refund(bytes, now: now)
+        limiter.refund(bytes, now: now)
     }
 
-    /// Bytes moved without an allowance (no limit applied): counted for the average only.
+    /// Bytes that crossed the socket, paced or not: counted for the average.
     func record(_ moved: Int) {
         guard moved > 0 else { return }
         let now = ContinuousClock.now

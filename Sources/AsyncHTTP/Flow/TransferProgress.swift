@@ -115,10 +115,11 @@ struct TransferProgressTracker: Sendable {
         responseBytes = 0
         responseEnded = false
         let code = status.code
-        responseIsInterim = ((300...399).contains(code) && code != 304 && headers[.location] != nil) || code == 401 || code == 407
+        // Field lookups compare names: only the ones the status needs.
+        responseIsInterim = code == 401 || code == 407 || ((300...399).contains(code) && code != 304 && headers[.location] != nil)
         if isHead || code == 204 || code == 304 || (100...199).contains(code) {
             responseTotal = 0
-        } else if headers[.transferEncoding] == nil, let length = headers[.contentLength].flatMap({ Int($0) }), length >= 0 {
+        } else if let length = headers[.contentLength].flatMap({ Int($0) }), length >= 0, headers[.transferEncoding] == nil {
             responseTotal = length
         } else {
             responseTotal = nil

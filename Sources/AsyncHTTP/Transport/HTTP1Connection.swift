@@ -33,7 +33,19 @@ final class HTTP1Connection: @unchecked Sendable {
     var transferDecodingLimits = DecompressionLimits()
     /// Paces and counts the bytes of the current lease's request (the client's bandwidth limit, the request's
     /// own, the client's meter); set by the transport for each attempt.
-    var pacer: TransferPacer?
+    var pacer: TransferPacer? {
+        didSet { if pacedCredit > 0 { oldValue?.refund(pacedCredit); pacedCredit = 0 } }
+    }
+    /// What is left of the pacer's last grant. It is used up, over as many reads or writes as it takes, before
+    /// the next reservation: each transfer sharing a limit moves a whole grant per turn, whatever its socket
+    /// buffer holds at the moment (refunding a short read's rest let the transfer with the fullest buffer win).
+    private var pacedCredit = 0
+
+    /// How many of `wanted` bytes may cross the socket now, waiting for a new grant when the last one is used up.
+    private func pacedAllowance(_ pacer: TransferPacer, upTo wanted: Int, deadlines: Deadlines) async throws(HTTPClientError) -> Int {
+        if pacedCredit <= 0 { pacedCredit = try await pacer.allowance(upTo: Int.max, deadlines: deadlines) }
+        return min(wanted, pacedCredit)
+    }
 
     init(id: Int, key: ConnectionKey, socket: Socket, tls: TLSStream?, limits: HTTP1ResponseParser.Limits) {
         self.id = id
@@ -66,11 +78,11 @@ final class HTTP1Connection: @unchecked Sendable {
         while offset < bytes.count {
             if let pacer, pacer.isLimited {
                 // Throttled: no more than the allowance goes to the socket at once.
-                let allowed = try await pacer.allowance(upTo: bytes.count - offset, deadlines: deadlines)
+                let allowed = try await pacedAllowance(pacer, upTo: bytes.count - offset, deadlines: deadlines)
                 let end = offset + allowed
                 let outcome = bytes.withUnsafeBytes { raw in attemptWrite(UnsafeRawBufferPointer(rebasing: raw[offset..<end])) }
-                let written = try await settle(outcome, deadlines: deadlines, paced: true)
-                pacer.used(written, of: allowed)
+                let written = try await settle(outcome, deadlines: deadlines)
+                pacedCredit -= written
                 offset += written
                 continue
             }
@@ -150,12 +162,11 @@ final class HTTP1Connection: @unchecked Sendable {
     }
 
     /// Turns a write attempt into bytes written, waiting for readiness when it could not proceed.
-    /// `paced`: the pacer already counts these bytes (``TransferPacer/used(_:of:)``).
-    private func settle(_ outcome: WriteOutcome, deadlines: Deadlines, paced: Bool = false) async throws(HTTPClientError) -> Int {
+    private func settle(_ outcome: WriteOutcome, deadlines: Deadlines) async throws(HTTPClientError) -> Int {
         switch outcome {
         case .wrote(let n):
             machine.wrote(n)
-            if !paced { pacer?.record(n) }
+            pacer?.record(n)
             return n
         case .wait(let interest):
             let (deadline, phase) = deadlines.next(.write)
@@ -356,7 +367,7 @@ final class HTTP1Connection: @unchecked Sendable {
             var outcome = ReadOutcome.wait(.readable)
             // Throttled: read no more than the allowance, after waiting for it; the rest stays in the kernel.
             let paced = pacer?.isLimited == true
-            let size = paced ? try await pacer!.allowance(upTo: readSize, deadlines: deadlines) : readSize
+            let size = paced ? try await pacedAllowance(pacer!, upTo: readSize, deadlines: deadlines) : readSize
             let fresh = [UInt8](unsafeUninitializedCapacity: size) { storage, count in
                 let raw = UnsafeMutableRawBufferPointer(storage)
                 if let tls {
@@ -366,9 +377,9 @@ final class HTTP1Connection: @unchecked Sendable {
                 }
                 if case .read(let n) = outcome { count = n } else { count = 0 }
             }
-            if let pacer {
-                let moved = if case .read(let n) = outcome { n } else { 0 }
-                if paced { pacer.used(moved, of: size) } else { pacer.record(moved) }
+            if let pacer, case .read(let n) = outcome {
+                if paced { pacedCredit -= n }
+                pacer.record(n)
             }
             switch outcome {
             case .read(let n):
@@ -398,6 +409,7 @@ final class HTTP1Connection: @unchecked Sendable {
     }
 
     func close() {
+        pacer = nil  // gives back an unused grant
         machine.closed()
         tls?.shutdown()
         socket.close()
