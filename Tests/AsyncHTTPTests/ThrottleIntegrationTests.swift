@@ -130,6 +130,21 @@ final class ThrottleIntegrationTests: XCTestCase {
         try await client.shutdown()
     }
 
+    func testNetworkActivityIsWatchableAsAStream() async throws {
+        let client = HTTPClient()
+        var counts = client.networkActivity().makeAsyncIterator()
+        let idle = await counts.next()
+        XCTAssertEqual(idle, 0)
+        let response = try await client.send(HTTPClientRequest(url: try nginxURL("/big.bin")))
+        let busy = await counts.next()
+        XCTAssertEqual(busy, 1, "in flight until the body ends")
+        _ = try await response.body.collect(upTo: 16 << 20)
+        let done = await counts.next()
+        XCTAssertEqual(done, 0)
+        XCTAssertFalse(client.isNetworkInUse)
+        try await client.shutdown()
+    }
+
     func testAnInvalidLimitIsRefused() async throws {
         var configuration = HTTPClient.Configuration()
         configuration.maxBandwidthPerSecond = 0
