@@ -24,8 +24,10 @@ HTTPS_PORT=${HTTPS_PORT:-18443}
 # Per-scenario sizes. Timed scenarios stop at SECONDS or at the request cap, whichever comes first.
 if [[ $QUICK == 1 ]]; then
     SECONDS_PER_RUN=1; DOWNLOADS=1; GZIPS=2; UPLOADS=1; MEMORY_CONNECTIONS=300; MEMORY_SECONDS=10; PARSER_SECONDS=0.5
+    FILE_TRANSFERS=1
 else
     SECONDS_PER_RUN=5; DOWNLOADS=8; GZIPS=32; UPLOADS=16; MEMORY_CONNECTIONS=4000; MEMORY_SECONDS=40; PARSER_SECONDS=2
+    FILE_TRANSFERS=4
 fi
 # The memory scenario stops at MEMORY_SECONDS even before MEMORY_CONNECTIONS (URLSession re-reads the system CA
 # bundle for every new connection and manages about 30 a second); its table cell then says how many it made.
@@ -33,7 +35,15 @@ REQUEST_CAP=2000000
 RUN_TIMEOUT=150       # seconds, per client run
 MEMORY_TIMEOUT=300    # 4,000 TLS handshakes by the slowest client
 CLIENTS=(asynchttp ahc urlsession)
-ALL_SCENARIOS="seq conc download gzip upload tls-seq tls-new memory"
+ALL_SCENARIOS="seq conc download gzip upload tls-seq tls-new memory upload-file upload-multipart download-file cache-hit cache-revalidate"
+# Who runs what: AHC has no response cache, so the cache scenarios compare AsyncHTTP with URLSession's URLCache
+# (and with AsyncHTTP's own `seq`, a keep-alive round trip per request, as the ceiling to beat).
+clients_for() {
+    case $1 in
+        cache-*) echo "asynchttp urlsession" ;;
+        *) echo "${CLIENTS[*]}" ;;
+    esac
+}
 SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS parser}
 
 log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
@@ -106,7 +116,7 @@ PY
     fi
     # Uploads land in a tmp dir (tmpfs when there is one), so disk speed does not cap them.
     DAV=$(mktemp -d "${TMPDIR_DAV:-/dev/shm}/asynchttp-bench.XXXXXX" 2>/dev/null || mktemp -d)
-    mkdir -p "$DAV/dav" "$DAV/tmp"
+    mkdir -p "$DAV/dav" "$DAV/tmp" "$DAV/downloads"
     chmod -R 777 "$DAV"
 
     local user_line="" temp_lines=""
@@ -150,6 +160,15 @@ $temp_lines
         location /gz/ {
             gzip_static always;
             add_header Vary Accept-Encoding;
+        }
+        # The cache scenarios: the same 1 KiB file, fresh for an hour, or to be revalidated every time (ETag).
+        location /cache/fresh/ {
+            alias $BENCH/www/;
+            expires 1h;
+        }
+        location /cache/no-cache/ {
+            alias $BENCH/www/;
+            add_header Cache-Control no-cache;
         }
         location /dav/ {
             root $DAV;
@@ -251,6 +270,7 @@ warm_cache() {
         download) cat "$BENCH/www/256m.bin" >/dev/null ;;
         gzip) cat "$BENCH/www/gz/data.json.gz" >/dev/null ;;
         upload) cat "$BENCH/upload-64m.bin" >/dev/null ;;
+        upload-file|upload-multipart|download-file) cat "$BENCH/www/256m.bin" >/dev/null ;;
     esac
 }
 
@@ -262,7 +282,9 @@ run_client() {
         tls-*|memory) base=https://127.0.0.1:$HTTPS_PORT ;;
     esac
     case $scenario in
-        seq|tls-seq|tls-new) extra=(--seconds "$SECONDS_PER_RUN" --requests "$REQUEST_CAP") ;;
+        seq|tls-seq|tls-new|cache-*) extra=(--seconds "$SECONDS_PER_RUN" --requests "$REQUEST_CAP" --directory "$DAV") ;;
+        upload-file|upload-multipart) extra=(--requests "$FILE_TRANSFERS" --file "$BENCH/www/256m.bin" --directory "$DAV") ;;
+        download-file) extra=(--requests "$FILE_TRANSFERS" --directory "$DAV/downloads") ;;
         conc) concurrency=32; extra=(--seconds "$SECONDS_PER_RUN" --requests "$REQUEST_CAP") ;;
         download) extra=(--requests "$DOWNLOADS") ;;
         gzip) extra=(--requests "$GZIPS") ;;
@@ -315,6 +337,12 @@ run_curl() {
               args=(--compressed -o /dev/null "http://127.0.0.1:$HTTP_PORT/gz/data.json") ;;
         upload) count=$UPLOADS; size=$(stat -c %s "$BENCH/upload-64m.bin")
                 args=(-o /dev/null -T "$BENCH/upload-64m.bin" "http://127.0.0.1:$HTTP_PORT/dav/curl.bin") ;;
+        upload-file) count=$FILE_TRANSFERS; size=$(stat -c %s "$BENCH/www/256m.bin")
+                args=(-o /dev/null -T "$BENCH/www/256m.bin" "http://127.0.0.1:$HTTP_PORT/dav/curl-file.bin") ;;
+        upload-multipart) count=$FILE_TRANSFERS; size=$(stat -c %s "$BENCH/www/256m.bin")
+                args=(-o /dev/null -X PUT -F "file=@$BENCH/www/256m.bin" "http://127.0.0.1:$HTTP_PORT/dav/curl-multipart.bin") ;;
+        download-file) count=$FILE_TRANSFERS
+                args=(-o "$DAV/downloads/curl.bin" "http://127.0.0.1:$HTTP_PORT/256m.bin") ;;
     esac
     echo "curl -s -w '%{time_total} %{size_download} %{size_upload} %{http_code}' ${args[*]}  (x$count)" >>"$COMMANDS"
     local i out lines=""
@@ -474,6 +502,36 @@ for label, scenario, metric, reference, direction, target in rows:
     add(f"| {label} | {cell('asynchttp', scenario, metric)} | {cell('ahc', scenario, metric)} | "
         f"{cell('urlsession', scenario, metric)} | {ref_text} | {ratio_text} | {target_text} | {met_text} |")
 add("")
+add("Bodies on disk (256 MiB file from and to tmpfs) and the response cache (1 KiB). Targets: files at least curl's "
+    "MB/s with peak RSS under 32 MiB; a fresh cache hit at least 2× AsyncHTTP's own keep-alive `seq` rate:")
+add("")
+add("| scenario | AsyncHTTP | AHC | URLSession | curl | AsyncHTTP/curl | AsyncHTTP/AHC | AsyncHTTP peak RSS | target | met? |")
+add("|---|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
+for label, scenario in (("upload-file MB/s (PUT, 256 MiB)", "upload-file"),
+                        ("upload-multipart MB/s (the same file as a part)", "upload-multipart"),
+                        ("download-file MB/s (256 MiB to disk)", "download-file")):
+    ours, curl, ahc = (median(c, scenario, "mb_per_s") for c in ("asynchttp", "curl", "ahc"))
+    rss = median("asynchttp", scenario, "peak_rss_kb")
+    vs_curl = ours / curl if ours is not None and curl else None
+    vs_ahc = ours / ahc if ours is not None and ahc else None
+    met = None if vs_curl is None else (vs_curl >= 1.0 and rss is not None and rss < 32 * 1024)
+    if met is False:
+        missed.append(label)
+    add(f"| {label} | {cell('asynchttp', scenario, 'mb_per_s')} | {cell('ahc', scenario, 'mb_per_s')} | "
+        f"{cell('urlsession', scenario, 'mb_per_s')} | {cell('curl', scenario, 'mb_per_s')} | "
+        f"{'–' if vs_curl is None else f'{vs_curl:.2f}×'} | {'–' if vs_ahc is None else f'{vs_ahc:.2f}×'} | "
+        f"{show(rss, 'peak_rss_kb')} | ≥ 1× curl, < 32 MiB | {'–' if met is None else ('yes' if met else '**no**')} |")
+seq = median("asynchttp", "seq", "req_per_s")
+for label, scenario, target in (("cache-hit req/s (fresh)", "cache-hit", 2.0), ("cache-revalidate req/s (304)", "cache-revalidate", None)):
+    ours = median("asynchttp", scenario, "req_per_s")
+    ratio = ours / seq if ours is not None and seq else None
+    met = None if target is None or ratio is None else ratio >= target
+    if met is False:
+        missed.append(label)
+    add(f"| {label} | {cell('asynchttp', scenario, 'req_per_s')} | – | {cell('urlsession', scenario, 'req_per_s')} | – | "
+        f"{'–' if ratio is None else f'{ratio:.2f}× seq'} | – | {show(median('asynchttp', scenario, 'peak_rss_kb'), 'peak_rss_kb')} | "
+        f"{'≥ 2× seq' if target else '–'} | {'–' if met is None else ('yes' if met else '**no**')} |")
+add("")
 add("Parser micro-benchmark (responses parsed per second, same corpus bytes, fed 16 KiB at a time):")
 add("")
 add("| corpus | AsyncHTTP | http-parser (C) | AsyncHTTP MB/s | http-parser MB/s | ratio | target | met? |")
@@ -600,12 +658,12 @@ main() {
         for scenario in $ALL_SCENARIOS; do
             [[ " $SCENARIOS " == *" $scenario "* ]] || continue
             log "round $round/$ROUNDS: $scenario"
-            for client in "${CLIENTS[@]}"; do
+            for client in $(clients_for "$scenario"); do
                 run_client "$client" "$scenario"
             done
             case $scenario in
                 seq|conc|tls-seq|tls-new) run_wrk "$scenario" ;;
-                download|gzip|upload) run_curl "$scenario" ;;
+                download|gzip|upload|upload-file|upload-multipart|download-file) run_curl "$scenario" ;;
             esac
         done
         if [[ " $SCENARIOS " == *" parser "* ]]; then

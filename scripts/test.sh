@@ -4,7 +4,8 @@
 # - installs missing tools (one `need <binary> <apt package>` line each);
 # - prepares .peers/ (gitignored): a self-signed certificate, static files and an nginx config;
 # - starts nginx in the foreground as a child on two free 127.0.0.1 ports (HTTP and HTTPS);
-# - exports ASYNCHTTP_NGINX_HTTP_PORT, ASYNCHTTP_NGINX_HTTPS_PORT, ASYNCHTTP_NGINX_CA, ASYNCHTTP_PEERS_DIR;
+# - exports ASYNCHTTP_NGINX_HTTP_PORT, ASYNCHTTP_NGINX_HTTPS_PORT, ASYNCHTTP_NGINX_CA, ASYNCHTTP_PEERS_DIR,
+#   ASYNCHTTP_NGINX_UNIX_HTTP and ASYNCHTTP_NGINX_UNIX_HTTPS (nginx's Unix socket listeners);
 # - starts httpbin (PyPI, pinned in scripts/requirements-httpbin.txt, in a virtualenv under .peers) with
 #   gunicorn on a free 127.0.0.1 port, and exports ASYNCHTTP_HTTPBIN_URL;
 # - starts the authentication and proxy peers, each in the foreground as a child on free 127.0.0.1 ports,
@@ -148,15 +149,20 @@ http {
     gzip_types text/plain text/css text/xml application/json application/javascript;
     server {
         listen 127.0.0.1:$1;
+        listen unix:$PEERS/nginx/http.sock;
         root $PEERS/www;
         # Throttled uploads (ThrottleIntegrationTests): any body is read, dropped, and answered with 204.
         location = /upload { client_max_body_size 0; return 204; }
+        # Which connection served this, and its how-many-th request: keep-alive counted by the server.
+        location = /connection { default_type text/plain; return 200 "\$connection \$connection_requests\n"; }
     }
     server {
         listen 127.0.0.1:$2 ssl;
+        listen unix:$PEERS/nginx/https.sock ssl;
         ssl_certificate $CERT;
         ssl_certificate_key $KEY;
         root $PEERS/www;
+        location = /connection { default_type text/plain; return 200 "\$connection \$connection_requests\n"; }
     }
 }
 EOF
@@ -228,6 +234,7 @@ start_peer() {
 
 launch_nginx() {
     write_nginx_conf "$PORT_A" "$PORT_B"
+    rm -f "$PEERS/nginx/http.sock" "$PEERS/nginx/https.sock"   # left by a killed earlier run
     : > "$PEERS/nginx/error.log"
     nginx -p "$PEERS/nginx" ${NGINX_ERROR_FLAG[@]+"${NGINX_ERROR_FLAG[@]}"} -c "$PEERS/nginx/nginx.conf" &
     PEER_PID=$!
@@ -244,6 +251,8 @@ log "nginx serves https on 127.0.0.1:$HTTPS_PORT"
 export ASYNCHTTP_NGINX_HTTP_PORT="$HTTP_PORT"
 export ASYNCHTTP_NGINX_HTTPS_PORT="$HTTPS_PORT"
 export ASYNCHTTP_NGINX_CA="$CERT"
+export ASYNCHTTP_NGINX_UNIX_HTTP="$PEERS/nginx/http.sock"     # the same two servers on Unix sockets
+export ASYNCHTTP_NGINX_UNIX_HTTPS="$PEERS/nginx/https.sock"
 export ASYNCHTTP_PEERS_DIR="$PEERS"
 
 # --- httpbin ---------------------------------------------------------------------------------

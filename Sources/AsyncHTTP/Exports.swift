@@ -2,3 +2,7 @@
 // library's (HTTPClientError, HTTPURL, HTTPVersion, TLSConfiguration); everything else there is `package`.
 @_exported import AsyncHTTP1
 @_exported import AsyncHTTPCore
+// HTTPTypes too: the public API speaks its `HTTPFields`, `HTTPField`, `HTTPRequest.Method` and `HTTPResponse.Status`,
+// and a user who writes `request.headers[.contentType]` should not need a second import (nor a package
+// dependency of their own) for it.
+@_exported import HTTPTypes

@@ -1,5 +1,6 @@
 import AsyncHTTP1
-/// An absolute `http` or `https` URL, parsed by RFC 3986 rules.
+/// An absolute `http` or `https` URL, parsed by RFC 3986 rules. `http+unix` and `https+unix` URLs (async-http-client's
+/// spelling) name a Unix domain socket as their host, percent-encoded: `http+unix://%2Fvar%2Frun%2Fdocker.sock/info`.
 ///
 /// AsyncHTTP keeps Foundation's `URL` out of its core: `URL` percent-encodes or repairs some input on some
 /// platforms and not others. `HTTPURL` never encodes silently: a space, a control character, a non-ASCII
@@ -17,13 +18,14 @@ import AsyncHTTP1
 ///
 /// Properties can only be set from inside the library, so a value always holds a URL that was validated.
 public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
-    /// `http` or `https`, lowercased.
+    /// `http` or `https` (or `http+unix` / `https+unix`), lowercased.
     public package(set) var scheme: String
     /// The user name from the userinfo, percent-decoded.
     public package(set) var user: String?
     /// The password from the userinfo, percent-decoded.
     public package(set) var password: String?
     /// The host, lowercased: a registered name, an IPv4 address, or an IPv6 address without its brackets.
+    /// For `http+unix` and `https+unix`, the socket's path, percent-decoded and case kept.
     public package(set) var host: String
     /// The explicit port, or the scheme's default (80 for http, 443 for https).
     public package(set) var port: Int
@@ -48,7 +50,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
 
     /// Builds a URL from a reference's authority, query and fragment with the given scheme and path.
     private init(scheme: String, reference: URIReference, path: String) throws(HTTPClientError) {
-        guard scheme == "http" || scheme == "https" else {
+        guard URIReference.supportedSchemes.contains(scheme) else {
             throw .invalidURL("unsupported scheme '\(scheme)'")
         }
         guard let authority = reference.authority else {
@@ -58,7 +60,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
         self.user = authority.user
         self.password = authority.password
         self.host = authority.host
-        self.port = authority.port ?? (scheme == "https" ? 443 : 80)
+        self.port = authority.port ?? (scheme.hasPrefix("https") ? 443 : 80)
         self.path = path.isEmpty ? "/" : path
         self.query = reference.query
         self.fragment = reference.fragment
@@ -72,7 +74,8 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
 
     /// The absolute-form request target (RFC 9112 §3.2.2), sent to an HTTP proxy: no userinfo, no fragment.
     public var absoluteFormTarget: String {
-        scheme + "://" + hostHeader + requestTarget
+        if isUnixSocket { return scheme + "://" + URIReference.percentEncodeSocketPath(host) + requestTarget }
+        return scheme + "://" + hostHeader + requestTarget
     }
 
     /// The URL without its userinfo (and fragment), for logs, errors and callbacks: a password never leaves
@@ -132,20 +135,29 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
 
     /// The `Host` header value (RFC 9110 §7.2): the host, in brackets if IPv6, with `:port` only when the
     /// port is not the scheme's default.
+    ///
+    /// For a Unix socket URL, `localhost`: the socket path is not a host name a server knows itself by.
     public var hostHeader: String {
+        if isUnixSocket { return "localhost" }
         var text = isIPv6Literal ? "[" + host + "]" : host
         if port != defaultPort { text += ":" + String(port) }
         return text
     }
 
     /// The host is an IPv6 address (written in brackets in the URL).
-    public var isIPv6Literal: Bool { host.utf8.contains(UInt8(ascii: ":")) }
+    public var isIPv6Literal: Bool { !isUnixSocket && host.utf8.contains(UInt8(ascii: ":")) }
 
     /// The host is an IPv4 or IPv6 address rather than a name to resolve.
-    public var isIPAddress: Bool { isIPv6Literal || URIReference.isIPv4Address(Substring(host)) }
+    public var isIPAddress: Bool { !isUnixSocket && (isIPv6Literal || URIReference.isIPv4Address(Substring(host))) }
 
-    /// The scheme is https.
-    public var isSecure: Bool { scheme == "https" }
+    /// The scheme is https (or https+unix).
+    public var isSecure: Bool { scheme == "https" || scheme == "https+unix" }
+
+    /// The scheme is `http+unix` or `https+unix`: ``host`` is a Unix socket's path.
+    public var isUnixSocket: Bool { scheme.hasSuffix("+unix") }
+
+    /// The Unix socket a `http+unix` or `https+unix` URL names (its ``host``); nil for other URLs.
+    public var unixSocketPath: String? { isUnixSocket ? host : nil }
 
     /// The URL as normalised: lowercase scheme and host, no default port, userinfo only if present, and no
     /// fragment. It includes the password when the URL has one: show ``redactedDescription`` instead.
@@ -156,6 +168,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
             if let password { text += ":" + URIReference.percentEncode(password, allowingColon: true) }
             text += "@"
         }
+        if isUnixSocket { return text + URIReference.percentEncodeSocketPath(host) + requestTarget }
         return text + hostHeader + requestTarget
     }
 
@@ -199,7 +212,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
         return target
     }
 
-    private var defaultPort: Int { scheme == "https" ? 443 : 80 }
+    private var defaultPort: Int { isSecure ? 443 : 80 }
 }
 
 /// A URI reference (RFC 3986 §4.1) split into validated components; the shared front end of
@@ -237,7 +250,7 @@ package struct URIReference {
             }
             let lowercased = String(decoding: name, as: UTF8.self).lowercased()
             // Checked before the authority, so "file:///x" says what is wrong with it first.
-            guard lowercased == "http" || lowercased == "https" else {
+            guard Self.supportedSchemes.contains(lowercased) else {
                 throw .invalidURL("unsupported scheme '\(lowercased)'")
             }
             scheme = lowercased
@@ -246,7 +259,8 @@ package struct URIReference {
         if position + 1 < count && bytes[position] == UInt8(ascii: "/") && bytes[position + 1] == UInt8(ascii: "/") {
             let start = position + 2
             let end = bytes[start...].firstIndex(where: { isDelimiter($0, "/?#") }) ?? count
-            authority = try Self.parseAuthority(bytes, start..<end)
+            authority = scheme?.hasSuffix("+unix") == true
+                ? try Self.parseSocketAuthority(bytes, start..<end) : try Self.parseAuthority(bytes, start..<end)
             position = end
         }
         let pathEnd = bytes[position...].firstIndex(where: { isDelimiter($0, "?#") }) ?? count
@@ -352,6 +366,52 @@ package struct URIReference {
     }
 
     // MARK: Authority
+
+    /// The schemes an ``HTTPURL`` may have.
+    package static let supportedSchemes: Set<String> = ["http", "https", "http+unix", "https+unix"]
+
+    /// The authority of a `http+unix` / `https+unix` URL: `[ userinfo "@" ]` and a percent-encoded socket path,
+    /// no port (a socket has none; a ':' in the path is written `%3A`).
+    private static func parseSocketAuthority(_ bytes: [UInt8], _ range: Range<Int>) throws(HTTPClientError) -> Authority {
+        var hostStart = range.lowerBound
+        var authority = Authority(user: nil, password: nil, host: "", port: nil)
+        if let at = bytes[range].lastIndex(of: UInt8(ascii: "@")) {
+            for index in range.lowerBound..<at where !(isUnreserved(bytes[index]) || isSubDelimiter(bytes[index]) || bytes[index] == UInt8(ascii: ":") || bytes[index] == UInt8(ascii: "%")) {
+                throw invalidCharacter(bytes, at: index, component: "userinfo")
+            }
+            let userinfo = bytes[range.lowerBound..<at]
+            if let colon = userinfo.firstIndex(of: UInt8(ascii: ":")) {
+                authority.user = try percentDecode(userinfo[..<colon], what: "user name")
+                authority.password = try percentDecode(userinfo[(colon + 1)...], what: "password")
+            } else {
+                authority.user = try percentDecode(userinfo, what: "user name")
+            }
+            hostStart = at + 1
+        }
+        for index in hostStart..<range.upperBound where !(isUnreserved(bytes[index]) || isSubDelimiter(bytes[index]) || bytes[index] == UInt8(ascii: "%")) {
+            if bytes[index] == UInt8(ascii: ":") {
+                throw .invalidURL("a Unix socket URL has no port (write ':' in the socket path as %3A)")
+            }
+            throw invalidCharacter(bytes, at: index, component: "socket path")
+        }
+        authority.host = try percentDecode(bytes[hostStart..<range.upperBound], what: "socket path")
+        guard !authority.host.isEmpty else { throw .invalidURL("missing socket path (expected 'http+unix://%2Fpath%2Fto.sock/')") }
+        return authority
+    }
+
+    /// A socket path as a `http+unix` authority: everything but unreserved characters percent-encoded.
+    package static func percentEncodeSocketPath(_ path: String) -> String {
+        var text = ""
+        for byte in path.utf8 {
+            if isUnreserved(byte) {
+                text.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                let hex = Array("0123456789ABCDEF".utf8)
+                text += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]], as: UTF8.self)
+            }
+        }
+        return text
+    }
 
     /// authority = [ userinfo "@" ] host [ ":" port ] (RFC 3986 §3.2).
     private static func parseAuthority(_ bytes: [UInt8], _ range: Range<Int>) throws(HTTPClientError) -> Authority {

@@ -53,6 +53,11 @@ struct Options {
     var noProxy: String?
     var certificate: String?
     var key: String?
+    /// --resolve, --connect-to, --unix-socket / --abstract-unix-socket, --happy-eyeballs-timeout-ms.
+    var resolve: [ResolveOverride] = []
+    var connectTo: [ConnectToOverride] = []
+    var unixSocket: UnixSocketAddress?
+    var happyEyeballsDelay: Int?
     var urls: [String] = []
     /// --limit-rate, -#, -Z, --parallel-max, --fail-early, --retry* (Flow.swift).
     var flow = FlowOptions()
@@ -80,7 +85,11 @@ func parseProxy(_ text: String, kind: ProxyConfiguration.Kind?) throws -> ProxyC
     }
 }
 
-struct UsageError: Error { var message: String }
+struct UsageError: Error {
+    var message: String
+    /// 2 for a command line ahttp cannot read; curl's own code where curl has one (49 for a bad --resolve).
+    var exitCode: Int32 = 2
+}
 
 func parse(_ arguments: [String]) throws -> Options {
     var options = Options()
@@ -163,6 +172,16 @@ func parse(_ arguments: [String]) throws -> Options {
         case "--retry": options.flow.retry = try parseCount(try value(argument), argument, range: 0...1_000_000)
         case "--retry-delay": options.flow.retryDelay = try parsePositiveSeconds(try value(argument), argument)
         case "--retry-max-time": options.flow.retryMaxTime = try parsePositiveSeconds(try value(argument), argument)
+        case "--resolve": options.resolve.append(try targetOption { try ResolveOverride(try value(argument)) })
+        case "--connect-to": options.connectTo.append(try targetOption { try ConnectToOverride(try value(argument)) })
+        case "--unix-socket": options.unixSocket = .path(try value(argument))
+        case "--abstract-unix-socket": options.unixSocket = .abstract(try value(argument))
+        case "--happy-eyeballs-timeout-ms":
+            let text = try value(argument)
+            guard let milliseconds = Int(text), milliseconds >= 10 else {
+                throw UsageError(message: "--happy-eyeballs-timeout-ms: '\(text)' is not a whole number of at least 10")
+            }
+            options.happyEyeballsDelay = milliseconds
         case "-h", "--help":
             printStdout(usage + "\n")
             exit(0)
@@ -178,6 +197,15 @@ func parse(_ arguments: [String]) throws -> Options {
     return options
 }
 
+/// A --resolve or --connect-to value, its error as a usage error.
+func targetOption<Value>(_ parse: () throws -> Value) throws -> Value {
+    do {
+        return try parse()
+    } catch let error as HTTPClientError {
+        throw UsageError(message: error.message, exitCode: 49)  // CURLE_SETOPT_OPTION_SYNTAX
+    }
+}
+
 let usage = """
 usage: ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v] [-s] [-k]
              [--cacert FILE] [-m SECONDS] [-w FORMAT] [-L] [--max-redirs N] [-b FILE|NAME=VALUE]
@@ -185,7 +213,9 @@ usage: ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v
              [--oauth2-bearer TOKEN] [-x [SCHEME://]HOST[:PORT]] [-U USER:PASS] [--socks5 HOST[:PORT]]
              [--socks5-hostname HOST[:PORT]] [--noproxy LIST] [-E CERT.pem] [--key KEY.pem]
              [--limit-rate RATE] [-#] [-Z [--parallel-max N] [--fail-early]] [--retry N [--retry-delay S]
-             [--retry-max-time S]] URL [URL…]
+             [--retry-max-time S]]
+             [--resolve HOST:PORT:ADDR[,ADDR]] [--connect-to HOST1:PORT1:HOST2:PORT2]
+             [--unix-socket PATH] [--abstract-unix-socket NAME] [--happy-eyeballs-timeout-ms MS] URL [URL…]
   -L follows redirects (at most 10, or --max-redirs; never https → http)
   -b reads a Netscape cookies.txt (curl's format) or sends NAME=VALUE; -c writes all cookies there at the end
   -u sends Basic at once unless --digest, --ntlm or --anyauth is given (DOMAIN\\user for NTLM)
@@ -329,6 +359,7 @@ func run() async -> Int32 {
         options = try parse(Array(CommandLine.arguments.dropFirst()))
     } catch let error as UsageError {
         printError(error.message)
+        guard error.exitCode == 2 else { return error.exitCode }
         try? writeAll(2, Array((usage + "\n").utf8)[...])
         return 2
     } catch {
@@ -340,6 +371,10 @@ func run() async -> Int32 {
     if options.insecure { configuration.tls.certificateVerification = false }
     if let caFile = options.caFile { configuration.tls.trustRoots = .file(caFile) }
     if let maxTime = options.maxTime { configuration.totalTimeout = .milliseconds(Int64(maxTime * 1000)) }
+    configuration.resolve = options.resolve
+    configuration.connectTo = options.connectTo
+    configuration.unixSocket = options.unixSocket
+    if let delay = options.happyEyeballsDelay { configuration.connectionAttemptDelay = .milliseconds(delay) }
     configuration.redirectPolicy.followsRedirects = options.followRedirects
     if let maxRedirects = options.maxRedirects { configuration.redirectPolicy.maxRedirects = maxRedirects }
     configuration.compression.acceptsCompressedResponses = options.compressed

@@ -1,7 +1,8 @@
 // The command line every benchmark client shares, so run.sh can call them interchangeably:
 //
-//   bench-<client> --scenario seq|conc|download|gzip|upload|tls-seq|tls-new|memory --url BASE
-//                  [--requests N] [--concurrency C] [--cacert FILE] [--seconds S]
+//   bench-<client> --scenario seq|conc|download|gzip|upload|tls-seq|tls-new|memory|upload-file|
+//                             upload-multipart|download-file|cache-hit|cache-revalidate --url BASE
+//                  [--requests N] [--concurrency C] [--cacert FILE] [--seconds S] [--file PATH] [--directory DIR]
 
 #if canImport(Glibc)
 import Glibc
@@ -28,12 +29,29 @@ public enum Scenario: String, Sendable, CaseIterable {
     /// `--requests` (4,000 in run.sh) new TLS connections, or as many as `--seconds` allow (at least 100);
     /// resident memory after 100 and at the end.
     case memory
+    /// `--requests` sequential PUTs of the file `--file` (256 MiB in run.sh), streamed from disk.
+    case uploadFile = "upload-file"
+    /// As `upload-file`, the file sent as the one file part of a `multipart/form-data` body (PUT, so that
+    /// nginx's dav location stores it; curl `-X PUT -F`).
+    case uploadMultipart = "upload-multipart"
+    /// `--requests` sequential GETs of the 256 MiB file, each written to a file under `--directory`.
+    case downloadFile = "download-file"
+    /// Sequential GETs of a fresh (`max-age`) 1 KiB file through the client's cache, for `--seconds`; the
+    /// first request fills the cache before the clock starts.
+    case cacheHit = "cache-hit"
+    /// Sequential GETs of a 1 KiB file served with `Cache-Control: no-cache` and an ETag, through the client's
+    /// cache: each is a conditional request answered 304 and served from the stored body.
+    case cacheRevalidate = "cache-revalidate"
 
     /// The path requested, relative to `--url`.
     public func path(client: String) -> String {
         switch self {
         case .seq, .conc, .tlsSeq, .tlsNew, .memory: "/1k.bin"
-        case .download: "/256m.bin"
+        case .download, .downloadFile: "/256m.bin"
+        case .uploadFile: "/dav/\(client)-file.bin"
+        case .uploadMultipart: "/dav/\(client)-multipart.bin"
+        case .cacheHit: "/cache/fresh/1k.bin"
+        case .cacheRevalidate: "/cache/no-cache/1k.bin"
         case .gzip: "/gz/data.json"
         case .upload: "/dav/\(client).bin"
         }
@@ -42,8 +60,8 @@ public enum Scenario: String, Sendable, CaseIterable {
     /// Scenarios that loop until `--seconds` have passed (or `--requests` are done, whichever comes first).
     public var isTimed: Bool {
         switch self {
-        case .seq, .conc, .tlsSeq, .tlsNew: true
-        case .download, .gzip, .upload, .memory: false
+        case .seq, .conc, .tlsSeq, .tlsNew, .cacheHit, .cacheRevalidate: true
+        case .download, .gzip, .upload, .memory, .uploadFile, .uploadMultipart, .downloadFile: false
         }
     }
 }
@@ -64,6 +82,10 @@ public struct Options: Sendable {
     /// Upload size per request (64 MiB) and the chunk it is streamed in (64 KiB, nginx's and curl's order of size).
     public var uploadBytes = 64 << 20
     public var uploadChunkBytes = 64 << 10
+    /// The file `upload-file` and `upload-multipart` send.
+    public var file: String?
+    /// Where `download-file` writes (a tmpfs directory in run.sh); each download's file is removed after it.
+    public var directory = "/tmp"
 
     /// The full URL for this scenario.
     public func url(client: String) -> String { baseURL + scenario.path(client: client) }
@@ -95,6 +117,8 @@ public struct Options: Sendable {
                 guard let seconds = Double(text), seconds > 0 else { usage("--seconds wants a positive number, not '\(text)'") }
                 options.seconds = seconds
             case "--upload-mib": options.uploadBytes = positiveInt(value(), "--upload-mib") << 20
+            case "--file": options.file = value()
+            case "--directory": options.directory = value()
             case "-h", "--help": usage(nil)
             default: usage("unknown argument '\(arguments[index])'")
             }
@@ -111,7 +135,8 @@ public struct Options: Sendable {
     static func usage(_ problem: String?) -> Never {
         let text = """
         usage: \(CommandLine.arguments.first ?? "bench") --scenario \(Scenario.allCases.map(\.rawValue).joined(separator: "|")) \
-        --url BASE [--requests N] [--concurrency C] [--cacert FILE] [--seconds S] [--upload-mib M]
+        --url BASE [--requests N] [--concurrency C] [--cacert FILE] [--seconds S] [--upload-mib M] \
+        [--file PATH] [--directory DIR]
 
         """
         if let problem {

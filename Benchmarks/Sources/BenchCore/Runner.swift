@@ -19,7 +19,22 @@ public protocol BenchDriver: Sendable {
     /// PUTs `total` bytes (a multiple of `chunk.count`), streamed as `chunk` repeated, with a `Content-Length`.
     /// Returns the bytes sent. Throws for a status other than 2xx.
     func put(_ url: String, chunk: [UInt8], total: Int) async throws -> Int
+    /// PUTs the file at `path`, streamed from disk with a `Content-Length` — as is, or (`multipart`) as the one
+    /// file part (`name="file"`) of a `multipart/form-data` body. Returns the file's size.
+    func putFile(_ url: String, path: String, multipart: Bool) async throws -> Int
+    /// GETs `url` into a new file at `path` in the client's own way of downloading to disk; returns the bytes
+    /// written. Throws for a status other than 200.
+    func download(_ url: String, to path: String) async throws -> Int
     func shutdown() async throws
+}
+
+extension BenchDriver {
+    public func putFile(_ url: String, path: String, multipart: Bool) async throws -> Int {
+        throw BenchError("this client has no way to upload a file")
+    }
+    public func download(_ url: String, to path: String) async throws -> Int {
+        throw BenchError("this client has no way to download to a file")
+    }
 }
 
 /// A benchmark failure with a message that says what went wrong.
@@ -53,7 +68,7 @@ public enum Bench {
         let clock = ContinuousClock()
         var tally = Tally()
         switch options.scenario {
-        case .seq, .tlsSeq, .tlsNew:
+        case .seq, .tlsSeq, .tlsNew, .cacheHit, .cacheRevalidate:
             let fresh = options.scenario == .tlsNew
             // Warm-up: open the connection (and fault in code paths) before the clock starts, except where
             // opening connections is what is measured.
@@ -104,6 +119,33 @@ public enum Bench {
             let start = clock.now
             for _ in 0..<options.requests {
                 await tally.record { try await driver.put(url, chunk: chunk, total: total) }
+            }
+            report.seconds = seconds(clock.now - start)
+        case .uploadFile, .uploadMultipart:
+            guard let file = options.file else {
+                report.errors = 1
+                report.firstError = "--file is required for \(options.scenario.rawValue)"
+                return report
+            }
+            let multipart = options.scenario == .uploadMultipart
+            let start = clock.now
+            for _ in 0..<options.requests {
+                await tally.record { try await driver.putFile(url, path: file, multipart: multipart) }
+            }
+            report.seconds = seconds(clock.now - start)
+        case .downloadFile:
+            let start = clock.now
+            for index in 0..<options.requests {
+                let path = "\(options.directory)/\(client)-download-\(getpid())-\(index).bin"
+                await tally.record {
+                    defer { unlink(path) }
+                    let bytes = try await driver.download(url, to: path)
+                    var info = stat()
+                    guard stat(path, &info) == 0, Int(info.st_size) == bytes else {
+                        throw BenchError("\(path): not a file of \(bytes) bytes after the download")
+                    }
+                    return bytes
+                }
             }
             report.seconds = seconds(clock.now - start)
         case .memory:

@@ -2,16 +2,24 @@ import AsyncHTTP
 import BenchCore
 import HTTPTypes
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// AsyncHTTP as its README shows it: one `HTTPClient` with the default configuration (its built-in middleware
 /// included), `send`, and the body read with `for try await`.
 struct AsyncHTTPDriver: BenchDriver {
     let client: HTTPClient
 
-    init(_ options: Options) {
+    init(_ options: Options) throws {
         var configuration = HTTPClient.Configuration()
         configuration.maxConnectionsPerHost = options.concurrency
         if let cacert = options.cacert {
             configuration.tls.trustRoots = .file(cacert)
+        }
+        if options.scenario == .cacheHit || options.scenario == .cacheRevalidate {
+            // The download cache on disk (a tmpfs directory in run.sh), with its default policy.
+            configuration.cache = try HTTPCache(directory: "\(options.directory)/asynchttp-cache-\(getpid())")
         }
         client = HTTPClient(configuration: configuration)
     }
@@ -47,9 +55,35 @@ struct AsyncHTTPDriver: BenchDriver {
         return total
     }
 
+    /// The file as the body (`.file`: streamed from disk, replayable, with its length), or as the one file
+    /// part of a `MultipartForm` (its length computed up front, so it goes out with `Content-Length` too).
+    func putFile(_ url: String, path: String, multipart: Bool) async throws -> Int {
+        var request = HTTPClientRequest(url: url)
+        request.method = .put
+        if multipart {
+            var form = MultipartForm()
+            try form.appendFile("file", path: path, filename: "upload.bin", contentType: "application/octet-stream")
+            try request.setForm(form)
+        } else {
+            request.body = try .file(path)
+        }
+        let size = request.body?.length ?? 0
+        let response = try await client.send(request)
+        for try await _ in response.body {}
+        guard (200..<300).contains(response.status.code) else { throw BenchError("PUT \(url): status \(response.status.code)") }
+        return size
+    }
+
+    /// `download(_:to:)`: a temporary file beside the destination, renamed into place when the body is complete.
+    func download(_ url: String, to path: String) async throws -> Int {
+        let result = try await client.download(HTTPClientRequest(url: url), to: path)
+        guard result.status.code == 200, result.written else { throw BenchError("GET \(url): status \(result.status.code)") }
+        return result.fileSize
+    }
+
     func shutdown() async throws {
         try await client.shutdown()
     }
 }
 
-await Bench.main(client: "asynchttp") { options in AsyncHTTPDriver(options) }
+await Bench.main(client: "asynchttp") { options in try AsyncHTTPDriver(options) }

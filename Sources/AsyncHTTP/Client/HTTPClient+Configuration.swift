@@ -58,6 +58,24 @@ extension HTTPClient {
         /// `all_proxy` and `no_proxy` as curl reads them (Go's `ProxyFromEnvironment` is the default there too),
         /// with loopback hosts always direct. ``HTTPClientRequest/proxy`` overrides it per request.
         public var proxy: ProxySetting = .environment
+        /// Addresses to connect to instead of resolving some host and port (curl's `--resolve`); see
+        /// ``ResolveOverride``. ``HTTPClientRequest/resolve`` replaces them per request.
+        public var resolve: [ResolveOverride] = []
+        /// Other hosts and ports to connect to instead of the URL's (curl's `--connect-to`); see
+        /// ``ConnectToOverride``. ``HTTPClientRequest/connectTo`` replaces them per request.
+        public var connectTo: [ConnectToOverride] = []
+        /// A Unix domain socket every request goes through instead of TCP (curl's `--unix-socket`); proxies are
+        /// then not used. ``HTTPClientRequest/unixSocket`` sets one per request.
+        public var unixSocket: UnixSocketAddress?
+        /// When a name has several addresses, how long one connection attempt runs before the next address is
+        /// tried alongside it (Happy Eyeballs, RFC 8305 §5; an attempt that fails starts the next at once).
+        /// 250 ms: the RFC's recommended value, also Chrome's and curl's (`--happy-eyeballs-timeout-ms`).
+        public var connectionAttemptDelay: Duration = .milliseconds(250)
+        /// How long a name's addresses are reused before it is looked up again. 60 s: curl's
+        /// `--dns-cache-timeout`. `getaddrinfo` reports no TTL, so this is a fixed time; nil turns the cache
+        /// off. The cache is shared by every client in the process (the system resolver's answers are too),
+        /// and concurrent lookups of one name are always made once.
+        public var dnsCacheTimeout: Duration? = .seconds(60)
         /// Watchers of every request (``HTTPClientObserver``): the exact request heads, connection reuse, body
         /// bytes, retries and timings. They see traffic and cannot change it. None by default, and with none
         /// nothing is recorded.
@@ -99,6 +117,12 @@ extension HTTPClient {
                 throw refuse("maxBandwidthPerSecond is \(maxBandwidthPerSecond); it must be positive (nil sets no limit)")
             }
             guard idleTimeout >= .zero else { throw refuse("idleTimeout is \(idleTimeout); it must not be negative") }
+            guard connectionAttemptDelay >= .milliseconds(10) else {
+                throw refuse("connectionAttemptDelay is \(connectionAttemptDelay); RFC 8305 §8 sets its minimum at 10 ms")
+            }
+            if let dnsCacheTimeout, dnsCacheTimeout <= .zero {
+                throw refuse("dnsCacheTimeout is \(dnsCacheTimeout); it must be positive (nil turns the cache off)")
+            }
         }
     }
 }

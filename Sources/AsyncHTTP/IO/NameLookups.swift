@@ -28,10 +28,36 @@ final class NameLookups: Sendable {
     private struct State {
         /// Blocking calls running, abandoned ones included.
         var running = 0
-        /// Lookups waiting for a slot, oldest first, by id.
-        var waiting: [(id: UInt64, start: @Sendable () -> Void)] = []
+        /// Lookups waiting for a slot, oldest first, by the name they look up.
+        var waiting: [(key: String, start: @Sendable () -> Void)] = []
         var nextID: UInt64 = 0
+        /// Lookups queued or running, by `host:port`, with the callers waiting for each one's answer (none,
+        /// once they have all given up; a running lookup then still answers callers that join it later).
+        var flights: [String: [UInt64: @Sendable (Answer) -> Void]] = [:]
+        /// Successful answers, by `host:port`, with when they arrived; at most ``cacheCapacity``.
+        var cache: [String: (addresses: [SocketAddress], at: ContinuousClock.Instant)] = [:]
+
+        /// Caller `id` of the lookup of `key` no longer waits. A lookup still queued that nobody waits for
+        /// leaves the queue.
+        mutating func leave(_ key: String, id: UInt64) {
+            guard flights[key]?.removeValue(forKey: id) != nil, flights[key]?.isEmpty == true,
+                  let queued = waiting.firstIndex(where: { $0.key == key })
+            else { return }
+            waiting.remove(at: queued)
+            flights[key] = nil
+        }
+
+        mutating func store(_ addresses: [SocketAddress], for key: String, at now: ContinuousClock.Instant) {
+            if cache[key] == nil, cache.count >= NameLookups.cacheCapacity,
+               let oldest = cache.min(by: { $0.value.at < $1.value.at })?.key {
+                cache[oldest] = nil
+            }
+            cache[key] = (addresses, now)
+        }
     }
+
+    /// Names remembered at most. A client talks to a handful of hosts; 512 bounds a crawler's.
+    static let cacheCapacity = 512
 
     init(limit: Int, lookup: @escaping Lookup) {
         precondition(limit > 0)
@@ -44,17 +70,38 @@ final class NameLookups: Sendable {
         state.withLock { ($0.running, $0.waiting.count) }
     }
 
-    func resolve(host: String, port: Int, deadline: ContinuousClock.Instant?) async throws(HTTPClientError) -> [SocketAddress] {
+    /// Forgets every remembered answer.
+    func clearCache() {
+        state.withLock { $0.cache.removeAll() }
+    }
+
+    /// The addresses of `host:port`.
+    ///
+    /// - Numeric addresses are parsed in place.
+    /// - With `cacheFor`, an answer that arrived less than that long ago is reused (getaddrinfo reports no TTL,
+    ///   so the caller chooses one; failures are never remembered).
+    /// - Concurrent callers for one name share one lookup: the first starts it, the others wait for its
+    ///   answer, each within its own deadline and cancellation.
+    func resolve(
+        host: String, port: Int, deadline: ContinuousClock.Instant?, cacheFor timeToLive: Duration? = nil
+    ) async throws(HTTPClientError) -> [SocketAddress] {
         if let address = SocketAddress(numericHost: host, port: port) { return [address] }
+        let key = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        if let timeToLive {
+            let now = ContinuousClock.now
+            if let hit = state.withLock({ state in state.cache[key].flatMap { now - $0.at < timeToLive ? $0.addresses : nil } }) {
+                return hit
+            }
+        }
         let once = Locked<CheckedContinuation<Answer, Never>?>(nil)
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             return state.nextID
         }
-        // Resumes the caller once; a lookup still queued leaves the queue.
+        // Resumes the caller once, and takes it off its lookup's list of waiters.
         let finish: @Sendable (Answer) -> Void = { [self] answer in
             guard once.withLock({ $0 != nil }) else { return }
-            state.withLock { state in state.waiting.removeAll { $0.id == id } }
+            state.withLock { state in state.leave(key, id: id) }
             // Resumed while `once` is held, and a checked continuation: with an unsafe one the thread sanitizer
             // reported `resume` (on a Dispatch thread) racing the woken task's next use of its task-allocator
             // memory, in two full runs. One lookup per new connection to a named host: the check costs nothing
@@ -67,14 +114,26 @@ final class NameLookups: Sendable {
         let lookup = self.lookup
         let start: @Sendable () -> Void = { [self] in
             queue.async { [self] in
-                // Given up while queued, and the queue already handed the slot over: pass it on unused.
-                if once.withLock({ $0 == nil }) {
+                // Everyone gave up while it was queued, and the queue already handed the slot over: pass it on.
+                let wanted = state.withLock { state -> Bool in
+                    if state.flights[key]?.isEmpty ?? true {
+                        state.flights[key] = nil
+                        return false
+                    }
+                    return true
+                }
+                guard wanted else {
                     release()
                     return
                 }
                 let answer = lookup(host, port)
                 release()
-                finish(answer)
+                let now = ContinuousClock.now
+                let waiters = state.withLock { state -> [UInt64: @Sendable (Answer) -> Void] in
+                    if case .success(let addresses) = answer { state.store(addresses, for: key, at: now) }
+                    return state.flights.removeValue(forKey: key) ?? [:]
+                }
+                for waiter in waiters.values { waiter(answer) }
             }
         }
         let result = await withTaskCancellationHandler {
@@ -84,18 +143,24 @@ final class NameLookups: Sendable {
                     finish(.failure(.cancelled))
                     return
                 }
+                // Joins the lookup of this name already under way, or starts one (now, or when a slot frees).
                 let startsNow = state.withLock { state -> Bool in
+                    if state.flights[key] != nil {
+                        state.flights[key]![id] = finish
+                        return false
+                    }
+                    state.flights[key] = [id: finish]
                     if state.running < limit {
                         state.running += 1
                         return true
                     }
-                    state.waiting.append((id, start))
+                    state.waiting.append((key, start))
                     return false
                 }
-                // Cancelled between the check above and the enqueue: `finish` may have looked for the entry
-                // before it was there.
-                if !startsNow, once.withLock({ $0 == nil }) {
-                    state.withLock { state in state.waiting.removeAll { $0.id == id } }
+                // Cancelled between the check above and joining: `finish` may have run before there was anything
+                // to leave. (A lookup started now then finds nobody waiting and passes its slot on.)
+                if once.withLock({ $0 == nil }) {
+                    state.withLock { state in state.leave(key, id: id) }
                 }
                 if let deadline {
                     let nanos = max(0, ContinuousClock.now.duration(to: deadline).nanoseconds)

@@ -20,8 +20,12 @@ enum Resolver {
     /// The process's lookups.
     static let shared = NameLookups(limit: NameLookups.defaultLimit, lookup: Resolver.lookup(host:port:))
 
-    static func resolve(host: String, port: Int, deadline: ContinuousClock.Instant?) async throws(HTTPClientError) -> [SocketAddress] {
-        try await shared.resolve(host: host, port: port, deadline: deadline)
+    /// The addresses of `host:port`; with `cacheFor`, an answer at most that old may be reused (see
+    /// ``NameLookups/resolve(host:port:deadline:cacheFor:)``).
+    static func resolve(
+        host: String, port: Int, deadline: ContinuousClock.Instant?, cacheFor timeToLive: Duration? = nil
+    ) async throws(HTTPClientError) -> [SocketAddress] {
+        try await shared.resolve(host: host, port: port, deadline: deadline, cacheFor: timeToLive)
     }
 
     static func lookup(host: String, port: Int) -> Result<[SocketAddress], HTTPClientError> {

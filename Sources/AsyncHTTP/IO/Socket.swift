@@ -12,7 +12,7 @@ private let libcConnect = Darwin.connect
 private let libcClose = Darwin.close
 #endif
 
-/// A resolved socket address (IPv4 or IPv6), stored inline.
+/// A resolved socket address (IPv4, IPv6 or a Unix domain socket), stored inline.
 struct SocketAddress: Sendable, CustomStringConvertible {
     var storage: sockaddr_storage
     var length: socklen_t
@@ -47,6 +47,35 @@ struct SocketAddress: Sendable, CustomStringConvertible {
         self.length = length
     }
 
+    /// A Unix domain socket: a path, or (Linux) a name in the abstract namespace. Throws
+    /// ``HTTPClientError/Code/invalidRequest`` for a path that does not fit `sun_path` or contains a NUL.
+    init(unix socket: UnixSocketAddress) throws(HTTPClientError) {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let name = Array(socket.path.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        // A path needs its terminating NUL; an abstract name has a leading NUL instead, and no terminator.
+        let room = capacity - 1
+        guard !name.isEmpty else { throw .invalidRequest("the Unix socket path is empty") }
+        guard !name.contains(0) else { throw .invalidRequest("the Unix socket path contains a NUL byte") }
+        guard name.count <= room else {
+            throw .invalidRequest("the Unix socket path is \(name.count) bytes long; at most \(room) fit in sun_path")
+        }
+        let offset = socket.isAbstract ? 1 : 0
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in name.enumerated() { raw[offset + index] = byte }
+        }
+        let pathOffset = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path) ?? 2
+        // Abstract names are exactly as long as the address says (no terminator); paths include the NUL.
+        let length = socklen_t(pathOffset + offset + name.count + (socket.isAbstract ? 0 : 1))
+        var storage = sockaddr_storage()
+        withUnsafeMutableBytes(of: &storage) { raw in
+            withUnsafeBytes(of: address) { raw.copyMemory(from: $0) }
+        }
+        self.storage = storage
+        self.length = length
+    }
+
     init(_ pointer: UnsafePointer<sockaddr>, length: socklen_t) {
         var storage = sockaddr_storage()
         withUnsafeMutableBytes(of: &storage) { raw in
@@ -61,6 +90,15 @@ struct SocketAddress: Sendable, CustomStringConvertible {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         return withUnsafePointer(to: &storage) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                if family == AF_UNIX {
+                    return address.withMemoryRebound(to: sockaddr_un.self, capacity: 1) { unix in
+                        let pathOffset = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path) ?? 2
+                        var bytes = withUnsafeBytes(of: unix.pointee.sun_path) { Array($0.prefix(max(0, Int(length) - pathOffset))) }
+                        if bytes.first == 0 { return "unix:@" + String(decoding: bytes.dropFirst(), as: UTF8.self) }
+                        if let end = bytes.firstIndex(of: 0) { bytes.removeSubrange(end...) }
+                        return "unix:" + String(decoding: bytes, as: UTF8.self)
+                    }
+                }
                 if family == AF_INET6 {
                     return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
                         var addr = v6.pointee.sin6_addr
@@ -120,8 +158,10 @@ final class Socket: @unchecked Sendable {
         }
         let socket = Socket(fd: fd, remote: address, notifier: notifier)
         var one: Int32 = 1
-        // Requests are written whole; Nagle's delay would only hold back the last segment.
-        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        // Requests are written whole; Nagle's delay would only hold back the last segment. (TCP only.)
+        if address.family != AF_UNIX {
+            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
         #if canImport(Darwin)
         _ = fcntl(fd, F_SETFL, O_NONBLOCK)
         _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))

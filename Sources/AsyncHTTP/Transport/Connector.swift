@@ -1,8 +1,9 @@
 import Logging
 import Synchronization
 
-/// Opens connections: resolves the name, connects TCP (each address in turn), runs SOCKS5 or `CONNECT`
-/// through a proxy, and starts TLS. The only code that dials.
+/// Opens connections: resolves the name (or takes the addresses an override gives, or a Unix socket), connects
+/// (racing the addresses with Happy Eyeballs), runs SOCKS5 or `CONNECT` through a proxy, and starts TLS. The
+/// only code that dials.
 ///
 /// The leasing task calls it itself, so cancellation and deadlines stay with the request.
 final class Connector: Sendable {
@@ -14,6 +15,10 @@ final class Connector: Sendable {
         /// Bomb limits for gzip/deflate transfer codings: the client's compression limits.
         var transferDecodingLimits = DecompressionLimits()
         var logger: Logger
+        /// RFC 8305's connection attempt delay (``HTTPClient/Configuration/connectionAttemptDelay``).
+        var connectionAttemptDelay: Duration = .milliseconds(250)
+        /// How long a name's addresses are reused (``HTTPClient/Configuration/dnsCacheTimeout``); nil: never.
+        var dnsCacheTimeout: Duration? = nil
     }
 
     private let settings: Settings
@@ -51,8 +56,12 @@ final class Connector: Sendable {
     func connect(_ key: ConnectionKey, deadlines: Deadlines) async throws(HTTPClientError) -> HTTP1Connection {
         let connectDeadline = earliest(.now + settings.connectTimeout, deadlines.total)
         var socket: Socket
-        if let proxy = key.proxy {
-            socket = try await connectSocket(host: proxy.host, port: proxy.port, deadline: connectDeadline, what: "proxy \(proxy)")
+        if case .unixSocket(let path)? = key.endpoint {
+            let address = try SocketAddress(unix: path)
+            socket = try await Socket.connect(to: address, deadline: connectDeadline, notifier: IOBackend.notifier)
+        } else if let proxy = key.proxy {
+            socket = try await connectSocket(host: proxy.host, port: proxy.port, endpoint: key.endpoint,
+                                             deadline: connectDeadline, what: "proxy \(proxy)")
             do {
                 switch proxy.kind {
                 case .socks5, .socks5h:
@@ -67,7 +76,8 @@ final class Connector: Sendable {
                 throw error
             }
         } else {
-            socket = try await connectSocket(host: key.host, port: key.port, deadline: connectDeadline, what: key.description)
+            socket = try await connectSocket(host: key.host, port: key.port, endpoint: key.endpoint,
+                                             deadline: connectDeadline, what: key.description)
         }
         var tls: TLSStream?
         var resumed = false
@@ -98,7 +108,8 @@ final class Connector: Sendable {
         on socket: Socket, through proxy: ProxyConfiguration, to key: ConnectionKey, deadline: ContinuousClock.Instant
     ) async throws(HTTPClientError) -> Socket {
         let reconnect = { () async throws(HTTPClientError) -> Socket in
-            try await self.connectSocket(host: proxy.host, port: proxy.port, deadline: deadline, what: "proxy \(proxy)")
+            try await self.connectSocket(host: proxy.host, port: proxy.port, endpoint: key.endpoint, deadline: deadline,
+                                         what: "proxy \(proxy)")
         }
         guard let tunnelAuthenticator else {
             return try await ProxyTunnel.open(
@@ -110,22 +121,26 @@ final class Connector: Sendable {
             userAgent: settings.userAgent, limits: settings.limits, deadline: deadline, reconnect: reconnect)
     }
 
-    /// A TCP connection to `host`, trying each resolved address in turn.
-    private func connectSocket(host: String, port: Int, deadline: ContinuousClock.Instant, what: String) async throws(HTTPClientError) -> Socket {
-        let addresses = try await Resolver.resolve(host: host, port: port, deadline: deadline)
-        var failures: [HTTPClientError] = []
-        for address in addresses {
-            do {
-                return try await Socket.connect(to: address, deadline: deadline, notifier: IOBackend.notifier)
-            } catch where error.code == .connectFailed {
-                failures.append(error) // try the next address (IPv6 and IPv4 in the resolver's order)
-            }
+    /// A TCP connection to `host:port` (or where `endpoint` says instead), its addresses raced with Happy
+    /// Eyeballs (RFC 8305; see ``HappyEyeballs``).
+    private func connectSocket(
+        host: String, port: Int, endpoint: ConnectionKey.Endpoint?, deadline: ContinuousClock.Instant, what: String
+    ) async throws(HTTPClientError) -> Socket {
+        let addresses: [SocketAddress]
+        switch endpoint {
+        case .addresses(let literals, let port)?:
+            addresses = literals.compactMap { SocketAddress(numericHost: $0, port: port) }
+        case .host(let host, let port)?:
+            addresses = try await Resolver.resolve(host: host, port: port, deadline: deadline, cacheFor: settings.dnsCacheTimeout)
+        case .unixSocket?, nil:
+            addresses = try await Resolver.resolve(host: host, port: port, deadline: deadline, cacheFor: settings.dnsCacheTimeout)
         }
-        var error = failures.last ?? HTTPClientError(.connectFailed, "no address to connect to")
-        if failures.count > 1 {
-            error.message = "could not connect to \(what): " + failures.map(\.message).joined(separator: "; ")
-        }
-        throw error
+        return try await HappyEyeballs.race(
+            HappyEyeballs.interleave(addresses, family: \.family), attemptDelay: settings.connectionAttemptDelay, what: what,
+            attempt: { address throws(HTTPClientError) in
+                try await Socket.connect(to: address, deadline: deadline, notifier: IOBackend.notifier)
+            },
+            discard: { $0.close() })
     }
 }
 

@@ -22,6 +22,8 @@ final class HTTP1Transport: Sendable {
         var userAgent: String?
         var logger: Logger
         var observing: Bool
+        /// The client's `--resolve`, `--connect-to` and Unix socket settings.
+        var targets = ConnectionTargets()
     }
 
     private let settings: Settings
@@ -56,12 +58,16 @@ final class HTTP1Transport: Sendable {
                 inactivityTimeout: configuration.inactivityTimeout, totalTimeout: configuration.totalTimeout,
                 retriesOnTimeout: configuration.retriesOnTimeout, maxConnectionsPerHost: limit,
                 userAgent: configuration.userAgent, logger: configuration.logger,
-                observing: !configuration.observers.isEmpty),
+                observing: !configuration.observers.isEmpty,
+                targets: ConnectionTargets(resolve: configuration.resolve, connectTo: configuration.connectTo,
+                                           unixSocket: configuration.unixSocket)),
             pool: ConnectionPool(limit: limit, idleTimeout: configuration.idleTimeout, logger: configuration.logger, now: now),
             connector: Connector(
                 settings: .init(tls: configuration.tls, connectTimeout: configuration.connectTimeout,
                                 userAgent: configuration.userAgent, limits: configuration.parserLimits,
-                                transferDecodingLimits: configuration.compression.limits, logger: configuration.logger),
+                                transferDecodingLimits: configuration.compression.limits, logger: configuration.logger,
+                                connectionAttemptDelay: configuration.connectionAttemptDelay,
+                                dnsCacheTimeout: configuration.dnsCacheTimeout),
                 tunnelAuthenticator: tunnelAuthenticator),
             proxies: proxies, flow: NetworkFlow(bytesPerSecond: configuration.maxBandwidthPerSecond))
     }
@@ -83,8 +89,22 @@ final class HTTP1Transport: Sendable {
             inactivity: request.inactivityTimeout ?? settings.inactivityTimeout,
             total: (request.timeout ?? settings.totalTimeout).map { .now + $0 }
         )
-        let proxy = try proxies.route(for: request, url: url)
-        let key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.port, proxy: proxy)
+        var targets = request.option(ConnectionTargetOptions.self) { $0.isUnset }
+            ? settings.targets : settings.targets.applying(request[ConnectionTargetOptions.self])
+        var key: ConnectionKey
+        if let socketPath = url.unixSocketPath {
+            // http+unix / https+unix: the URL names the socket; TLS checks the name the Host header sends.
+            targets.unixSocket = socketPath.hasPrefix("\0") ? .abstract(String(socketPath.dropFirst())) : .path(socketPath)
+            key = ConnectionKey(scheme: url.isSecure ? "https" : "http", host: url.hostHeader, port: url.port)
+        } else {
+            key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.port)
+        }
+        // A Unix socket is dialled directly: no proxy (curl's --unix-socket ignores them too).
+        let proxy = targets.unixSocket == nil ? try proxies.route(for: request, url: url) : nil
+        key.proxy = proxy
+        if !targets.isEmpty {
+            key.endpoint = proxy.map { targets.endpoint(host: $0.host, port: $0.port) } ?? targets.endpoint(host: url.host, port: url.port)
+        }
         let prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent,
                                            absoluteForm: proxy?.kind == .http && !url.isSecure)
         let observation = settings.observing || request.progressHandler != nil ? RequestObservation.current : nil
