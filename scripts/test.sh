@@ -98,6 +98,10 @@ fi
 if [ "$(stat -c %s "$PEERS/www/big.bin" 2>/dev/null || echo 0)" != 8388608 ]; then
     head -c 8388608 /dev/urandom > "$PEERS/www/big.bin"
 fi
+# huge.bin: 32 MiB of random bytes, for measuring throttling accuracy by hand (docs/progress-throttling-batches.md).
+if [ "$(stat -c %s "$PEERS/www/huge.bin" 2>/dev/null || echo 0)" != 33554432 ]; then
+    head -c 33554432 /dev/urandom > "$PEERS/www/huge.bin"
+fi
 printf '<!doctype html>\n<html><head><title>AsyncHTTP peer</title></head><body><p>AsyncHTTP nginx peer</p></body></html>\n' \
     > "$PEERS/www/index.html"
 # The download cache's tests (CacheNginxTests): a copy of small.txt under each /cache/ location below.
@@ -152,6 +156,8 @@ http {
         listen 127.0.0.1:$1;
         listen unix:$PEERS/nginx/http.sock;
         root $PEERS/www;
+        # Throttled uploads (ThrottleIntegrationTests): any body is read, dropped, and answered with 204.
+        location = /upload { client_max_body_size 0; return 204; }
         # Which connection served this, and its how-many-th request: keep-alive counted by the server.
         location = /connection { default_type text/plain; return 200 "\$connection \$connection_requests\n"; }
         # Uploads (issue 14): PUT /dav/<name> stores the body as $PEERS/dav/<name>, for byte-for-byte checks.

@@ -64,6 +64,8 @@ struct Options {
     var urls: [String] = []
     /// -F, --data-urlencode, --data-binary @file, -T, -O, -C -, --expect100-timeout (Bodies.swift).
     var bodies = BodyOptions()
+    /// --limit-rate, -#, -Z, --parallel-max, --fail-early, --retry* (Flow.swift).
+    var flow = FlowOptions()
 }
 
 /// `user:password`, with `DOMAIN\user` for NTLM, as curl's -u and -U take it. No colon: an empty password
@@ -182,6 +184,14 @@ func parse(_ arguments: [String]) throws -> Options {
             }
             options.certificate = text
         case "--key": options.key = try value(argument)
+        case "--limit-rate": options.flow.limitRate = try parseRate(try value(argument))
+        case "-#", "--progress-bar": options.flow.progressBar = true
+        case "-Z", "--parallel": options.flow.parallel = true
+        case "--parallel-max": options.flow.parallelMax = try parseCount(try value(argument), argument, range: 1...300)
+        case "--fail-early": options.flow.failEarly = true
+        case "--retry": options.flow.retry = try parseCount(try value(argument), argument, range: 0...1_000_000)
+        case "--retry-delay": options.flow.retryDelay = try parsePositiveSeconds(try value(argument), argument)
+        case "--retry-max-time": options.flow.retryMaxTime = try parsePositiveSeconds(try value(argument), argument)
         case "--resolve": options.resolve.append(try targetOption { try ResolveOverride(try value(argument)) })
         case "--connect-to": options.connectTo.append(try targetOption { try ConnectToOverride(try value(argument)) })
         case "--unix-socket": options.unixSocket = .path(try value(argument))
@@ -224,6 +234,8 @@ usage: ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v
              [-c FILE] [--compressed] [-u USER:PASS] [--basic|--digest|--ntlm|--anyauth]
              [--oauth2-bearer TOKEN] [-x [SCHEME://]HOST[:PORT]] [-U USER:PASS] [--socks5 HOST[:PORT]]
              [--socks5-hostname HOST[:PORT]] [--noproxy LIST] [-E CERT.pem] [--key KEY.pem]
+             [--limit-rate RATE] [-#] [-Z [--parallel-max N] [--fail-early]] [--retry N [--retry-delay S]
+             [--retry-max-time S]]
              [--resolve HOST:PORT:ADDR[,ADDR]] [--connect-to HOST1:PORT1:HOST2:PORT2]
              [--unix-socket PATH] [--abstract-unix-socket NAME] [--happy-eyeballs-timeout-ms MS]
              [--cache DIR] [--cache-policy NAME[,NAME]] URL [URL…]
@@ -231,6 +243,8 @@ usage: ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v
   -b reads a Netscape cookies.txt (curl's format) or sends NAME=VALUE; -c writes all cookies there at the end
   -u sends Basic at once unless --digest, --ntlm or --anyauth is given (DOMAIN\\user for NTLM)
   -x takes http://, socks5:// or socks5h:// proxies; without -x, http_proxy/https_proxy/all_proxy/no_proxy apply
+  --limit-rate takes bytes per second with K, M or G; -Z runs the URLs at once (up to --parallel-max, 50)
+  --retry retries timeouts, failed lookups and 408/429/500/502/503/504, after 1 s doubling (or --retry-delay)
   -w knows %{http_code} %{size_download} %{num_connects} %{num_redirects} %{url_effective} %{time_total}
      %{cache_status} and \\n
   --cache keeps responses in DIR (RFC 9111); --cache-policy takes ASIHTTPRequest's names: askServerIfModifiedWhenStale,
@@ -431,6 +445,7 @@ func run() async -> Int32 {
     } catch { return 23 }
 
     var status: Int32 = 0
+    var parallelRequests: [HTTPClientRequest] = []
     for url in options.urls {
         var request = HTTPClientRequest(url: url)
         if options.headOnly { request.method = .head }
@@ -453,6 +468,8 @@ func run() async -> Int32 {
         }
         if let bearer = options.bearer { request.bearerToken = bearer }
         if let cachePolicy = options.cachePolicy { request.cachePolicy = cachePolicy }
+        options.prepareFlow(&request)
+        if options.flow.parallel { parallelRequests.append(request); continue }
 
         let start = ContinuousClock.now
         do {
@@ -471,7 +488,7 @@ func run() async -> Int32 {
                 }
                 continue
             }
-            let response = try await client.send(request)
+            let response = try await sendRetrying(request, client: client, options: options)
             let headText = responseHeadText(response)
             if options.includeHeaders || options.headOnly { try sink.write(headText) }
             var size = 0
@@ -505,6 +522,7 @@ func run() async -> Int32 {
             status = 1
         }
     }
+    if options.flow.parallel { status = await runParallel(parallelRequests, client: client, sink: sink, options: options) }
     if options.cookieJarFile != nil, let jar {
         do { try await jar.save() } catch {
             printError("cannot write cookies: \(error)")

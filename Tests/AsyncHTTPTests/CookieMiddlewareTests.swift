@@ -77,11 +77,12 @@ final class CookieMiddlewareTests: XCTestCase {
 
     func testBuiltInChainIsRedirectThenAuthThenCookiesThenCompression() {
         let chain = builtIn(CookieJar())
-        XCTAssertEqual(chain.count, 4)
+        XCTAssertEqual(chain.count, 5)
         XCTAssertTrue(chain[0] is RedirectMiddleware)
         XCTAssertTrue(chain[1] is AuthMiddleware)
         XCTAssertTrue(chain[2] is CookieMiddleware)
         XCTAssertTrue(chain[3] is CompressionMiddleware)
+        XCTAssertTrue(chain[4] is AsyncHTTP.ThrottleMiddleware, "throttle innermost")
         XCTAssertFalse(builtIn(nil).contains { $0 is CookieMiddleware }, "no jar, no cookie step")
     }
 

@@ -90,6 +90,10 @@ extension HTTPClient {
         /// configuration.cache = try HTTPCache(directory: cachesDirectory + "/http")
         /// ```
         public var cache: HTTPCache?
+        /// The most bytes per second all of this client's requests may move together, both directions
+        /// (ASIHTTPRequest's `+setMaxBandwidthPerSecond:`); nil, the default, sets no limit. Change it while the
+        /// client runs with ``HTTPClient/maxBandwidthPerSecond``.
+        public var maxBandwidthPerSecond: Int?
 
         public init() {}
 
@@ -118,6 +122,9 @@ extension HTTPClient {
             }
             if let totalTimeout, totalTimeout <= .zero {
                 throw refuse("totalTimeout is \(totalTimeout); it must be positive (nil sets no deadline)")
+            }
+            if let maxBandwidthPerSecond, maxBandwidthPerSecond <= 0 {
+                throw refuse("maxBandwidthPerSecond is \(maxBandwidthPerSecond); it must be positive (nil sets no limit)")
             }
             guard idleTimeout >= .zero else { throw refuse("idleTimeout is \(idleTimeout); it must not be negative") }
             guard connectionAttemptDelay >= .milliseconds(10) else {

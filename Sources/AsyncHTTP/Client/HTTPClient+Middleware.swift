@@ -8,7 +8,8 @@ extension HTTPClient {
     /// 4. compression — adds Accept-Encoding and inflates, below cookies (headers only) and above the cache,
     ///    so the cache stores what the server sent;
     /// 5. cache — answers without touching the network when it can;
-    /// 6. throttle — innermost, shaping the bytes that really cross the network;
+    /// 6. throttle — innermost, shaping the bytes that really cross the network (the request's own limit; the
+    ///    client's shared one is applied by the transport to every request);
     /// then the pool.
     ///
     /// Members not built yet are simply absent; the order of the rest holds.
@@ -20,7 +21,8 @@ extension HTTPClient {
     /// The cookie step is present when the configuration has a ``Configuration/cookieJar``, the cache step
     /// when it has a ``Configuration/cache``.
     static func builtInMiddleware(
-        _ configuration: Configuration, authenticator: Authenticator, proxies: ProxyRouter
+        _ configuration: Configuration, authenticator: Authenticator, proxies: ProxyRouter,
+        flow: NetworkFlow = NetworkFlow(bytesPerSecond: nil)
     ) -> [any HTTPClientMiddleware] {
         var chain: [any HTTPClientMiddleware] = [
             RedirectMiddleware(policy: configuration.redirectPolicy, textDecodingFallback: configuration.textDecodingFallback),
@@ -33,7 +35,7 @@ extension HTTPClient {
         if let cache = configuration.cache {
             chain.append(CacheMiddleware(cache: cache))
         }
-        // 6. throttle: not built yet.
+        chain.append(ThrottleMiddleware(flow: flow))
         return chain
     }
 }

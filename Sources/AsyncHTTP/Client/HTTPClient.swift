@@ -48,7 +48,7 @@ public final class HTTPClient: Sendable {
         authenticator = Authenticator(configuration: configuration.authentication, logger: configuration.logger)
         let proxies = ProxyRouter(configuration.proxy)
         transport = HTTP1Transport(configuration: configuration, proxies: proxies, tunnelAuthenticator: authenticator)
-        middleware = Self.builtInMiddleware(configuration, authenticator: authenticator, proxies: proxies)
+        middleware = Self.builtInMiddleware(configuration, authenticator: authenticator, proxies: proxies, flow: transport.flow)
             + configuration.middleware
         configuration.cache?.clientStarted()
     }
@@ -61,11 +61,11 @@ public final class HTTPClient: Sendable {
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
         guard !isShutDown.load(ordering: .relaxed) else { throw HTTPClientError.shutdown }
         if let configurationProblem { throw configurationProblem }
-        guard !configuration.observers.isEmpty else { return try await run(request) }
-        let observation = RequestObservation(
-            requestID: requestIDs.add(1, ordering: .relaxed).newValue, observers: configuration.observers)
+        guard let observation = RequestObservation.make(
+            for: request, requestID: { requestIDs.add(1, ordering: .relaxed).newValue }, observers: configuration.observers)
+        else { return try await run(request) }
         observation.queued(method: request.method, url: (try? request.httpURL().redactedDescription) ?? "(invalid URL)")
-        return try await RequestObservation.$current.withValue(observation) { try await run(request) }
+        return try await RequestObservation.$current.withValue(observation) { try await observation.watching { try await run(request) } }
     }
 
     /// The chain, outermost first, ending at the transport.

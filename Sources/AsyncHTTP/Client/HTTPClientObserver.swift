@@ -89,6 +89,8 @@ final class RequestObservation: @unchecked Sendable {
 
     let requestID: UInt64
     private let observers: [any HTTPClientObserver]
+    /// The request's own progress handler at work, fed from the same events as the observers.
+    private let progress: ProgressReporter?
     private let start: ContinuousClock.Instant
     private let marks = Locked(Marks())
 
@@ -98,18 +100,53 @@ final class RequestObservation: @unchecked Sendable {
         var headReceived: ContinuousClock.Instant?
     }
 
-    init(requestID: UInt64, observers: [any HTTPClientObserver]) {
+    init(requestID: UInt64, observers: [any HTTPClientObserver], progress: ProgressReporter? = nil) {
         self.requestID = requestID
         self.observers = observers
+        self.progress = progress
         self.start = .now
     }
 
+    /// The observation of `request`, if the client has observers or the request a progress handler.
+    static func make(
+        for request: HTTPClientRequest, requestID: () -> UInt64, observers: [any HTTPClientObserver]
+    ) -> RequestObservation? {
+        let handler = request.progressHandler
+        guard !observers.isEmpty || handler != nil else { return nil }
+        return RequestObservation(
+            requestID: requestID(), observers: observers,
+            progress: handler.map { ProgressReporter($0, method: request.method, uploadTotal: request.body.map { $0.length } ?? 0) })
+    }
+
     private func emit(_ kind: HTTPClientEvent.Kind, at time: ContinuousClock.Instant = .now) {
-        let event = HTTPClientEvent(requestID: requestID, time: time, kind: kind)
-        for observer in observers { observer.observe(event) }
+        if !observers.isEmpty {
+            let event = HTTPClientEvent(requestID: requestID, time: time, kind: kind)
+            for observer in observers { observer.observe(event) }
+        }
+        progress?.observe(kind, at: time)
+    }
+
+    /// Runs `send`'s chain, telling the progress handler which response was returned, or that it failed.
+    func watching(_ send: () async throws -> HTTPClientResponse) async throws -> HTTPClientResponse {
+        guard let progress else { return try await send() }
+        do {
+            let response = try await send()
+            progress.update(at: .now) { $0.sendReturned() }
+            return response
+        } catch {
+            progress.update(at: .now) { $0.ended() }
+            throw error
+        }
+    }
+
+    /// A response body was dropped before its end (not an observer event: the connection is drained or closed).
+    func bodyDropped() {
+        progress?.update(at: .now) { $0.finished() }
     }
 
     private func timings(at now: ContinuousClock.Instant) -> HTTPClientEvent.Timings {
+        // A progress handler alone has no use for them.
+        if observers.isEmpty { return .init(total: start.duration(to: now)) }
         let marks = self.marks.withLock { $0 }
         return .init(connection: marks.connection.map { start.duration(to: $0) },
                      headSent: marks.headSent.map { start.duration(to: $0) },
@@ -117,15 +154,22 @@ final class RequestObservation: @unchecked Sendable {
                      total: start.duration(to: now))
     }
 
-    func queued(method: HTTPRequest.Method, url: String) { emit(.queued(method: method, url: url), at: start) }
+    /// `url` is built only for observers (a progress handler has no use for it).
+    func queued(method: HTTPRequest.Method, url: @autoclosure () -> String) {
+        guard !observers.isEmpty else { return }
+        emit(.queued(method: method, url: url()), at: start)
+    }
 
-    func connectionAcquired(_ info: HTTPClientEvent.ConnectionInfo) {
+    /// `info` is built only for observers (its route is a formatted string).
+    func connectionAcquired(_ info: @autoclosure () -> HTTPClientEvent.ConnectionInfo) {
+        guard !observers.isEmpty else { return }
         let now = ContinuousClock.now
         marks.withLock { $0.connection = now; $0.headSent = nil; $0.headReceived = nil }
-        emit(.connectionAcquired(info), at: now)
+        emit(.connectionAcquired(info()), at: now)
     }
 
     func headSent(_ bytes: [UInt8]) {
+        guard !observers.isEmpty else { return }
         let now = ContinuousClock.now
         marks.withLock { $0.headSent = now }
         emit(.headSent(bytes), at: now)
@@ -135,7 +179,7 @@ final class RequestObservation: @unchecked Sendable {
 
     func headReceived(status: HTTPResponse.Status, version: HTTPVersion, headers: HTTPFields) {
         let now = ContinuousClock.now
-        marks.withLock { $0.headReceived = now }
+        if !observers.isEmpty { marks.withLock { $0.headReceived = now } }
         emit(.headReceived(status: status, version: version, headers: headers), at: now)
     }
 

@@ -31,6 +31,21 @@ final class HTTP1Connection: @unchecked Sendable {
     /// The decompression-bomb limits for transfer codings: the compression middleware's defaults
     /// (``CompressionPolicy``), which whoever makes the connection may replace with the client's.
     var transferDecodingLimits = DecompressionLimits()
+    /// Paces and counts the bytes of the current lease's request (the client's bandwidth limit, the request's
+    /// own, the client's meter); set by the transport for each attempt.
+    var pacer: TransferPacer? {
+        didSet { if pacedCredit > 0 { oldValue?.refund(pacedCredit); pacedCredit = 0 } }
+    }
+    /// What is left of the pacer's last grant. It is used up, over as many reads or writes as it takes, before
+    /// the next reservation: each transfer sharing a limit moves a whole grant per turn, whatever its socket
+    /// buffer holds at the moment (refunding a short read's rest let the transfer with the fullest buffer win).
+    private var pacedCredit = 0
+
+    /// How many of `wanted` bytes may cross the socket now, waiting for a new grant when the last one is used up.
+    private func pacedAllowance(_ pacer: TransferPacer, upTo wanted: Int, deadlines: Deadlines) async throws(HTTPClientError) -> Int {
+        if pacedCredit <= 0 { pacedCredit = try await pacer.allowance(upTo: Int.max, deadlines: deadlines) }
+        return min(wanted, pacedCredit)
+    }
 
     init(id: Int, key: ConnectionKey, socket: Socket, tls: TLSStream?, limits: HTTP1ResponseParser.Limits) {
         self.id = id
@@ -61,6 +76,16 @@ final class HTTP1Connection: @unchecked Sendable {
     func write(_ bytes: ArraySlice<UInt8>, deadlines: Deadlines) async throws(HTTPClientError) {
         var offset = 0
         while offset < bytes.count {
+            if let pacer, pacer.isLimited {
+                // Throttled: no more than the allowance goes to the socket at once.
+                let allowed = try await pacedAllowance(pacer, upTo: bytes.count - offset, deadlines: deadlines)
+                let end = offset + allowed
+                let outcome = bytes.withUnsafeBytes { raw in attemptWrite(UnsafeRawBufferPointer(rebasing: raw[offset..<end])) }
+                let written = try await settle(outcome, deadlines: deadlines)
+                pacedCredit -= written
+                offset += written
+                continue
+            }
             let outcome = bytes.withUnsafeBytes { raw in attemptWrite(UnsafeRawBufferPointer(rebasing: raw[offset...])) }
             offset += try await settle(outcome, deadlines: deadlines)
         }
@@ -73,7 +98,7 @@ final class HTTP1Connection: @unchecked Sendable {
             try await write(first + second, deadlines: deadlines)
             return
         }
-        if tls != nil || first.isEmpty {
+        if tls != nil || first.isEmpty || pacer?.isLimited == true {
             // TLS encrypts record by record anyway; two writes cost no extra round trip.
             try await write(first, deadlines: deadlines)
             try await write(second, deadlines: deadlines)
@@ -102,7 +127,7 @@ final class HTTP1Connection: @unchecked Sendable {
     /// Writes `parts` in order: one `sendmsg` for all of them on plain TCP (a batch of body chunks), one
     /// `SSL_write` each under TLS, which cuts records of at most 16 KiB anyway.
     func write(_ parts: [ArraySlice<UInt8>], deadlines: Deadlines) async throws(HTTPClientError) {
-        if parts.count <= 1 || tls != nil {
+        if parts.count <= 1 || tls != nil || pacer?.isLimited == true {
             for part in parts { try await write(part, deadlines: deadlines) }
             return
         }
@@ -141,6 +166,7 @@ final class HTTP1Connection: @unchecked Sendable {
         switch outcome {
         case .wrote(let n):
             machine.wrote(n)
+            pacer?.record(n)
             return n
         case .wait(let interest):
             let (deadline, phase) = deadlines.next(.write)
@@ -339,7 +365,9 @@ final class HTTP1Connection: @unchecked Sendable {
         }
         while true {
             var outcome = ReadOutcome.wait(.readable)
-            let size = readSize
+            // Throttled: read no more than the allowance, after waiting for it; the rest stays in the kernel.
+            let paced = pacer?.isLimited == true
+            let size = paced ? try await pacedAllowance(pacer!, upTo: readSize, deadlines: deadlines) : readSize
             let fresh = [UInt8](unsafeUninitializedCapacity: size) { storage, count in
                 let raw = UnsafeMutableRawBufferPointer(storage)
                 if let tls {
@@ -348,6 +376,10 @@ final class HTTP1Connection: @unchecked Sendable {
                     outcome = ReadOutcome(socket.tryRead(into: raw))
                 }
                 if case .read(let n) = outcome { count = n } else { count = 0 }
+            }
+            if let pacer, case .read(let n) = outcome {
+                if paced { pacedCredit -= n }
+                pacer.record(n)
             }
             switch outcome {
             case .read(let n):
@@ -377,6 +409,7 @@ final class HTTP1Connection: @unchecked Sendable {
     }
 
     func close() {
+        pacer = nil  // gives back an unused grant
         machine.closed()
         tls?.shutdown()
         socket.close()

@@ -32,12 +32,16 @@ final class HTTP1Transport: Sendable {
     let connector: Connector
     /// The proxy decisions, with the environment read once at creation.
     let proxies: ProxyRouter
+    /// The client's bandwidth limit, meter and transfers in flight (see `Flow/`).
+    let flow: NetworkFlow
 
-    init(settings: Settings, pool: ConnectionPool, connector: Connector, proxies: ProxyRouter) {
+    init(settings: Settings, pool: ConnectionPool, connector: Connector, proxies: ProxyRouter,
+         flow: NetworkFlow = NetworkFlow(bytesPerSecond: nil)) {
         self.settings = settings
         self.pool = pool
         self.connector = connector
         self.proxies = proxies
+        self.flow = flow
     }
 
     /// The transport of a client with `configuration`: its pool, and a connector that answers `CONNECT`
@@ -67,7 +71,7 @@ final class HTTP1Transport: Sendable {
                                 connectionAttemptDelay: configuration.connectionAttemptDelay,
                                 dnsCacheTimeout: configuration.dnsCacheTimeout),
                 tunnelAuthenticator: tunnelAuthenticator),
-            proxies: proxies)
+            proxies: proxies, flow: NetworkFlow(bytesPerSecond: configuration.maxBandwidthPerSecond))
     }
 
     func shutdown() async {
@@ -107,14 +111,17 @@ final class HTTP1Transport: Sendable {
         var prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent, absoluteForm: absoluteForm,
                                            expectContinue: request.expectContinue ?? settings.expectContinue)
         var retriedWithoutExpectation = false
-        let observation = settings.observing ? RequestObservation.current : nil
+        let observation = settings.observing || request.progressHandler != nil ? RequestObservation.current : nil
+        // The throttle step's pacer (the request's own limit) or the client's; counted in flight until the body ends.
+        let flow = AttemptFlow(pacer: request[PacerOption.self] ?? self.flow.sharedPacer, transfer: self.flow.activity.begin())
         let pin = request.connectionPin
         var timeoutRetries = request.retriesOnTimeout ?? settings.retriesOnTimeout
         var fresh = !request.persistentConnection
         while true {
             let outcome: (response: HTTPClientResponse, bodyWithheld: Bool)
             do {
-                outcome = try await attempt(prepared, key: key, fresh: fresh, pin: pin, deadlines: deadlines, observation: observation)
+                outcome = try await attempt(prepared, key: key, fresh: fresh, pin: pin, deadlines: deadlines, observation: observation,
+                                            flow: flow)
             } catch {
                 switch error {
                 case .stale(let error, let connectionID):
@@ -164,7 +171,7 @@ final class HTTP1Transport: Sendable {
     /// came before the body of an `Expect: 100-continue` request, which was therefore not sent.
     private func attempt(
         _ request: PreparedRequest, key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines,
-        observation: RequestObservation?
+        observation: RequestObservation?, flow: AttemptFlow
     ) async throws(AttemptFailure) -> (response: HTTPClientResponse, bodyWithheld: Bool) {
         let lease: HTTP1Lease
         do {
@@ -173,6 +180,7 @@ final class HTTP1Transport: Sendable {
             throw .final(error)
         }
         let connection = lease.connection
+        connection.pacer = flow.pacer
         observation?.connectionAcquired(.init(
             id: connection.id, reused: connection.wasReused, tlsSessionResumed: connection.tls?.sessionWasReused ?? false,
             route: key.description))
@@ -187,7 +195,8 @@ final class HTTP1Transport: Sendable {
                 head = try await connection.readHead(deadlines: deadlines)
             }
             observation?.headReceived(status: head.status, version: head.version, headers: head.headers)
-            let response = try await response(for: request, head: head, lease: lease, deadlines: deadlines, observation: observation)
+            let response = try await response(for: request, head: head, lease: lease, deadlines: deadlines, observation: observation,
+                                              transfer: flow.transfer)
             return (response, early != nil)
         } catch {
             await lease.discard()
@@ -207,7 +216,7 @@ final class HTTP1Transport: Sendable {
 
     private func response(
         for request: PreparedRequest, head: HTTP1ResponseHead, lease: HTTP1Lease, deadlines: Deadlines,
-        observation: RequestObservation?
+        observation: RequestObservation?, transfer: NetworkActivity.Transfer? = nil
     ) async throws(HTTPClientError) -> HTTPClientResponse {
         let body: HTTPClientResponse.Body
         switch try lease.connection.takeBufferedBody() {
@@ -221,7 +230,8 @@ final class HTTP1Transport: Sendable {
             body = .init(storage: .buffered(chunks))
         case .partial(let chunks):
             body = .init(storage: .connection(ResponseBodyStream(
-                lease: lease, bufferedChunks: chunks, deadlines: deadlines, logger: settings.logger, observation: observation)))
+                lease: lease, bufferedChunks: chunks, deadlines: deadlines, logger: settings.logger, observation: observation,
+                transfer: transfer)))
         }
         return HTTPClientResponse(status: head.status, headers: head.headers, version: head.version, body: body, url: request.url)
     }
@@ -277,4 +287,11 @@ extension HTTPClient.Configuration {
     var parserLimits: HTTP1ResponseParser.Limits {
         HTTP1ResponseParser.Limits(maxHeadBytes: maxResponseHeadBytes, maxHeaderCount: maxResponseHeaderCount)
     }
+}
+
+/// What one `roundTrip` hands each attempt for its bytes: the pacer the connection consults, and the token
+/// that counts the exchange in flight (ended by the response body, or when the round trip fails).
+struct AttemptFlow: Sendable {
+    let pacer: TransferPacer
+    let transfer: NetworkActivity.Transfer
 }

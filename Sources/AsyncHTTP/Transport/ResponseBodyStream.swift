@@ -14,6 +14,8 @@ final class ResponseBodyStream: @unchecked Sendable {
     private let deadlines: Deadlines
     private let logger: Logger
     private let observation: RequestObservation?
+    /// Counts this response in the client's transfers in flight until the body ends, fails or is dropped.
+    private var transfer: NetworkActivity.Transfer?
     /// Chunks that arrived with the head, handed out first.
     private var chunks: [ArraySlice<UInt8>]
     private var chunkIndex = 0
@@ -26,8 +28,9 @@ final class ResponseBodyStream: @unchecked Sendable {
     static let drainLimit = 64 * 1024
 
     init(lease: HTTP1Lease, bufferedChunks: [ArraySlice<UInt8>], deadlines: Deadlines, logger: Logger,
-         observation: RequestObservation?) {
+         observation: RequestObservation?, transfer: NetworkActivity.Transfer? = nil) {
         self.lease = lease
+        self.transfer = transfer
         self.chunks = bufferedChunks
         self.deadlines = deadlines
         self.logger = logger
@@ -59,11 +62,13 @@ final class ResponseBodyStream: @unchecked Sendable {
             }
         } catch {
             done = true
+            transfer = nil
             await lease.discard()
             observation?.failed(error)
             throw error
         }
         done = true
+        transfer = nil
         logger.trace("response complete", metadata: ["connection": "\(connection.id)", "reusable": "\(connection.isReusable)"])
         await lease.responseEnded()
         observation?.finished()
@@ -77,6 +82,9 @@ final class ResponseBodyStream: @unchecked Sendable {
 
     deinit {
         // Dropped unread: drain a small remainder so the connection can be reused; otherwise close.
-        if !done { lease.settleDropped(drainLimit: Self.drainLimit, logger: logger) }
+        if !done {
+            observation?.bodyDropped()
+            lease.settleDropped(drainLimit: Self.drainLimit, logger: logger)
+        }
     }
 }

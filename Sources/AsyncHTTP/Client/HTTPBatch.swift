@@ -1,0 +1,295 @@
+import HTTPTypes
+
+/// How a batch runs (ASINetworkQueue's settings).
+public struct HTTPBatchConfiguration: Sendable {
+    /// Members running at once (ASINetworkQueue's `maxConcurrentOperationCount`). 4: ASINetworkQueue's
+    /// default. The pool's ``HTTPClient/Configuration/maxConnectionsPerHost`` still applies per host.
+    public var maxConcurrentRequests = 4
+    /// After a member fails, start nothing more and cancel the members still running
+    /// (ASINetworkQueue's `shouldCancelAllRequestsOnFailure`, on by default there too). A failure is an error
+    /// thrown by sending the request or by the handler that reads its response; a 404 or 500 is not one unless
+    /// the handler throws for it.
+    public var cancelsAllOnFailure = true
+    /// How ``HTTPBatch/progress`` is summed: by request, or by bytes (ASI's `showAccurateProgress`).
+    public var progressMode: HTTPBatchProgress.Mode = .simple
+    /// Each member's events as they happen (ASI's per-request delegate callbacks). Called on the member's task:
+    /// keep it short.
+    public var onEvent: (@Sendable (HTTPBatchEvent) -> Void)?
+
+    public init(maxConcurrentRequests: Int = 4, cancelsAllOnFailure: Bool = true,
+                progressMode: HTTPBatchProgress.Mode = .simple, onEvent: (@Sendable (HTTPBatchEvent) -> Void)? = nil) {
+        self.maxConcurrentRequests = maxConcurrentRequests
+        self.cancelsAllOnFailure = cancelsAllOnFailure
+        self.progressMode = progressMode
+        self.onEvent = onEvent
+    }
+}
+
+/// Something that happened to one member of a batch; `id` is what ``HTTPBatch/add(_:)`` returned.
+/// (ASIHTTPRequest's `requestStarted:`, `request:didReceiveResponseHeaders:`, progress delegates,
+/// `requestFinished:` and `requestFailed:`.)
+public enum HTTPBatchEvent: Sendable {
+    case started(id: Int)
+    case headReceived(id: Int, status: HTTPResponse.Status)
+    /// The member's progress (throttled as ``HTTPProgressHandler``'s defaults) and the batch's sum after it.
+    case progress(id: Int, HTTPTransferProgress, batch: HTTPBatchProgress)
+    case finished(id: Int)
+    /// The member failed, or was cancelled (``HTTPClientError/Code/cancelled``) because another failed or the
+    /// batch was cancelled; members that never started are reported this way too.
+    case failed(id: Int, HTTPClientError)
+}
+
+/// One member's outcome.
+public struct HTTPBatchResult<Value: Sendable>: Sendable {
+    public var id: Int
+    public var request: HTTPClientRequest
+    public var result: Result<Value, HTTPClientError>
+}
+
+/// Requests run together, at most ``HTTPBatchConfiguration/maxConcurrentRequests`` at once, with results as
+/// they finish: ASINetworkQueue rebuilt on a task group. Made by ``HTTPClient/withBatch(_:handler:_:)``, which
+/// owns its tasks: none outlives it, and cancelling the task running it cancels every member.
+///
+/// ```swift
+/// let sizes = try await client.withBatch(handler: { response in try await response.body.collect(upTo: 1 << 20).count }) { batch in
+///     for url in urls { batch.add(HTTPClientRequest(url: url)) }
+///     batch.finish()
+///     var sizes: [Int: Int] = [:]
+///     for await member in batch.results { sizes[member.id] = try? member.result.get() }
+///     return sizes
+/// }
+/// ```
+public final class HTTPBatch<Value: Sendable>: Sendable {
+    private struct State {
+        var scheduler: BatchScheduler
+        var progress: BatchProgressAggregator
+        var requests: [Int: HTTPClientRequest] = [:]
+        var nextID = 0
+    }
+
+    private enum Command: Sendable {
+        case start(Int, HTTPClientRequest)
+        case cancelRunning
+        case end
+    }
+
+    private let state: Locked<State>
+    private let configuration: HTTPBatchConfiguration
+    /// The scheduler's decisions, carried out by the batch's task group.
+    private let commands: AsyncStream<Command>
+    private let commandSink: AsyncStream<Command>.Continuation
+    private let resultSink: AsyncStream<HTTPBatchResult<Value>>.Continuation
+
+    /// Each member's outcome as it ends, in the order they end; the stream ends when the batch is over (every
+    /// member ended after ``finish()``, or the batch was cancelled).
+    public let results: AsyncStream<HTTPBatchResult<Value>>
+
+    init(configuration: HTTPBatchConfiguration) {
+        self.configuration = configuration
+        state = Locked(State(
+            scheduler: BatchScheduler(limit: configuration.maxConcurrentRequests, cancelsAllOnFailure: configuration.cancelsAllOnFailure),
+            progress: BatchProgressAggregator(mode: configuration.progressMode)))
+        (commands, commandSink) = AsyncStream<Command>.makeStream()
+        (results, resultSink) = AsyncStream<HTTPBatchResult<Value>>.makeStream()
+    }
+
+    /// Adds a request, also while the batch runs; it starts when a slot is free. Returns its id. A request added
+    /// after the batch was cancelled or finished is reported failed with ``HTTPClientError/Code/cancelled``.
+    @discardableResult
+    public func add(_ request: HTTPClientRequest) -> Int {
+        let (id, actions) = state.withLock { state in
+            let id = state.nextID
+            state.nextID += 1
+            state.requests[id] = request
+            state.progress.add(id, uploadTotal: request.body.map { $0.length } ?? 0)
+            return (id, state.scheduler.add(id))
+        }
+        carryOut(actions)
+        return id
+    }
+
+    /// No more requests will be added: ``results`` ends once the members added so far have ended.
+    public func finish() {
+        carryOut(state.withLock { $0.scheduler.finishAdding() })
+    }
+
+    /// Starts nothing more and cancels the running members (they fail with `.cancelled`, as do those waiting).
+    public func cancelAll() {
+        carryOut(state.withLock { $0.scheduler.cancelAll() })
+    }
+
+    /// The batch's progress so far.
+    public var progress: HTTPBatchProgress { state.withLock { $0.progress.value } }
+
+    private func carryOut(_ actions: [BatchScheduler.Action]) {
+        for action in actions {
+            switch action {
+            case .start(let id):
+                guard let request = state.withLock({ $0.requests[id] }) else { continue }
+                commandSink.yield(.start(id, request))
+            case .cancelRunning:
+                commandSink.yield(.cancelRunning)
+            case .drop(let id):
+                report(id, .failure(.cancelled))
+            case .end:
+                commandSink.yield(.end)
+                commandSink.finish()
+            }
+        }
+    }
+
+    private func report(_ id: Int, _ result: Result<Value, HTTPClientError>) {
+        let request = state.withLock { state -> HTTPClientRequest? in
+            state.progress.ended(id)
+            return state.requests.removeValue(forKey: id)
+        }
+        guard let request else { return }
+        switch result {
+        case .success: configuration.onEvent?(.finished(id: id))
+        case .failure(let error): configuration.onEvent?(.failed(id: id, error))
+        }
+        resultSink.yield(HTTPBatchResult(id: id, request: request, result: result))
+    }
+
+    /// Runs the scheduler's decisions until the batch is over or the task is cancelled; members are children of
+    /// this task group, so none outlives it.
+    func run(client: HTTPClient, handler: @escaping @Sendable (HTTPClientResponse) async throws -> Value) async {
+        await withTaskGroup(of: Void.self) { members in
+            for await command in commands {
+                switch command {
+                case .start(let id, let request):
+                    members.addTask { await self.runMember(id, request, client: client, handler: handler) }
+                case .cancelRunning:
+                    members.cancelAll()
+                case .end:
+                    break
+                }
+            }
+            // Over, or cancelled: the stream ends when the consuming task is cancelled.
+            if Task.isCancelled { cancelAll() }
+            members.cancelAll()
+            await members.waitForAll()
+        }
+        // Members that never started, if the loop ended on cancellation before their drop was carried out.
+        let left = state.withLock { Array($0.requests.keys) }
+        for id in left.sorted() { report(id, .failure(.cancelled)) }
+        resultSink.finish()
+    }
+
+    private func runMember(
+        _ id: Int, _ request: HTTPClientRequest, client: HTTPClient,
+        handler: @escaping @Sendable (HTTPClientResponse) async throws -> Value
+    ) async {
+        configuration.onEvent?(.started(id: id))
+        var request = request
+        let own = request.progressHandler
+        let onEvent = configuration.onEvent
+        request.progressHandler = HTTPProgressHandler(
+            minimumInterval: own?.minimumInterval ?? .milliseconds(100), minimumFraction: own?.minimumFraction ?? 0.01
+        ) { [weak self] progress in
+            own?.report(progress)
+            guard let self else { return }
+            let batch = self.state.withLock { state in
+                state.progress.update(id, progress)
+                return state.progress.value
+            }
+            onEvent?(.progress(id: id, progress, batch: batch))
+        }
+        let result: Result<Value, HTTPClientError>
+        do {
+            if case .accurate(fetchesSizes: true) = configuration.progressMode, request.method == .get {
+                var head = request
+                head.method = .head
+                head.progressHandler = nil
+                let response = try await client.send(head)
+                let size = response.status.code == 200 ? response.headers[.contentLength].flatMap { Int($0) } : nil
+                state.withLock { $0.progress.sizeFound(id, download: size) }
+            }
+            let response = try await client.send(request)
+            onEvent?(.headReceived(id: id, status: response.status))
+            result = .success(try await handler(response))
+        } catch let error as HTTPClientError {
+            result = .failure(error)
+        } catch is CancellationError {
+            result = .failure(.cancelled)
+        } catch {
+            result = .failure(HTTPClientError(.invalidRequest, "the batch's response handler failed: \(error)"))
+        }
+        if case .failure = result, Task.isCancelled {
+            report(id, .failure(.cancelled))
+        } else {
+            report(id, result)
+        }
+        let failed = if case .failure = result { true } else { false }
+        carryOut(state.withLock { $0.scheduler.ended(id, failed: failed) })
+    }
+}
+
+extension HTTPClient {
+    /// Runs `body` with a new batch whose members are sent by this client and read by `handler`; returns what
+    /// `body` returns once every member has ended (ASINetworkQueue, as a scope).
+    ///
+    /// When `body` returns, no more members can be added and the batch waits for those added to end. When `body`
+    /// throws, or the task is cancelled, every member is cancelled first; a cancelled batch throws
+    /// ``HTTPClientError/Code/cancelled`` (its ``HTTPBatch/results`` ended early, as an `AsyncStream` does in a
+    /// cancelled task; ``HTTPBatchConfiguration/onEvent`` still reports every member). Nothing outlives the call: members
+    /// are child tasks, and a cancelled member's connection is closed, not leaked.
+    ///
+    /// ```swift
+    /// try await client.withBatch(.init(maxConcurrentRequests: 8), handler: { try await $0.body.collect(upTo: 1 << 20) }) { batch in
+    ///     for url in urls { batch.add(HTTPClientRequest(url: url)) }
+    ///     batch.finish()
+    ///     for await member in batch.results { print(member.id, member.result) }
+    /// }
+    /// ```
+    public func withBatch<Value: Sendable, Output>(
+        _ configuration: HTTPBatchConfiguration = .init(),
+        handler: @escaping @Sendable (HTTPClientResponse) async throws -> Value,
+        _ body: (HTTPBatch<Value>) async throws -> Output
+    ) async throws -> Output {
+        let batch = HTTPBatch<Value>(configuration: configuration)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await batch.run(client: self, handler: handler) }
+            do {
+                let result = try await body(batch)
+                batch.finish()
+                try await group.waitForAll()
+                // Cancelled: `results` ended early in `body` (an `AsyncStream` ends when its task is cancelled),
+                // so whatever `body` made of it is partial.
+                if Task.isCancelled { throw HTTPClientError.cancelled }
+                return result
+            } catch {
+                batch.cancelAll()
+                group.cancelAll()
+                try? await group.waitForAll()
+                throw error
+            }
+        }
+    }
+
+    /// Sends `requests` as one batch and returns every outcome, in the order of `requests`, each body collected
+    /// up to `maxBodyBytes` (ASINetworkQueue's "all at once"). With ``HTTPBatchConfiguration/cancelsAllOnFailure``
+    /// (the default), the first failure cancels the rest, which then fail with `.cancelled`.
+    public func sendAll(
+        _ requests: [HTTPClientRequest], configuration: HTTPBatchConfiguration = .init(), maxBodyBytes: Int = 16 << 20
+    ) async throws -> [Swift.Result<(response: HTTPClientResponse, body: [UInt8]), HTTPClientError>] {
+        typealias Collected = (response: HTTPClientResponse, body: [UInt8])
+        return try await withBatch(configuration, handler: { response -> CollectedResponse in
+            CollectedResponse(response: response, body: try await response.body.collect(upTo: maxBodyBytes))
+        }) { batch in
+            for request in requests { batch.add(request) }
+            batch.finish()
+            var outcomes = [Swift.Result<Collected, HTTPClientError>?](repeating: nil, count: requests.count)
+            for await member in batch.results {
+                outcomes[member.id] = member.result.map { (response: $0.response, body: $0.body) }
+            }
+            return outcomes.map { $0 ?? .failure(.cancelled) }
+        }
+    }
+}
+
+/// A response with its body read, as ``HTTPClient/sendAll(_:configuration:maxBodyBytes:)`` collects it.
+struct CollectedResponse: Sendable {
+    var response: HTTPClientResponse
+    var body: [UInt8]
+}

@@ -1,0 +1,56 @@
+/// Bytes moved in both directions over the last few seconds, as a moving average (ASIHTTPRequest's
+/// `+averageBandwidthUsedPerSecond`, which averaged the last five one-second measurements).
+///
+/// Half-second slots over a five-second window: old traffic falls out of the average half a second at a
+/// time instead of a whole second at once. A value with the time passed in.
+struct BandwidthMeter: Sendable {
+    static let slotCount = 10
+    static let slot: Duration = .milliseconds(500)
+    private static let slotNanoseconds: Int64 = 500_000_000
+
+    private let origin: ContinuousClock.Instant
+    private var slots = [Int](repeating: 0, count: BandwidthMeter.slotCount)
+    /// The slot number (counted from `origin`) that `slots[number % slotCount]` last held.
+    private var current: Int64 = 0
+    /// The slot of the first byte recorded: the average of a meter younger than its window covers only the
+    /// time since then.
+    private var first: Int64?
+
+    init(now: ContinuousClock.Instant) { origin = now }
+
+    private func slotNumber(_ now: ContinuousClock.Instant) -> Int64 {
+        guard now > origin else { return 0 }
+        let elapsed = origin.duration(to: now)
+        return (elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+            / Self.slotNanoseconds
+    }
+
+    /// Moves the window to `number`, emptying the slots it passed.
+    private mutating func advance(to number: Int64) {
+        guard number > current else { return }
+        let passed = min(number - current, Int64(Self.slotCount))
+        for step in 1...passed {
+            slots[Int((current + step) % Int64(Self.slotCount))] = 0
+        }
+        current = number
+    }
+
+    mutating func record(_ bytes: Int, now: ContinuousClock.Instant) {
+        guard bytes > 0 else { return }
+        let number = slotNumber(now)
+        advance(to: number)
+        if first == nil { first = number }
+        slots[Int(number % Int64(Self.slotCount))] += bytes
+    }
+
+    /// Bytes per second over the window (or over the time since the first byte, if that is shorter, counting
+    /// the slot in progress as a whole one); 0 when nothing moved in the window.
+    mutating func average(now: ContinuousClock.Instant) -> Int {
+        let number = slotNumber(now)
+        advance(to: number)
+        guard let first else { return 0 }
+        let slotsCovered = min(Int64(Self.slotCount), number - first + 1)
+        let total = slots.reduce(0, +)
+        return Int(Double(total) / (Double(slotsCovered) * 0.5))
+    }
+}

@@ -1,0 +1,92 @@
+/// Which members of a batch run when: FIFO, at most `limit` at once; after a failure (when the batch cancels
+/// all on failure) or a cancel, nothing more starts and the waiting members are dropped. A value returning
+/// actions, tested without requests or tasks.
+///
+/// Valid sequences: any mix of `add`, `ended` (for a started member, once), `finishAdding` and `cancelAll`;
+/// once `.end` has been returned, nothing more.
+struct BatchScheduler: Sendable {
+    enum Action: Equatable, Sendable {
+        /// Start this member now.
+        case start(Int)
+        /// Cancel every running member (they end with a cancellation error).
+        case cancelRunning
+        /// This member will never run: report it cancelled.
+        case drop(Int)
+        /// Nothing runs or waits, and no more will be added: the batch is over.
+        case end
+    }
+
+    let limit: Int
+    let cancelsAllOnFailure: Bool
+    private var waiting: [Int] = []
+    private var waitingStart = 0
+    private(set) var running: Set<Int> = []
+    private var addingFinished = false
+    private(set) var isCancelled = false
+    private var ended = false
+
+    init(limit: Int, cancelsAllOnFailure: Bool) {
+        self.limit = max(1, limit)
+        self.cancelsAllOnFailure = cancelsAllOnFailure
+    }
+
+    var waitingCount: Int { waiting.count - waitingStart }
+
+    mutating func add(_ id: Int) -> [Action] {
+        guard !ended else { return [.drop(id)] }
+        guard !isCancelled else { return [.drop(id)] }
+        waiting.append(id)
+        return startWhatFits()
+    }
+
+    /// A started member ended, well or not.
+    mutating func ended(_ id: Int, failed: Bool) -> [Action] {
+        guard running.remove(id) != nil else { return [] }
+        var actions: [Action] = []
+        if failed, cancelsAllOnFailure, !isCancelled { actions += cancel() }
+        return actions + startWhatFits() + endIfDone()
+    }
+
+    /// No more members will be added.
+    mutating func finishAdding() -> [Action] {
+        addingFinished = true
+        return endIfDone()
+    }
+
+    /// Stop: drop the waiting members and cancel the running ones.
+    mutating func cancelAll() -> [Action] {
+        guard !isCancelled, !ended else { return [] }
+        return cancel() + endIfDone()
+    }
+
+    private mutating func cancel() -> [Action] {
+        isCancelled = true
+        addingFinished = true
+        var actions: [Action] = waiting[waitingStart...].map { .drop($0) }
+        waiting = []
+        waitingStart = 0
+        if !running.isEmpty { actions.insert(.cancelRunning, at: 0) }
+        return actions
+    }
+
+    private mutating func startWhatFits() -> [Action] {
+        var actions: [Action] = []
+        while !isCancelled, running.count < limit, waitingStart < waiting.count {
+            let id = waiting[waitingStart]
+            waitingStart += 1
+            running.insert(id)
+            actions.append(.start(id))
+        }
+        if waitingStart > 64, waitingStart * 2 > waiting.count {
+            waiting.removeFirst(waitingStart)
+            waitingStart = 0
+        }
+        return actions
+    }
+
+    private mutating func endIfDone() -> [Action] {
+        guard !ended, addingFinished, running.isEmpty, waitingStart >= waiting.count else { return [] }
+        ended = true
+        return [.end]
+    }
+}

@@ -1,0 +1,255 @@
+import HTTPTypes
+
+/// How far one request has got: body bytes sent and received, and the totals when they are known.
+///
+/// Download bytes are the response body **as it crossed the wire** (after `chunked` framing is removed, before
+/// any `Content-Encoding` is decoded), so they count up to the `Content-Length` the server announced. A
+/// compressed response read with decoding on yields more bytes to the reader than this counts.
+///
+/// Values never run backwards. When a request is sent again (a stale keep-alive connection, a retry after a
+/// timeout, a 307/308 redirect or an authentication round that resends the body), the upload count holds at
+/// its highest point until the resend passes it. The bodies of redirect and authentication responses that the
+/// client follows (3xx with `Location`, 401, 407) are not counted: the download follows the response that
+/// ``HTTPClient/send(_:)`` returns.
+public struct HTTPTransferProgress: Sendable, Hashable {
+    /// Request body bytes written to the connection.
+    public var bytesSent: Int = 0
+    /// The request body's length, when known (bytes, or a stream of known length); 0 without a body.
+    public var bytesExpectedToSend: Int?
+    /// Response body bytes received, as the server sent them (see above).
+    public var bytesReceived: Int = 0
+    /// The response's `Content-Length`, when it has one (0 for `HEAD`, 204 and 304); nil before the head.
+    public var bytesExpectedToReceive: Int?
+    /// This is the request's last value: its response body ended, failed or was dropped, or the request failed.
+    public var isFinal = false
+
+    public init(bytesSent: Int = 0, bytesExpectedToSend: Int? = nil, bytesReceived: Int = 0,
+                bytesExpectedToReceive: Int? = nil, isFinal: Bool = false) {
+        self.bytesSent = bytesSent
+        self.bytesExpectedToSend = bytesExpectedToSend
+        self.bytesReceived = bytesReceived
+        self.bytesExpectedToReceive = bytesExpectedToReceive
+        self.isFinal = isFinal
+    }
+
+    /// The fraction of the download done, 0…1; nil while its total is unknown (1 once final).
+    public var downloadFraction: Double? {
+        if isFinal { return 1 }
+        guard let total = bytesExpectedToReceive else { return nil }
+        return total == 0 ? 1 : min(1, Double(bytesReceived) / Double(total))
+    }
+
+    /// The fraction of the upload done, 0…1; nil while its total is unknown.
+    public var uploadFraction: Double? {
+        guard let total = bytesExpectedToSend else { return isFinal ? 1 : nil }
+        return total == 0 ? 1 : min(1, Double(bytesSent) / Double(total))
+    }
+}
+
+/// Who receives a request's progress, and how often (ASIHTTPRequest's upload and download progress delegates).
+///
+/// Values come at most every ``minimumInterval``, and, when the total is known, only after at least
+/// ``minimumFraction`` more of it is done; the first value after the response head (which brings the total)
+/// and the final value (``HTTPTransferProgress/isFinal``) always come. The handler runs on the task moving the
+/// bytes: keep it short.
+///
+/// ```swift
+/// var request = HTTPClientRequest(url: "https://example.com/big.iso")
+/// request.progressHandler = HTTPProgressHandler { progress in
+///     print(progress.bytesReceived, "of", progress.bytesExpectedToReceive ?? -1)
+/// }
+/// ```
+public struct HTTPProgressHandler: Sendable {
+    /// 100 ms: ten updates a second at most (curl redraws its meter once a second; a progress bar wants more).
+    public var minimumInterval: Duration
+    /// 1 %: a known-length transfer reports at most about a hundred steps.
+    public var minimumFraction: Double
+    public let report: @Sendable (HTTPTransferProgress) -> Void
+
+    public init(minimumInterval: Duration = .milliseconds(100), minimumFraction: Double = 0.01,
+                _ report: @escaping @Sendable (HTTPTransferProgress) -> Void) {
+        self.minimumInterval = minimumInterval
+        self.minimumFraction = minimumFraction
+        self.report = report
+    }
+}
+
+/// The progress of one `send`, from the observation's events. A value with the time passed in.
+///
+/// Rules (see ``HTTPTransferProgress``): counts never go down; the bodies of responses the chain follows
+/// (redirects with a `Location`, 401, 407) are held apart and counted only if that response turns out to be
+/// the one `send` returned; the final value comes once, when the returned response's body ends, fails or is
+/// dropped, or when the send fails.
+struct TransferProgressTracker: Sendable {
+    private(set) var progress: HTTPTransferProgress
+    private let isHead: Bool
+    /// Bytes of the current response, and whether it is one the chain may follow instead of returning.
+    private var responseBytes = 0
+    private var responseTotal: Int?
+    private var responseIsInterim = false
+    /// `send` returned: the current response is the user's.
+    private var returned = false
+    /// The current response's body ended (or it had none that is still to come).
+    private var responseEnded = false
+
+    init(method: HTTPRequest.Method, uploadTotal: Int?) {
+        progress = HTTPTransferProgress(bytesExpectedToSend: uploadTotal)
+        isHead = method == .head
+    }
+
+    /// What an event changed: nothing, a value to report (subject to throttling), or one to report now.
+    enum Change: Equatable {
+        case none
+        case update
+        case important
+    }
+
+    mutating func bodySent(total: Int) -> Change {
+        guard total > progress.bytesSent, !progress.isFinal else { return .none }
+        progress.bytesSent = total
+        return .update
+    }
+
+    mutating func headReceived(status: HTTPResponse.Status, headers: HTTPFields) -> Change {
+        guard !progress.isFinal else { return .none }
+        responseBytes = 0
+        responseEnded = false
+        let code = status.code
+        // Field lookups compare names: only the ones the status needs.
+        responseIsInterim = code == 401 || code == 407 || ((300...399).contains(code) && code != 304 && headers[.location] != nil)
+        if isHead || code == 204 || code == 304 || (100...199).contains(code) {
+            responseTotal = 0
+        } else if let length = headers[.contentLength].flatMap({ Int($0) }), length >= 0, headers[.transferEncoding] == nil {
+            responseTotal = length
+        } else {
+            responseTotal = nil
+        }
+        guard !responseIsInterim else { return .none }
+        return adopt()
+    }
+
+    /// Makes the current response the counted one: its total, and its bytes if they are ahead.
+    private mutating func adopt() -> Change {
+        let before = progress
+        progress.bytesExpectedToReceive = responseTotal
+        progress.bytesReceived = max(progress.bytesReceived, responseBytes)
+        return progress == before ? .none : .important
+    }
+
+    mutating func bodyReceived(_ count: Int) -> Change {
+        guard count > 0, !progress.isFinal else { return .none }
+        responseBytes += count
+        guard !responseIsInterim, responseBytes > progress.bytesReceived else { return .none }
+        progress.bytesReceived = responseBytes
+        return .update
+    }
+
+    /// A response's body ended. Final if `send` already returned it.
+    mutating func finished() -> Change {
+        responseEnded = true
+        guard returned else { return .none }
+        return finish()
+    }
+
+    /// `send` returned its response. Final at once if that response's body has already ended (it came with
+    /// the head).
+    mutating func sendReturned() -> Change {
+        guard !progress.isFinal else { return .none }
+        returned = true
+        var change = Change.none
+        if responseIsInterim {
+            responseIsInterim = false
+            change = adopt()
+        }
+        if responseEnded { return finish() }
+        return change
+    }
+
+    /// The send failed, or the returned response's body failed or was dropped unread.
+    mutating func ended() -> Change { finish() }
+
+    private mutating func finish() -> Change {
+        guard !progress.isFinal else { return .none }
+        progress.isFinal = true
+        return .important
+    }
+}
+
+/// Decides which progress values reach the handler: at most one per interval, and with a known total only
+/// after a minimum fraction more is done; important values (the total arriving, the final one) always.
+struct ProgressThrottle: Sendable {
+    let minimumInterval: Duration
+    let minimumFraction: Double
+    private var lastTime: ContinuousClock.Instant?
+    private var lastReported: HTTPTransferProgress?
+
+    init(minimumInterval: Duration, minimumFraction: Double) {
+        self.minimumInterval = minimumInterval
+        self.minimumFraction = max(0, minimumFraction)
+    }
+
+    mutating func shouldReport(_ progress: HTTPTransferProgress, _ change: TransferProgressTracker.Change,
+                               now: ContinuousClock.Instant) -> Bool {
+        switch change {
+        case .none:
+            return false
+        case .important:
+            break
+        case .update:
+            if let lastTime, lastTime.duration(to: now) < minimumInterval { return false }
+            if let last = lastReported, !Self.movedEnough(from: last, to: progress, by: minimumFraction) { return false }
+        }
+        lastTime = now
+        lastReported = progress
+        return true
+    }
+
+    /// Whether either direction moved by `fraction` of its known total (any movement when the total is unknown).
+    static func movedEnough(from last: HTTPTransferProgress, to now: HTTPTransferProgress, by fraction: Double) -> Bool {
+        func moved(_ before: Int, _ after: Int, total: Int?) -> Bool {
+            guard after > before else { return false }
+            guard let total, total > 0 else { return true }
+            return Double(after - before) >= fraction * Double(total)
+        }
+        return moved(last.bytesSent, now.bytesSent, total: now.bytesExpectedToSend)
+            || moved(last.bytesReceived, now.bytesReceived, total: now.bytesExpectedToReceive)
+    }
+}
+
+/// A request's progress handler at work inside its observation: the tracker and the throttle behind one lock.
+/// The handler is called outside the lock.
+final class ProgressReporter: Sendable {
+    private struct State {
+        var tracker: TransferProgressTracker
+        var throttle: ProgressThrottle
+    }
+    private let state: Locked<State>
+    private let handler: HTTPProgressHandler
+
+    init(_ handler: HTTPProgressHandler, method: HTTPRequest.Method, uploadTotal: Int?) {
+        self.handler = handler
+        state = Locked(State(
+            tracker: TransferProgressTracker(method: method, uploadTotal: uploadTotal),
+            throttle: ProgressThrottle(minimumInterval: handler.minimumInterval, minimumFraction: handler.minimumFraction)))
+    }
+
+    /// Applies one change to the tracker and reports the value if the throttle lets it through.
+    func update(at now: ContinuousClock.Instant, _ body: (inout TransferProgressTracker) -> TransferProgressTracker.Change) {
+        let report = state.withLock { state -> HTTPTransferProgress? in
+            let change = body(&state.tracker)
+            return state.throttle.shouldReport(state.tracker.progress, change, now: now) ? state.tracker.progress : nil
+        }
+        if let report { handler.report(report) }
+    }
+
+    func observe(_ kind: HTTPClientEvent.Kind, at now: ContinuousClock.Instant) {
+        switch kind {
+        case .bodyBytesSent(let total): update(at: now) { $0.bodySent(total: total) }
+        case .headReceived(let status, _, let headers): update(at: now) { $0.headReceived(status: status, headers: headers) }
+        case .bodyBytesReceived(let count): update(at: now) { $0.bodyReceived(count) }
+        case .finished: update(at: now) { $0.finished() }
+        case .failed: update(at: now) { $0.ended() }
+        default: break
+        }
+    }
+}

@@ -1,0 +1,26 @@
+/// The throttle step (sixth and innermost of the built-in chain): gives a request with its own
+/// ``HTTPClientRequest/maxBandwidthPerSecond`` a bucket of its own for the transport to pace its bytes with.
+///
+/// The pacing itself happens where bytes cross the socket: the connection asks its ``TransferPacer`` before
+/// each read and write. Every request goes through the client's shared limit there
+/// (``HTTPClient/maxBandwidthPerSecond``, ASIHTTPRequest's `+setMaxBandwidthPerSecond:`); this step only adds a
+/// request's own limit, once per hop (a redirect's next hop starts a fresh allowance). Innermost, so every hop
+/// and every authentication round is paced, and nothing above it (the cache) is.
+struct ThrottleMiddleware: HTTPClientMiddleware {
+    let flow: NetworkFlow
+
+    func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+        guard let limit = request.maxBandwidthPerSecond else { return try await next(request) }
+        guard limit > 0 else {
+            throw HTTPClientError(.invalidRequest, "maxBandwidthPerSecond is \(limit); it must be positive (nil for no limit of its own)")
+        }
+        var request = request
+        request[PacerOption.self] = flow.pacer(requestLimit: limit)
+        return try await next(request)
+    }
+}
+
+/// The throttle step → transport: the pacer of a request with a limit of its own (internal).
+enum PacerOption: HTTPRequestOption {
+    static let defaultValue: TransferPacer? = nil
+}

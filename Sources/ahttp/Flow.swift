@@ -1,0 +1,370 @@
+// ahttp's transfer flow options, as curl spells them: --limit-rate, -#/--progress-bar and the default progress
+// meter, -Z/--parallel with --parallel-max and --fail-early, --retry, --retry-delay and --retry-max-time.
+
+import AsyncHTTP
+import HTTPTypes
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct FlowOptions {
+    /// --limit-rate: bytes per second for each transfer, both directions (curl's is per transfer too).
+    var limitRate: Int?
+    /// -#: a bar instead of the meter.
+    var progressBar = false
+    /// -Z: the URLs run at once, up to `parallelMax`.
+    var parallel = false
+    /// --parallel-max: 50, curl's default (curl allows at most 300).
+    var parallelMax = 50
+    /// --fail-early: with -Z, the first failed transfer stops the others.
+    var failEarly = false
+    /// --retry: how often a transient failure is retried (0, curl's default).
+    var retry = 0
+    /// --retry-delay: fixed seconds between retries; nil: curl's backoff (1 s, doubling up to 10 minutes).
+    var retryDelay: Double?
+    /// --retry-max-time: no retry starts after this many seconds since the first attempt; nil: no limit.
+    var retryMaxTime: Double?
+}
+
+/// curl's `--limit-rate` units: a number with an optional K, M or G suffix (powers of 1024), case-insensitive.
+func parseRate(_ text: String) throws -> Int {
+    var digits = Substring(text)
+    var multiplier = 1.0
+    switch text.last?.lowercased() {
+    case "k": multiplier = 1024
+    case "m": multiplier = 1024 * 1024
+    case "g": multiplier = 1024 * 1024 * 1024
+    case "b": multiplier = 1
+    default: break
+    }
+    if multiplier != 1 || text.last?.lowercased() == "b" { digits = digits.dropLast() }
+    guard let value = Double(digits), value > 0, value * multiplier < Double(Int.max) else {
+        throw UsageError(message: "invalid --limit-rate '\(text)' (a number of bytes per second, with K, M or G)")
+    }
+    return max(1, Int(value * multiplier))
+}
+
+func parsePositiveSeconds(_ text: String, _ flag: String) throws -> Double {
+    guard let seconds = Double(text), seconds >= 0 else { throw UsageError(message: "invalid \(flag) '\(text)'") }
+    return seconds
+}
+
+func parseCount(_ text: String, _ flag: String, range: ClosedRange<Int>) throws -> Int {
+    guard let count = Int(text), range.contains(count) else {
+        throw UsageError(message: "invalid \(flag) '\(text)' (\(range.lowerBound)…\(range.upperBound))")
+    }
+    return count
+}
+
+// MARK: Per request
+
+extension Options {
+    /// The progress display, if any: `-#`, or curl's meter when the body goes to a file; never with `-s`.
+    var showsProgress: Bool { !silent && (flow.progressBar || output != nil) }
+
+    /// Sets what --limit-rate and the progress display need on a request.
+    func prepareFlow(_ request: inout HTTPClientRequest) {
+        if let rate = flow.limitRate { request.maxBandwidthPerSecond = rate }
+        if showsProgress, !flow.parallel {
+            let meter = ProgressMeter(bar: flow.progressBar)
+            request.progressHandler = HTTPProgressHandler(minimumInterval: meter.interval, minimumFraction: 0) { meter.show($0) }
+        }
+    }
+}
+
+// MARK: Retry
+
+/// curl's transient failures: a timeout or a failed name lookup (curl's `RETRY_TIMEOUT` takes both), and the HTTP
+/// statuses 408, 429, 500, 502, 503 and 504.
+let transientStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
+
+/// Sends `request`, retrying transient failures as curl's `--retry` does: after 1 s, doubling up to 10 minutes, or
+/// after `--retry-delay`; a `Retry-After` in seconds on the response wins. No retry starts after
+/// `--retry-max-time`. A failure while the body is being written is not retried (curl would truncate the file and
+/// start again; standard output cannot be taken back).
+func sendRetrying(_ request: HTTPClientRequest, client: HTTPClient, options: Options) async throws -> HTTPClientResponse {
+    var retriesLeft = options.flow.retry
+    var backoff = options.flow.retryDelay ?? 1
+    let start = ContinuousClock.now
+    func mayRetry() -> Bool {
+        guard retriesLeft > 0 else { return false }
+        guard let maxTime = options.flow.retryMaxTime, maxTime > 0 else { return true }
+        let elapsed = start.duration(to: .now)
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18 < maxTime
+    }
+    while true {
+        let wait: Double
+        do {
+            let response = try await client.send(request)
+            guard transientStatuses.contains(Int(response.status.code)), mayRetry() else { return response }
+            wait = response.headers[.retryAfter].flatMap { Double($0) } ?? backoff
+            warnRetry("HTTP error", wait: wait, left: retriesLeft, options: options)
+            // The response is dropped here: a small body is drained for reuse, a big one closes the connection.
+        } catch let error as HTTPClientError where (error.code == .timeout || error.code == .dnsFailure) && mayRetry() {
+            wait = backoff
+            warnRetry(error.code == .timeout ? "timeout" : "name lookup failed", wait: wait, left: retriesLeft, options: options)
+        }
+        retriesLeft -= 1
+        if options.flow.retryDelay == nil { backoff = min(backoff * 2, 600) }
+        try await Task.sleep(for: .milliseconds(Int64(wait * 1000)))
+    }
+}
+
+private func warnRetry(_ problem: String, wait: Double, left: Int, options: Options) {
+    guard !options.silent else { return }
+    let seconds = wait == wait.rounded() ? String(Int(wait)) : String(wait)
+    let retries = left == 1 ? "1 retry" : "\(left) retries"
+    try? writeAll(2, Array("Warning: Problem : \(problem). Will retry in \(seconds) seconds. \(retries) left.\n".utf8)[...])
+}
+
+// MARK: Parallel
+
+/// `-Z`: every request at once, up to `--parallel-max`, through one batch. Each body is written whole when its
+/// transfer ends (in the order they end), so bodies never interleave. Returns the exit status: 0, or curl's code for
+/// the first failure. With `--fail-early` the first failure cancels the rest.
+func runParallel(_ requests: [HTTPClientRequest], client: HTTPClient, sink: Sink, options: Options) async -> Int32 {
+    let output = SharedSink(sink)
+    let meter = options.showsProgress ? ParallelMeter(bar: options.flow.progressBar, count: requests.count) : nil
+    var configuration = HTTPBatchConfiguration(maxConcurrentRequests: options.flow.parallelMax,
+                                               cancelsAllOnFailure: options.flow.failEarly)
+    if let meter { configuration.onEvent = { meter.event($0) } }
+    let includeHead = options.includeHeaders || options.headOnly
+    let handler: @Sendable (HTTPClientResponse) async throws -> Void = { response in
+        var bytes: [UInt8] = includeHead ? Array(responseHeadText(response).utf8) : []
+        for try await chunk in response.body { bytes += chunk }
+        try output.write(bytes)
+    }
+    var status: Int32 = 0
+    do {
+        try await client.withBatch(configuration, handler: handler) { batch in
+            for request in requests {
+                batch.add(request)
+            }
+            batch.finish()
+            for await member in batch.results {
+                guard case .failure(let error) = member.result else { continue }
+                // With --fail-early the others fail as cancelled: only the first failure is reported.
+                if options.flow.failEarly, error.code == .cancelled, status != 0 { continue }
+                if !options.silent { printError("\(HTTPURL.redacting(member.request.url)): \(error)") }
+                if status == 0 { status = curlExitCode(error) }
+            }
+        }
+    } catch let error as HTTPClientError {
+        if status == 0 { status = curlExitCode(error) }
+    } catch {
+        if status == 0 { status = 1 }
+    }
+    meter?.finish()
+    return status
+}
+
+/// The sink, shared by the transfers of `-Z`, one whole body at a time.
+final class SharedSink: @unchecked Sendable {
+    // @unchecked: `sink` is used only while `lock` is held; main hands it over and does not write to it meanwhile.
+    private let sink: Sink
+    private let lock = Mutex(())
+    init(_ sink: Sink) { self.sink = sink }
+    func write(_ bytes: [UInt8]) throws {
+        try lock.withLock { _ in try sink.write(bytes[...]) }
+    }
+}
+
+// MARK: Progress display
+
+/// Seconds as curl shows them: `H:MM:SS`, `--:--:--` when unknown.
+func clockText(_ seconds: Double?) -> String {
+    guard let seconds, seconds.isFinite, seconds >= 0, seconds < 360_000 else { return "--:--:--" }
+    let whole = Int(seconds)
+    let h = whole / 3600, m = whole / 60 % 60, s = whole % 60
+    return pad(String(h), 2) + ":" + (m < 10 ? "0" : "") + String(m) + ":" + (s < 10 ? "0" : "") + String(s)
+}
+
+/// A byte count in at most five characters, as curl's meter shows it (`12345`, `8192k`, `12.3M`, `1234M`, `12.3G`).
+func sizeText(_ bytes: Int) -> String {
+    let k = 1024, m = 1024 * 1024, g = 1024 * 1024 * 1024
+    if bytes < 100_000 { return pad(String(bytes), 5) }
+    if bytes < 10_000 * k { return pad(String(bytes / k) + "k", 5) }
+    if bytes < 100 * m { return pad(String(bytes / m) + "." + String(bytes % m / (m / 10)), 4) + "M" }
+    if bytes < 10_000 * m { return pad(String(bytes / m), 4) + "M" }
+    return pad(String(bytes / g) + "." + String(bytes % g / (g / 10)), 4) + "G"
+}
+
+func pad(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
+}
+
+func percentText(_ done: Int, of total: Int?) -> String {
+    guard let total, total > 0 else { return pad("0", 3) }
+    return pad(String(min(100, done * 100 / total)), 3)
+}
+
+func elapsedSeconds(since start: ContinuousClock.Instant) -> Double {
+    let elapsed = start.duration(to: .now)
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}
+
+/// The width of the terminal on stderr; 80 when unknown.
+func terminalColumns() -> Int {
+    var size = winsize()
+    if ioctl(2, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 10 { return Int(size.ws_col) }
+    if let columns = getenv("COLUMNS").flatMap({ Int(String(cString: $0)) }), columns > 10 { return columns }
+    return 80
+}
+
+/// One transfer's progress on stderr: curl's meter, or its `-#` bar. On a terminal the line is redrawn in place
+/// (`\r`) up to five times a second; otherwise each update is a line of its own, at most once a second.
+final class ProgressMeter: Sendable {
+    private struct State {
+        var headerShown = false
+        var lastBytes = 0
+        var lastTime: ContinuousClock.Instant
+        var speed = 0.0
+    }
+    private let bar: Bool
+    private let tty: Bool
+    private let start = ContinuousClock.now
+    private let state: Mutex<State>
+
+    init(bar: Bool) {
+        self.bar = bar
+        tty = isatty(2) == 1
+        state = Mutex(State(lastTime: start))
+    }
+
+    var interval: Duration { tty ? .milliseconds(200) : .seconds(1) }
+
+    func show(_ progress: HTTPTransferProgress) {
+        let line = state.withLock { state -> String in
+            var text = ""
+            let now = ContinuousClock.now
+            let moved = progress.bytesReceived + progress.bytesSent
+            let dt = state.lastTime.duration(to: now)
+            let dtSeconds = Double(dt.components.seconds) + Double(dt.components.attoseconds) / 1e18
+            if dtSeconds > 0.05 {
+                state.speed = Double(moved - state.lastBytes) / dtSeconds
+                state.lastBytes = moved
+                state.lastTime = now
+            }
+            if bar { return barLine(progress) }
+            if !state.headerShown {
+                state.headerShown = true
+                text += "  % Total    % Received % Xferd  Average Speed   Time    Time     Time  Current\n"
+                text += "                                 Dload  Upload   Total   Spent    Left  Speed\n"
+            }
+            return text + meterLine(progress, speed: state.speed)
+        }
+        let end = progress.isFinal || !tty ? "\n" : ""
+        try? writeAll(2, Array(((tty ? "\r" : "") + line + end).utf8)[...])
+    }
+
+    private func meterLine(_ progress: HTTPTransferProgress, speed: Double) -> String {
+        let spent = elapsedSeconds(since: start)
+        let down = progress.bytesReceived, up = progress.bytesSent
+        let downTotal = progress.bytesExpectedToReceive, upTotal = progress.bytesExpectedToSend
+        let total = (downTotal ?? down) + (upTotal ?? up)
+        let averageDown = spent > 0 ? Int(Double(down) / spent) : 0
+        let averageUp = spent > 0 ? Int(Double(up) / spent) : 0
+        var totalTime: Double? = nil
+        var left: Double? = nil
+        if let downTotal, downTotal > 0, down > 0, !progress.isFinal {
+            totalTime = spent * Double(downTotal) / Double(down)
+            left = totalTime! - spent
+        } else if progress.isFinal {
+            totalTime = spent
+        }
+        let current = progress.isFinal ? Double(averageDown + averageUp) : speed
+        // curl's format: "%3d %s  %3d %s  %3d %s  %s  %s %s %s %s %s".
+        return percentText(down + up, of: total) + " " + sizeText(total) + "  "
+            + percentText(down, of: downTotal) + " " + sizeText(down) + "  "
+            + percentText(up, of: upTotal) + " " + sizeText(up) + "  "
+            + sizeText(averageDown) + "  " + sizeText(averageUp) + " "
+            + [clockText(totalTime), clockText(spent), clockText(left), sizeText(Int(current))].joined(separator: " ")
+    }
+
+    private func barLine(_ progress: HTTPTransferProgress) -> String {
+        let width = max(10, terminalColumns() - 8)
+        guard let total = progress.bytesExpectedToReceive, total > 0 else {
+            return progress.isFinal ? String(repeating: "#", count: width) + " 100.0%" : "#=#=# " + sizeText(progress.bytesReceived)
+        }
+        let fraction = progress.isFinal ? 1 : min(1, Double(progress.bytesReceived) / Double(total))
+        let filled = Int(Double(width) * fraction)
+        let tenths = Int((fraction * 1000).rounded())
+        let percent = pad(String(tenths / 10) + "." + String(tenths % 10) + "%", 6)
+        return String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + " " + percent
+    }
+}
+
+/// `-Z`'s one line for all transfers, as curl's parallel meter: percentages, bytes, transfers done, running and
+/// queued, time and speed.
+final class ParallelMeter: Sendable {
+    private struct State {
+        var progress = HTTPBatchProgress()
+        var live = 0
+        var lastShown: ContinuousClock.Instant?
+        var headerShown = false
+    }
+    private let bar: Bool
+    private let tty = isatty(2) == 1
+    private let count: Int
+    private let start = ContinuousClock.now
+    private let state = Mutex(State())
+
+    init(bar: Bool, count: Int) {
+        self.bar = bar
+        self.count = count
+    }
+
+    func event(_ event: HTTPBatchEvent) {
+        let line = state.withLock { state -> String? in
+            switch event {
+            case .started: state.live += 1
+            case .finished, .failed: state.live = max(0, state.live - 1)
+            case .progress(_, _, let batch): state.progress = batch
+            case .headReceived: break
+            }
+            let now = ContinuousClock.now
+            if let last = state.lastShown, last.duration(to: now) < (tty ? .milliseconds(200) : .seconds(1)) { return nil }
+            state.lastShown = now
+            return render(&state, final: false)
+        }
+        if let line { try? writeAll(2, Array(((tty ? "\r" : "") + line + (tty ? "" : "\n")).utf8)[...]) }
+    }
+
+    func finish() {
+        let line = state.withLock { state -> String in
+            state.progress.requestsEnded = count
+            return render(&state, final: true)
+        }
+        try? writeAll(2, Array(((tty ? "\r" : "") + line + "\n").utf8)[...])
+    }
+
+    private func render(_ state: inout State, final: Bool) -> String {
+        let progress = state.progress
+        if bar {
+            let width = max(10, terminalColumns() - 8)
+            let fraction = final ? 1 : progress.fractionCompleted
+            let tenths = Int((fraction * 1000).rounded())
+            return String(repeating: "#", count: Int(Double(width) * fraction))
+                + String(repeating: " ", count: width - Int(Double(width) * fraction)) + " "
+                + pad(String(tenths / 10) + "." + String(tenths % 10) + "%", 6)
+        }
+        var text = ""
+        if !state.headerShown {
+            state.headerShown = true
+            text = "DL% UL%  Dled  Uled  Xfers  Live Total     Current  Left    Speed\n"
+        }
+        let spent = elapsedSeconds(since: start)
+        let speed = spent > 0 ? Int(Double(progress.bytesReceived + progress.bytesSent) / spent) : 0
+        let down = progress.bytesExpectedToReceive > 0 ? percentText(progress.bytesReceived, of: progress.bytesExpectedToReceive) : " --"
+        let up = progress.bytesExpectedToSend > 0 ? percentText(progress.bytesSent, of: progress.bytesExpectedToSend) : " --"
+        return text + [
+            down, up, " " + sizeText(progress.bytesReceived), sizeText(progress.bytesSent),
+            pad(String(progress.requestsEnded), 6), pad(String(final ? 0 : state.live), 5),
+            clockText(final ? spent : nil), clockText(spent), clockText(final ? 0 : nil), sizeText(speed),
+        ].joined(separator: " ")
+    }
+}

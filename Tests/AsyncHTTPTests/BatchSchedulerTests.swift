@@ -1,0 +1,99 @@
+@testable import AsyncHTTP
+import XCTest
+
+/// The batch's scheduling decisions and its summed progress, as action sequences (no requests, no tasks).
+final class BatchSchedulerTests: XCTestCase {
+    func testMembersStartInOrderNoMoreThanTheLimitAtOnce() {
+        var scheduler = BatchScheduler(limit: 2, cancelsAllOnFailure: true)
+        XCTAssertEqual(scheduler.add(0), [.start(0)])
+        XCTAssertEqual(scheduler.add(1), [.start(1)])
+        XCTAssertEqual(scheduler.add(2), [])
+        XCTAssertEqual(scheduler.add(3), [])
+        XCTAssertEqual(scheduler.ended(1, failed: false), [.start(2)])
+        XCTAssertEqual(scheduler.ended(0, failed: false), [.start(3)])
+        XCTAssertEqual(scheduler.running, [2, 3])
+        XCTAssertEqual(scheduler.ended(2, failed: false), [])
+        XCTAssertEqual(scheduler.finishAdding(), [], "one member still runs")
+        XCTAssertEqual(scheduler.ended(3, failed: false), [.end])
+    }
+
+    func testMembersAddedWhileTheBatchRunsJoinTheQueue() {
+        var scheduler = BatchScheduler(limit: 1, cancelsAllOnFailure: true)
+        XCTAssertEqual(scheduler.add(0), [.start(0)])
+        XCTAssertEqual(scheduler.ended(0, failed: false), [], "not finished: more may come")
+        XCTAssertEqual(scheduler.add(1), [.start(1)])
+        XCTAssertEqual(scheduler.finishAdding(), [])
+        XCTAssertEqual(scheduler.ended(1, failed: false), [.end])
+        XCTAssertEqual(scheduler.add(2), [.drop(2)], "after the end, a new member is dropped")
+    }
+
+    func testAFailureCancelsTheRunningMembersAndDropsTheWaitingOnes() {
+        var scheduler = BatchScheduler(limit: 2, cancelsAllOnFailure: true)
+        for id in 0..<5 { _ = scheduler.add(id) }
+        XCTAssertEqual(scheduler.ended(0, failed: true), [.cancelRunning, .drop(2), .drop(3), .drop(4)])
+        XCTAssertEqual(scheduler.add(5), [.drop(5)], "nothing new starts")
+        XCTAssertEqual(scheduler.ended(1, failed: true), [.end], "the cancelled member ends the batch")
+    }
+
+    func testWithoutCancelsAllOnFailureTheOthersCarryOn() {
+        var scheduler = BatchScheduler(limit: 2, cancelsAllOnFailure: false)
+        for id in 0..<3 { _ = scheduler.add(id) }
+        XCTAssertEqual(scheduler.ended(0, failed: true), [.start(2)])
+        _ = scheduler.finishAdding()
+        XCTAssertEqual(scheduler.ended(1, failed: false), [])
+        XCTAssertEqual(scheduler.ended(2, failed: false), [.end])
+    }
+
+    func testCancelAllWithNothingRunningEndsAtOnce() {
+        var scheduler = BatchScheduler(limit: 0, cancelsAllOnFailure: true)
+        XCTAssertEqual(scheduler.limit, 1, "a limit below 1 runs one at a time")
+        XCTAssertEqual(scheduler.cancelAll(), [.end])
+        XCTAssertEqual(scheduler.cancelAll(), [])
+        var busy = BatchScheduler(limit: 1, cancelsAllOnFailure: true)
+        _ = busy.add(0)
+        _ = busy.add(1)
+        XCTAssertEqual(busy.cancelAll(), [.cancelRunning, .drop(1)])
+        XCTAssertEqual(busy.ended(0, failed: true), [.end])
+    }
+
+    func testALongQueueIsCompactedAsItDrains() {
+        var scheduler = BatchScheduler(limit: 1, cancelsAllOnFailure: false)
+        for id in 0..<1000 { _ = scheduler.add(id) }
+        var started: [Int] = [0]
+        for id in 0..<999 {
+            for case .start(let next) in scheduler.ended(id, failed: false) { started.append(next) }
+        }
+        XCTAssertEqual(started, Array(0..<1000))
+        XCTAssertEqual(scheduler.waitingCount, 0)
+    }
+
+    // MARK: Progress
+
+    func testSimpleProgressCountsRequests() {
+        var aggregate = BatchProgressAggregator(mode: .simple)
+        for id in 0..<4 { aggregate.add(id, uploadTotal: 0) }
+        aggregate.update(0, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 500, bytesExpectedToReceive: 1000))
+        XCTAssertEqual(aggregate.value.fractionCompleted, 0)
+        aggregate.ended(0)
+        aggregate.ended(3)
+        XCTAssertEqual(aggregate.value.fractionCompleted, 0.5)
+        XCTAssertEqual(aggregate.value.requestsEnded, 2)
+        XCTAssertEqual(aggregate.value.bytesReceived, 500)
+    }
+
+    func testAccurateProgressCountsBytesAgainstKnownTotals() {
+        var aggregate = BatchProgressAggregator(mode: .accurate(fetchesSizes: true))
+        aggregate.add(0, uploadTotal: 1000)
+        aggregate.add(1, uploadTotal: 0)
+        aggregate.sizeFound(1, download: 3000)
+        XCTAssertEqual(aggregate.value.bytesExpectedToSend, 1000)
+        XCTAssertEqual(aggregate.value.bytesExpectedToReceive, 3000, "the HEAD's size counts before the GET runs")
+        aggregate.update(0, HTTPTransferProgress(bytesSent: 1000, bytesExpectedToSend: 1000, bytesReceived: 0, bytesExpectedToReceive: 0))
+        aggregate.update(1, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 1000, bytesExpectedToReceive: 3000))
+        XCTAssertEqual(aggregate.value.fractionCompleted, 0.5)
+        aggregate.ended(0)
+        aggregate.update(1, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 3000, bytesExpectedToReceive: 3000, isFinal: true))
+        aggregate.ended(1)
+        XCTAssertEqual(aggregate.value.fractionCompleted, 1)
+    }
+}

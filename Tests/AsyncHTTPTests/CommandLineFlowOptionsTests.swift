@@ -1,0 +1,133 @@
+import Foundation
+import XCTest
+
+/// `ahttp`'s --limit-rate, progress meter and -#, -Z with --parallel-max and --fail-early, and --retry, run as a
+/// user would: against nginx (throttling, the meter) and the in-process NIO server (connections, failures, retries).
+final class CommandLineFlowOptionsTests: XCTestCase {
+    func ahttp(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        try runAhttp(arguments)
+    }
+
+    func nginxURL(_ path: String) throws -> String { "http://127.0.0.1:\(try Peers.nginx().httpPort)\(path)" }
+
+    func temporaryFile() -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ahttp-flow-\(UUID().uuidString)").path
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: path) }
+        return path
+    }
+
+    func testLimitRateSlowsTheDownloadToTheRate() throws {
+        let result = try ahttp(["-s", "--limit-rate", "4M", "-o", "/dev/null", "-w", "%{size_download} %{time_total}",
+                                try nginxURL("/big.bin")])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let fields = result.stdout.split(separator: " ")
+        XCTAssertEqual(fields.first, "8388608")
+        let seconds = try XCTUnwrap(Double(String(fields.last ?? "")))
+        XCTAssertGreaterThan(seconds, 1.6, "8 MiB at 4 MiB/s: about 2 s")
+        XCTAssertLessThan(seconds, 3.5)
+    }
+
+    func testAnInvalidRateIsAUsageError() throws {
+        let result = try ahttp(["--limit-rate", "fast", "http://127.0.0.1:1/"])
+        XCTAssertEqual(result.status, 2)
+        XCTAssertTrue(result.stderr.contains("invalid --limit-rate 'fast'"), result.stderr)
+    }
+
+    func testTheMeterGoesToStderrAsPlainLinesWhenWritingAFile() throws {
+        let file = temporaryFile()
+        let result = try ahttp(["--limit-rate", "8M", "-o", file, try nginxURL("/big.bin")])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int, 8 << 20)
+        let lines = result.stderr.split(separator: "\n")
+        XCTAssertTrue(lines.first?.contains("% Total    % Received % Xferd  Average Speed") == true, result.stderr)
+        XCTAssertTrue(lines.last?.hasPrefix("100 8192k  100 8192k    0     0  ") == true, result.stderr)
+        XCTAssertFalse(result.stderr.contains("\r"), "not a terminal: no redrawing")
+        let silent = try ahttp(["-s", "-o", file, try nginxURL("/small.txt")])
+        XCTAssertEqual(silent.stderr, "", "-s: no meter")
+        let toStdout = try ahttp([try nginxURL("/small.txt")])
+        XCTAssertEqual(toStdout.stderr, "", "as curl: no meter when the body goes to standard output")
+    }
+
+    func testTheProgressBarIsRedrawnInPlaceOnATerminal() throws {
+        // `script` (util-linux) gives ahttp a pseudo-terminal; its output is what the terminal would show.
+        let file = temporaryFile()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        process.arguments = ["-qec", "\(ahttpPath()) -# --limit-rate 16M -o \(file) \(try nginxURL("/big.bin"))", "/dev/null"]
+        process.environment = ["COLUMNS": "60", "PATH": "/usr/bin:/bin"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let screen = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0, screen)
+        XCTAssertTrue(screen.contains("\r"), "redrawn in place: \(screen.debugDescription)")
+        XCTAssertTrue(screen.contains(String(repeating: "#", count: 52) + " 100.0%"), screen.debugDescription)
+        XCTAssertFalse(screen.contains("% Total"), "-# replaces the meter")
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int, 8 << 20)
+    }
+
+    func testParallelMaxBoundsTheConnectionsTheServerSees() async throws {
+        let server = try await NIOTestServer()
+        let urls = (0..<6).map { _ in server.url("/slow-head?ms=150") }
+        let result = try ahttp(["-s", "-Z", "--parallel-max", "2"] + urls)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, String(repeating: "slow", count: 6))
+        XCTAssertEqual(server.connectionsAccepted, 2, "two at a time on two connections")
+        let serial = try ahttp(["-s", server.url("/hello"), server.url("/hello")])
+        XCTAssertEqual(serial.stdout, "hellohello")
+        XCTAssertEqual(server.connectionsAccepted, 3, "without -Z: one after the other on one connection")
+        try await server.shutdown()
+    }
+
+    func testWithParallelAFailureStopsTheOthersOnlyWithFailEarly() async throws {
+        let server = try await NIOTestServer()
+        let dead = "http://127.0.0.1:\(try unusedPort())/"
+        let carryOn = try ahttp(["-Z", "--parallel-max", "1", dead, server.url("/hello"), server.url("/hello")])
+        XCTAssertEqual(carryOn.status, 7, "curl's code for the failed one")
+        XCTAssertEqual(carryOn.stdout, "hellohello", "the others ran")
+        let start = ContinuousClock.now
+        let early = try ahttp(["-Z", "--fail-early", server.url("/slow-head?ms=5000"), server.url("/slow-head?ms=5000"), dead])
+        XCTAssertLessThan(durationSeconds(start.duration(to: .now)), 3, "the slow ones were cancelled")
+        XCTAssertEqual(early.status, 7)
+        XCTAssertEqual(early.stdout, "")
+        XCTAssertEqual(early.stderr.split(separator: "\n").count, 1, "one failure reported: \(early.stderr)")
+        try await server.shutdown()
+    }
+
+    func testRetryRetriesTransientStatusesAndStopsAtTheMaxTime() async throws {
+        let server = try await NIOTestServer()
+        let retried = try ahttp(["--retry", "2", "--retry-delay", "0", "-o", "/dev/null", "-w", "%{http_code}", server.url("/status/503")])
+        XCTAssertEqual(retried.status, 0)
+        XCTAssertEqual(retried.stdout, "503")
+        XCTAssertEqual(server.requestsServed, 3, "the first try and two retries")
+        XCTAssertEqual(retried.stderr.components(separatedBy: "Will retry in 0 seconds").count - 1, 2, retried.stderr)
+        XCTAssertTrue(retried.stderr.contains("1 retry left"), retried.stderr)
+
+        let notTransient = try ahttp(["-s", "--retry", "3", "-o", "/dev/null", server.url("/status/404")])
+        XCTAssertEqual(notTransient.status, 0)
+        XCTAssertEqual(server.requestsServed, 4, "a 404 is not retried")
+
+        // Retries start at 0 s and 0.4 s; at 0.8 s the 0.6 s budget is spent.
+        _ = try ahttp(["-s", "--retry", "10", "--retry-delay", "0.4", "--retry-max-time", "0.6", "-o", "/dev/null",
+                       server.url("/status/500")])
+        XCTAssertEqual(server.requestsServed, 7)
+        try await server.shutdown()
+    }
+
+    func testRetryRetriesATimeout() async throws {
+        let server = try await NIOTestServer()
+        let result = try ahttp(["--retry", "1", "--retry-delay", "0", "-m", "0.2", server.url("/slow-head?ms=400")])
+        XCTAssertEqual(result.status, 28)
+        XCTAssertTrue(result.stderr.contains("Warning: Problem : timeout. Will retry in 0 seconds. 1 retry left."), result.stderr)
+        try await server.shutdown()
+    }
+
+    func ahttpPath() -> String {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let tool = directory.appendingPathComponent("ahttp")
+        if FileManager.default.fileExists(atPath: tool.path) { return tool.path }
+        return directory.deletingLastPathComponent().appendingPathComponent("ahttp").path
+    }
+}

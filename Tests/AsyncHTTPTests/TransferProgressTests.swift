@@ -1,0 +1,139 @@
+@testable import AsyncHTTP
+import HTTPTypes
+import XCTest
+
+/// What a request's progress handler sees: counts, totals, resends, the final value, and throttling (no sockets,
+/// no sleeps).
+final class TransferProgressTests: XCTestCase {
+    let t0 = ContinuousClock.now
+
+    func fields(_ pairs: (HTTPField.Name, String)...) -> HTTPFields {
+        HTTPFields(pairs.map { HTTPField(name: $0.0, value: $0.1) })
+    }
+
+    func testADownloadCountsUpToItsContentLengthAndEndsWithOneFinalValue() {
+        var tracker = TransferProgressTracker(method: .get, uploadTotal: 0)
+        XCTAssertEqual(tracker.headReceived(status: .ok, headers: fields((.contentLength, "100"))), .important)
+        XCTAssertEqual(tracker.progress.bytesExpectedToReceive, 100)
+        XCTAssertEqual(tracker.sendReturned(), .none)
+        XCTAssertEqual(tracker.bodyReceived(60), .update)
+        XCTAssertEqual(tracker.bodyReceived(40), .update)
+        XCTAssertEqual(tracker.finished(), .important)
+        XCTAssertEqual(tracker.progress, HTTPTransferProgress(bytesSent: 0, bytesExpectedToSend: 0, bytesReceived: 100,
+                                                               bytesExpectedToReceive: 100, isFinal: true))
+        XCTAssertEqual(tracker.finished(), .none, "one final value")
+        XCTAssertEqual(tracker.ended(), .none)
+    }
+
+    func testABodyThatCameWithTheHeadIsFinalWhenSendReturns() {
+        var tracker = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = tracker.headReceived(status: .ok, headers: fields((.contentLength, "5")))
+        _ = tracker.bodyReceived(5)
+        XCTAssertEqual(tracker.finished(), .none, "send has not returned: this may be a hop the chain follows")
+        XCTAssertEqual(tracker.sendReturned(), .important)
+        XCTAssertTrue(tracker.progress.isFinal)
+    }
+
+    func testAResentUploadHoldsAtItsHighestPointInsteadOfRunningBackwards() {
+        var tracker = TransferProgressTracker(method: .put, uploadTotal: 1000)
+        _ = tracker.bodySent(total: 600)
+        // The connection was stale: the whole body goes again, counted from 0 for that attempt.
+        XCTAssertEqual(tracker.bodySent(total: 300), .none)
+        XCTAssertEqual(tracker.progress.bytesSent, 600)
+        XCTAssertEqual(tracker.bodySent(total: 1000), .update)
+        // A 307 sends it a third time: nothing moves, nothing is counted twice.
+        _ = tracker.headReceived(status: .temporaryRedirect, headers: fields((.location, "/next"), (.contentLength, "0")))
+        XCTAssertEqual(tracker.bodySent(total: 1000), .none)
+        XCTAssertEqual(tracker.progress.bytesSent, 1000)
+    }
+
+    func testTheBodiesOfFollowedRedirectsAndChallengesAreNotCounted() {
+        var tracker = TransferProgressTracker(method: .get, uploadTotal: 0)
+        XCTAssertEqual(tracker.headReceived(status: .found, headers: fields((.location, "/b"), (.contentLength, "300"))), .none)
+        XCTAssertEqual(tracker.bodyReceived(300), .none)
+        XCTAssertEqual(tracker.finished(), .none)
+        XCTAssertEqual(tracker.headReceived(status: .unauthorized, headers: fields((.contentLength, "50"))), .none)
+        XCTAssertEqual(tracker.bodyReceived(50), .none)
+        _ = tracker.headReceived(status: .ok, headers: fields((.contentLength, "1000")))
+        XCTAssertEqual(tracker.progress.bytesReceived, 0)
+        XCTAssertEqual(tracker.progress.bytesExpectedToReceive, 1000)
+        _ = tracker.bodyReceived(1000)
+        _ = tracker.sendReturned()
+        XCTAssertEqual(tracker.finished(), .important)
+        XCTAssertEqual(tracker.progress.bytesReceived, 1000)
+    }
+
+    func testARedirectThatIsReturnedIsCountedAfterAll() {
+        var tracker = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = tracker.headReceived(status: .found, headers: fields((.location, "/b"), (.contentLength, "30")))
+        _ = tracker.bodyReceived(10)
+        XCTAssertEqual(tracker.sendReturned(), .important, "redirects off: the 302 is the user's response")
+        XCTAssertEqual(tracker.progress.bytesReceived, 10)
+        XCTAssertEqual(tracker.progress.bytesExpectedToReceive, 30)
+        XCTAssertEqual(tracker.bodyReceived(20), .update)
+        XCTAssertEqual(tracker.finished(), .important)
+        XCTAssertEqual(tracker.progress.bytesReceived, 30)
+    }
+
+    func testHeadAndNoContentResponsesExpectNoBodyAndChunkedOnesAnUnknownLength() {
+        var head = TransferProgressTracker(method: .head, uploadTotal: 0)
+        _ = head.headReceived(status: .ok, headers: fields((.contentLength, "8388608")))
+        XCTAssertEqual(head.progress.bytesExpectedToReceive, 0, "HEAD's Content-Length is the GET's size")
+        var chunked = TransferProgressTracker(method: .get, uploadTotal: nil)
+        _ = chunked.headReceived(status: .ok, headers: fields((.transferEncoding, "chunked")))
+        XCTAssertNil(chunked.progress.bytesExpectedToReceive)
+        XCTAssertNil(chunked.progress.bytesExpectedToSend)
+        XCTAssertNil(chunked.progress.downloadFraction)
+    }
+
+    func testAFailureOrADroppedBodyEndsTheProgress() {
+        var tracker = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = tracker.headReceived(status: .ok, headers: fields((.contentLength, "100")))
+        _ = tracker.sendReturned()
+        _ = tracker.bodyReceived(10)
+        XCTAssertEqual(tracker.ended(), .important)
+        XCTAssertTrue(tracker.progress.isFinal)
+        XCTAssertEqual(tracker.progress.bytesReceived, 10, "the count says how far it got")
+        XCTAssertEqual(tracker.bodyReceived(10), .none)
+    }
+
+    // MARK: Throttling
+
+    func testUpdatesComeAtMostOncePerIntervalAndOnlyAfterTheMinimumFraction() {
+        var throttle = ProgressThrottle(minimumInterval: .milliseconds(100), minimumFraction: 0.01)
+        var progress = HTTPTransferProgress(bytesExpectedToSend: 0, bytesExpectedToReceive: 10_000)
+        XCTAssertTrue(throttle.shouldReport(progress, .important, now: t0))
+        var reported = 0
+        // A million tiny chunks over one simulated second: at most one value per 100 ms.
+        for step in 1...10_000 {
+            progress.bytesReceived = step
+            if throttle.shouldReport(progress, .update, now: t0 + .microseconds(step * 100)) { reported += 1 }
+        }
+        XCTAssertEqual(reported, 10)
+        // Slow and tiny: the interval passed, but not 1 % more.
+        var slow = ProgressThrottle(minimumInterval: .milliseconds(100), minimumFraction: 0.01)
+        var value = HTTPTransferProgress(bytesReceived: 0, bytesExpectedToReceive: 1_000_000)
+        XCTAssertTrue(slow.shouldReport(value, .important, now: t0))
+        value.bytesReceived = 9_999
+        XCTAssertFalse(slow.shouldReport(value, .update, now: t0 + .seconds(5)))
+        value.bytesReceived = 10_000
+        XCTAssertTrue(slow.shouldReport(value, .update, now: t0 + .seconds(5)))
+        value.bytesReceived = 10_001
+        value.isFinal = true
+        XCTAssertTrue(slow.shouldReport(value, .important, now: t0 + .seconds(5)), "the final value always comes")
+    }
+
+    func testTheReporterDeliversTheFinalValueLast() {
+        let values = Locked<[HTTPTransferProgress]>([])
+        let reporter = ProgressReporter(HTTPProgressHandler { progress in values.withLock { $0.append(progress) } },
+                                        method: .get, uploadTotal: 0)
+        reporter.observe(.headReceived(status: .ok, version: .http1_1, headers: fields((.contentLength, "1000"))), at: t0)
+        for i in 0..<1000 { reporter.observe(.bodyBytesReceived(1), at: t0 + .microseconds(i)) }
+        reporter.update(at: t0 + .milliseconds(1)) { $0.sendReturned() }
+        reporter.observe(.finished(.init(total: .zero)), at: t0 + .milliseconds(2))
+        let seen = values.withLock { $0 }
+        XCTAssertEqual(seen.count, 2, "the head (with the total) and the final value; the chunks fell inside 100 ms")
+        XCTAssertEqual(seen.last, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 1000, bytesExpectedToReceive: 1000, isFinal: true))
+        XCTAssertEqual(seen.filter(\.isFinal).count, 1)
+    }
+}
