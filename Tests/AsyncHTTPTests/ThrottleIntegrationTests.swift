@@ -99,6 +99,9 @@ final class ThrottleIntegrationTests: XCTestCase {
         var request = HTTPClientRequest(url: try nginxURL("/upload"))
         request.method = .put
         request.body = .bytes([UInt8](repeating: 7, count: 4 << 20))
+        // nginx's `return 204` answers before reading: with `Expect: 100-continue` (sent for bodies of 1 MiB and
+        // more, issue 14) the body would rightly be withheld. This test is about pacing the body as it is written.
+        request.expectContinue = .never
         let sent = Locked(0)
         request.progressHandler = HTTPProgressHandler { progress in sent.withLock { $0 = progress.bytesSent } }
         let start = ContinuousClock.now
