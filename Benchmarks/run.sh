@@ -41,6 +41,7 @@ ALL_SCENARIOS="seq conc download gzip upload tls-seq tls-new memory upload-file 
 clients_for() {
     case $1 in
         cache-*) echo "asynchttp urlsession" ;;
+        conc|download) echo "asynchttp asynchttp+progress ${CLIENTS[*]:1}" ;;
         *) echo "${CLIENTS[*]}" ;;
     esac
 }
@@ -293,7 +294,10 @@ run_client() {
     esac
     local wrapper=()
     [[ $client == urlsession && $base == https:* ]] && wrapper=("${URLSESSION_TRUST[@]}")
-    record "$client" "$scenario" "${wrapper[@]}" "$BIN/bench-$client" --scenario "$scenario" --url "$base" \
+    # asynchttp+progress: AsyncHTTP with a do-nothing progress handler on every request (issue 15's overhead).
+    local binary=$client
+    [[ $client == asynchttp+progress ]] && { binary=asynchttp; extra+=(--progress); }
+    record "$client" "$scenario" "${wrapper[@]}" "$BIN/bench-$binary" --scenario "$scenario" --url "$base" \
         --concurrency "$concurrency" --cacert "$BENCH/cert.pem" "${extra[@]}"
 }
 
@@ -532,6 +536,20 @@ for label, scenario, target in (("cache-hit req/s (fresh)", "cache-hit", 2.0), (
         f"{'–' if ratio is None else f'{ratio:.2f}× seq'} | – | {show(median('asynchttp', scenario, 'peak_rss_kb'), 'peak_rss_kb')} | "
         f"{'≥ 2× seq' if target else '–'} | {'–' if met is None else ('yes' if met else '**no**')} |")
 add("")
+add("Observing progress (a do-nothing `progressHandler` on every request, run right after the plain one in each round). "
+    "Target: under 3 % slower:")
+add("")
+add("| scenario | AsyncHTTP | AsyncHTTP with progress | cost | target | met? |")
+add("|---|---:|---:|---:|---:|:---:|")
+for label, scenario, metric in (("conc req/s", "conc", "req_per_s"), ("download MB/s", "download", "mb_per_s")):
+    plain, watched = median("asynchttp", scenario, metric), median("asynchttp+progress", scenario, metric)
+    cost = (1 - watched / plain) * 100 if plain and watched is not None else None
+    met = None if cost is None else cost < 3
+    if met is False:
+        missed.append(f"progress overhead, {scenario}")
+    add(f"| {label} | {cell('asynchttp', scenario, metric)} | {cell('asynchttp+progress', scenario, metric)} | "
+        f"{'–' if cost is None else f'{cost:+.1f} %'} | < 3 % | {'–' if met is None else ('yes' if met else '**no**')} |")
+add("")
 add("Parser micro-benchmark (responses parsed per second, same corpus bytes, fed 16 KiB at a time):")
 add("")
 add("| corpus | AsyncHTTP | http-parser (C) | AsyncHTTP MB/s | http-parser MB/s | ratio | target | met? |")
@@ -575,6 +593,13 @@ add("- `download`: bodies streamed and discarded. `gzip`: MB/s of *decompressed*
     "`decompression: .enabled(limit: .none)`, URLSession and `curl --compressed` by themselves. "
     "`upload`: a 64 MiB streamed PUT with `Content-Length` (64 KiB chunks for AsyncHTTP and AHC; URLSession's `uploadTask(with:from:)` "
     "reads it from a `Data`, as its streamed `InputStream` path would send `Transfer-Encoding: chunked`).")
+add("- Files and cache: `upload-file` PUTs the 256 MiB file from disk (AsyncHTTP `.file(path)`, AHC NIOFileSystem's "
+    "`readChunks`, URLSession `uploadTask(with:fromFile:)`, `curl -T`); `upload-multipart` sends it as the one part of a "
+    "`multipart/form-data` PUT (AsyncHTTP `MultipartForm.appendFile`, AHC and URLSession with the part's head and tail "
+    "written by hand — URLSession's body prepared in a file before timing —, `curl -X PUT -F`); `download-file` writes "
+    "it to tmpfs (AsyncHTTP `download(_:to:)`, AHC `FileDownloadDelegate`, URLSession `downloadTask` moved into place, "
+    "`curl -o`). `cache-hit` and `cache-revalidate` GET a 1 KiB file served `max-age=3600` or `no-cache` + ETag through "
+    "AsyncHTTP's `HTTPCache` (on tmpfs) and URLSession's `URLCache`; AHC and curl have no cache.")
 add("- Peak RSS: `getrusage` `ru_maxrss` at the end of each run; it counts the shared libraries' resident pages "
     "(libswiftCore alone is about 5 MiB), so the anonymous RSS (`RssAnon` in `/proc/self/status`, the heap, stacks "
     "and buffers the client dirtied, sampled before shutdown) is shown too. RSS growth: `/proc/self/statm` "

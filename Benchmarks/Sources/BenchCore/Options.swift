@@ -86,6 +86,9 @@ public struct Options: Sendable {
     public var file: String?
     /// Where `download-file` writes (a tmpfs directory in run.sh); each download's file is removed after it.
     public var directory = "/tmp"
+    /// Watch each request's progress with a handler that does nothing (clients that have progress handlers):
+    /// the cost of observing progress, against the same run without it.
+    public var progress = false
 
     /// The full URL for this scenario.
     public func url(client: String) -> String { baseURL + scenario.path(client: client) }
@@ -119,6 +122,7 @@ public struct Options: Sendable {
             case "--upload-mib": options.uploadBytes = positiveInt(value(), "--upload-mib") << 20
             case "--file": options.file = value()
             case "--directory": options.directory = value()
+            case "--progress": options.progress = true
             case "-h", "--help": usage(nil)
             default: usage("unknown argument '\(arguments[index])'")
             }
@@ -136,7 +140,7 @@ public struct Options: Sendable {
         let text = """
         usage: \(CommandLine.arguments.first ?? "bench") --scenario \(Scenario.allCases.map(\.rawValue).joined(separator: "|")) \
         --url BASE [--requests N] [--concurrency C] [--cacert FILE] [--seconds S] [--upload-mib M] \
-        [--file PATH] [--directory DIR]
+        [--file PATH] [--directory DIR] [--progress]
 
         """
         if let problem {

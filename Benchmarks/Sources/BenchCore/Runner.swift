@@ -48,6 +48,8 @@ public enum Bench {
     /// Exits with status 1 if every request failed, so run.sh notices a broken client.
     public static func main<Driver: BenchDriver>(client: String, makeDriver: (Options) throws -> Driver) async {
         let options = Options.parse()
+        // A run that observes progress is reported as a client of its own, beside the plain one.
+        let client = options.progress ? client + "+progress" : client
         var report = Report(client: client, scenario: options.scenario.rawValue)
         do {
             let driver = try makeDriver(options)

@@ -10,6 +10,8 @@ import Glibc
 /// included), `send`, and the body read with `for try await`.
 struct AsyncHTTPDriver: BenchDriver {
     let client: HTTPClient
+    /// `--progress`: every request carries a progress handler that does nothing.
+    let progress: HTTPProgressHandler?
 
     init(_ options: Options) throws {
         var configuration = HTTPClient.Configuration()
@@ -22,11 +24,13 @@ struct AsyncHTTPDriver: BenchDriver {
             configuration.cache = try HTTPCache(directory: "\(options.directory)/asynchttp-cache-\(getpid())")
         }
         client = HTTPClient(configuration: configuration)
+        progress = options.progress ? HTTPProgressHandler { _ in } : nil
     }
 
     func get(_ url: String, newConnection: Bool) async throws -> Int {
         var request = HTTPClientRequest(url: url)
         request.persistentConnection = !newConnection
+        if let progress { request.progressHandler = progress }
         let response = try await client.send(request)
         var bytes = 0
         for try await chunk in response.body { bytes += chunk.count }
