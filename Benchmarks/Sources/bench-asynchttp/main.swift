@@ -71,7 +71,7 @@ struct AsyncHTTPDriver: BenchDriver {
         } else {
             request.body = try .file(path)
         }
-        let size = request.body?.length ?? 0
+        let size = try HTTPClientRequest.Body.file(path).length ?? 0
         let response = try await client.send(request)
         for try await _ in response.body {}
         guard (200..<300).contains(response.status.code) else { throw BenchError("PUT \(url): status \(response.status.code)") }
