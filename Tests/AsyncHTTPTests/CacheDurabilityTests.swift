@@ -8,13 +8,8 @@ import XCTest
 final class CacheDurabilityTests: XCTestCase {
     /// Starts `ahttp` without waiting for it (``runAhttp`` waits).
     private func startAhttp(_ arguments: [String]) throws -> Process {
-        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        var tool = directory.appendingPathComponent("ahttp")
-        if !FileManager.default.fileExists(atPath: tool.path) {
-            tool = directory.deletingLastPathComponent().appendingPathComponent("ahttp")
-        }
         let process = Process()
-        process.executableURL = tool
+        process.executableURL = ahttpExecutable()
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice

@@ -179,6 +179,28 @@ final class ThrottleIntegrationTests: XCTestCase {
         try await client.shutdown()
     }
 
+    func testALargeInMemoryUploadReportsProgressAsItGoesOut() async throws {
+        let server = try await NIOTestServer()
+        let client = HTTPClient()
+        let values = Locked<[HTTPTransferProgress]>([])
+        var request = HTTPClientRequest(url: server.url("/discard"))
+        request.method = .post
+        request.body = .bytes([UInt8](repeating: 1, count: 2 << 20))
+        request.progressHandler = HTTPProgressHandler(minimumInterval: .zero, minimumFraction: 0) { progress in
+            values.withLock { $0.append(progress) }
+        }
+        let response = try await client.send(request)
+        XCTAssertEqual(response.status, .ok)
+        _ = try await response.body.collect(upTo: 1 << 20)
+        let sent = values.withLock { $0.map(\.bytesSent) }
+        XCTAssertEqual(sent.last, 2 << 20)
+        XCTAssertEqual(sent, sent.sorted())
+        // Written in 256 KiB slices while watched: values between 0 and the whole, not one jump.
+        XCTAssertGreaterThanOrEqual(sent.filter { $0 > 0 && $0 < 2 << 20 }.count, 4, "\(sent)")
+        try await client.shutdown()
+        try await server.shutdown()
+    }
+
     func testProgressFollowsTheReturnedResponseThroughARedirect() async throws {
         let server = try await NIOTestServer()
         let client = HTTPClient()

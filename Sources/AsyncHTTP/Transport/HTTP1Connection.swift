@@ -194,6 +194,16 @@ final class HTTP1Connection: @unchecked Sendable {
         _ = machine.requestWritten()
     }
 
+    /// A final response head arrived: the state machine learns its keep-alive terms (and may refuse it), and a
+    /// transfer coding under chunked is set up to be undone as the body is read (RFC 9112 §7: it is hop-by-hop).
+    private func accept(_ head: HTTP1ResponseHead) throws(HTTPClientError) {
+        if case .refuse(let reason) = machine.headReceived(
+            keepAlive: head.keepAlive, keepAliveMax: head.keepAliveMax, keepAliveTimeout: head.keepAliveTimeout) {
+            throw .malformedResponse(reason)
+        }
+        transferDecoder = head.transferCoding.map { TransferCodingDecoder(coding: $0, limits: transferDecodingLimits) }
+    }
+
     /// Reads until the response head is complete. Interim 1xx responses are skipped by the parser.
     func readHead(deadlines: Deadlines) async throws(HTTPClientError) -> HTTP1ResponseHead {
         var firstRead = true
@@ -203,12 +213,7 @@ final class HTTP1Connection: @unchecked Sendable {
                 bufferOffset += consumed
                 switch event {
                 case .head(let head):
-                    if case .refuse(let reason) = machine.headReceived(
-                        keepAlive: head.keepAlive, keepAliveMax: head.keepAliveMax, keepAliveTimeout: head.keepAliveTimeout) {
-                        throw .malformedResponse(reason)
-                    }
-                    // RFC 9112 §7: a transfer coding under chunked is hop-by-hop, undone here, as the body is read.
-                    transferDecoder = head.transferCoding.map { TransferCodingDecoder(coding: $0, limits: transferDecodingLimits) }
+                    try accept(head)
                     return head
                 case .needMoreData:
                     continue
@@ -495,12 +500,8 @@ extension HTTP1Connection {
                 bufferOffset += consumed
                 switch event {
                 case .head(let head):
-                    if case .refuse(let reason) = machine.headReceived(
-                        keepAlive: head.keepAlive, keepAliveMax: head.keepAliveMax, keepAliveTimeout: head.keepAliveTimeout) {
-                        throw .malformedResponse(reason)
-                    }
+                    try accept(head)
                     machine.bodyWithheld()
-                    transferDecoder = head.transferCoding.map { TransferCodingDecoder(coding: $0, limits: transferDecodingLimits) }
                     return .finalHead(head)
                 case .needMoreData:
                     continue

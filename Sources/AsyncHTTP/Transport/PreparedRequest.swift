@@ -90,8 +90,13 @@ struct PreparedRequest: Sendable {
                 if case .finalHead(let early) = try await connection.awaitContinue(timeout: continueTimeout, deadlines: deadlines) {
                     return early
                 }
-                try await connection.write(bytes[...], deadlines: deadlines)
-                if !bytes.isEmpty { observation?.bodySent(total: bytes.count) }
+                try await write(bytes, to: connection, deadlines: deadlines, observation: observation)
+                return nil
+            }
+            if let observation, bytes.count > Self.reportedSlice {
+                try await connection.write(head, deadlines: deadlines)
+                observation.headSent(head)
+                try await write(bytes, to: connection, deadlines: deadlines, observation: observation)
                 return nil
             }
             try await connection.write(head, bytes[...], deadlines: deadlines)
@@ -129,6 +134,28 @@ struct PreparedRequest: Sendable {
             try outcome.get()
         }
         return nil
+    }
+
+    /// Bytes in memory are written in slices of this size when someone watches (an observer or a progress
+    /// handler), so that a large upload's progress moves as it goes out rather than jumping from 0 to the end.
+    static let reportedSlice = 256 * 1024
+
+    /// Writes an in-memory body, reporting to `observation` after each ``reportedSlice`` (or once, without one).
+    private func write(
+        _ bytes: [UInt8], to connection: HTTP1Connection, deadlines: Deadlines, observation: RequestObservation?
+    ) async throws(HTTPClientError) {
+        guard let observation, bytes.count > Self.reportedSlice else {
+            try await connection.write(bytes[...], deadlines: deadlines)
+            if !bytes.isEmpty { observation?.bodySent(total: bytes.count) }
+            return
+        }
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + Self.reportedSlice)
+            try await connection.write(bytes[offset..<end], deadlines: deadlines)
+            offset = end
+            observation.bodySent(total: offset)
+        }
     }
 
     private func writeExactly(

@@ -4,13 +4,8 @@ import Foundation
 /// `environment` is added to (and overrides) the test process's own; every proxy variable is cleared first
 /// so that a proxy set on the machine cannot change what a test sees.
 func runAhttp(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
-    let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    var tool = directory.appendingPathComponent("ahttp")
-    if !FileManager.default.fileExists(atPath: tool.path) {
-        tool = directory.deletingLastPathComponent().appendingPathComponent("ahttp")
-    }
     let process = Process()
-    process.executableURL = tool
+    process.executableURL = ahttpExecutable()
     process.arguments = arguments
     var variables = ProcessInfo.processInfo.environment
     for name in ["http_proxy", "https_proxy", "all_proxy", "no_proxy"] {
@@ -28,4 +23,12 @@ func runAhttp(_ arguments: [String], environment: [String: String] = [:]) throws
     let stderr = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+}
+
+/// The `ahttp` that `swift test` built beside the test bundle.
+func ahttpExecutable() -> URL {
+    let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let tool = directory.appendingPathComponent("ahttp")
+    if FileManager.default.fileExists(atPath: tool.path) { return tool }
+    return directory.deletingLastPathComponent().appendingPathComponent("ahttp")
 }
