@@ -92,7 +92,9 @@ final class RequestObservation: @unchecked Sendable {
     /// The request's own progress handler at work, fed from the same events as the observers.
     private let progress: ProgressReporter?
     private let start: ContinuousClock.Instant
-    private let marks = Locked(Marks())
+    /// Only with observers: a progress handler alone has no use for timings, and a request watched only for its
+    /// progress should not pay for a lock it never takes.
+    private let marks: Locked<Marks>?
 
     private struct Marks {
         var connection: ContinuousClock.Instant?
@@ -105,6 +107,7 @@ final class RequestObservation: @unchecked Sendable {
         self.observers = observers
         self.progress = progress
         self.start = .now
+        self.marks = observers.isEmpty ? nil : Locked(Marks())
     }
 
     /// The observation of `request`, if the client has observers or the request a progress handler.
@@ -147,7 +150,7 @@ final class RequestObservation: @unchecked Sendable {
     private func timings(at now: ContinuousClock.Instant) -> HTTPClientEvent.Timings {
         // A progress handler alone has no use for them.
         if observers.isEmpty { return .init(total: start.duration(to: now)) }
-        let marks = self.marks.withLock { $0 }
+        let marks = self.marks?.withLock { $0 } ?? Marks()
         return .init(connection: marks.connection.map { start.duration(to: $0) },
                      headSent: marks.headSent.map { start.duration(to: $0) },
                      headReceived: marks.headReceived.map { start.duration(to: $0) },
@@ -164,14 +167,14 @@ final class RequestObservation: @unchecked Sendable {
     func connectionAcquired(_ info: @autoclosure () -> HTTPClientEvent.ConnectionInfo) {
         guard !observers.isEmpty else { return }
         let now = ContinuousClock.now
-        marks.withLock { $0.connection = now; $0.headSent = nil; $0.headReceived = nil }
+        marks?.withLock { $0.connection = now; $0.headSent = nil; $0.headReceived = nil }
         emit(.connectionAcquired(info()), at: now)
     }
 
     func headSent(_ bytes: [UInt8]) {
         guard !observers.isEmpty else { return }
         let now = ContinuousClock.now
-        marks.withLock { $0.headSent = now }
+        marks?.withLock { $0.headSent = now }
         emit(.headSent(bytes), at: now)
     }
 
@@ -179,7 +182,7 @@ final class RequestObservation: @unchecked Sendable {
 
     func headReceived(status: HTTPResponse.Status, version: HTTPVersion, headers: HTTPFields) {
         let now = ContinuousClock.now
-        if !observers.isEmpty { marks.withLock { $0.headReceived = now } }
+        marks?.withLock { $0.headReceived = now }
         emit(.headReceived(status: status, version: version, headers: headers), at: now)
     }
 
@@ -191,11 +194,19 @@ final class RequestObservation: @unchecked Sendable {
 
     func finished() {
         let now = ContinuousClock.now
+        guard !observers.isEmpty else {
+            progress?.update(at: now) { $0.finished() }
+            return
+        }
         emit(.finished(timings(at: now)), at: now)
     }
 
     func failed(_ error: HTTPClientError) {
         let now = ContinuousClock.now
+        guard !observers.isEmpty else {
+            progress?.update(at: now) { $0.ended() }
+            return
+        }
         emit(.failed(error, timings(at: now)), at: now)
     }
 }
