@@ -369,19 +369,12 @@ final class HTTP1Connection: @unchecked Sendable {
             try await socket.waitUntil(.readable, deadline: deadline, phase: timeoutPhase)
         }
         while true {
-            var outcome = ReadOutcome.wait(.readable)
+            let outcome: ReadOutcome
             // Throttled: read no more than the allowance, after waiting for it; the rest stays in the kernel.
             let paced = pacer?.isLimited == true
             let size = paced ? try await pacedAllowance(pacer!, upTo: readSize, deadlines: deadlines) : readSize
-            let fresh = [UInt8](unsafeUninitializedCapacity: size) { storage, count in
-                let raw = UnsafeMutableRawBufferPointer(storage)
-                if let tls {
-                    outcome = ReadOutcome(tls.tryRead(into: raw))
-                } else {
-                    outcome = ReadOutcome(socket.tryRead(into: raw))
-                }
-                if case .read(let n) = outcome { count = n } else { count = 0 }
-            }
+            let fresh: [UInt8]
+            (fresh, outcome) = readOnce(upTo: size)
             if let pacer, case .read(let n) = outcome {
                 if paced { pacedCredit -= n }
                 pacer.record(n)
@@ -533,12 +526,9 @@ extension HTTP1Connection {
         }
     }
 
-    private enum Available { case data, wouldBlock, end }
-
-    /// One read attempt into a fresh buffer, without waiting.
-    private func readAvailable() throws(HTTPClientError) -> Available {
+    /// One non-blocking read (through TLS when there is TLS) of at most `size` bytes into a fresh buffer.
+    private func readOnce(upTo size: Int) -> ([UInt8], ReadOutcome) {
         var outcome = ReadOutcome.wait(.readable)
-        let size = readSize
         let fresh = [UInt8](unsafeUninitializedCapacity: size) { storage, count in
             let raw = UnsafeMutableRawBufferPointer(storage)
             if let tls {
@@ -548,6 +538,14 @@ extension HTTP1Connection {
             }
             if case .read(let n) = outcome { count = n } else { count = 0 }
         }
+        return (fresh, outcome)
+    }
+
+    private enum Available { case data, wouldBlock, end }
+
+    /// One read attempt into a fresh buffer, without waiting.
+    private func readAvailable() throws(HTTPClientError) -> Available {
+        let (fresh, outcome) = readOnce(upTo: readSize)
         switch outcome {
         case .read(let n):
             guard n > 0 else { return .end }
