@@ -34,6 +34,12 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // libxml2, for the layers that read markup (S3's XML, the web archive's HTML); the core does not link it.
+        .systemLibrary(
+            name: "CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]
+        ),
         // Linux readiness APIs (epoll, eventfd) that Glibc's Swift module does not export.
         .systemLibrary(name: "CEpoll"),
         // Compiler intrinsics without a Swift spelling (a cache prefetch for the parser), as static inline C.

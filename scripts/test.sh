@@ -65,6 +65,7 @@ need() {  # need <binary or /absolute/file> <apt package>: install the package o
 need pkg-config pkg-config                     # SwiftPM finds the system libraries through it
 need /usr/include/openssl/ssl.h libssl-dev     # COpenSSL
 need /usr/include/zlib.h zlib1g-dev            # CZlib
+need /usr/include/libxml2/libxml/parser.h libxml2-dev  # CLibXML2 (S3's XML, the web archive's HTML)
 need python3 python3
 need openssl openssl
 need curl curl
