@@ -49,9 +49,12 @@ extension HTTPClientRequest.Body {
         guard count <= size - offset else {
             throw .invalidRequest("file body range \(offset)+\(count) is past the end of \(path) (\(size) bytes)")
         }
-        return Self(storage: .stream(length: count, replayable: true, makeSource: { () throws(HTTPClientError) in
-            try FileChunks.range(path: path, offset: offset, count: count)
-        }))
+        let slice = FileSlice(path: path, offset: offset, count: count)
+        return Self(
+            storage: .stream(length: count, replayable: true, makeSource: { () throws(HTTPClientError) in
+                try FileChunks.range(slice)
+            }),
+            fileSlice: slice)
     }
 }
 
@@ -63,6 +66,26 @@ extension HTTPClientRequest.Body {
     }
 }
 
+/// A byte range of a regular file that a body sends as it is (``HTTPClientRequest/Body/file(_:offset:length:)``).
+/// Plain TCP sends it with `sendfile`; TLS, a bandwidth limit or a transform read it in chunks (``FileChunks``).
+struct FileSlice: Sendable {
+    let path: String
+    let offset: Int
+    let count: Int
+
+    /// Opens the file for one send and checks that it still holds the range (it may have shrunk since the body
+    /// was made).
+    func open() throws(HTTPClientError) -> LocalFile {
+        let file = try LocalFile.openForReading(path, what: "request body file")
+        let size = try file.status().size
+        guard offset + count <= size else {
+            file.close()
+            throw .invalidRequest("request body file \(path) is \(size) bytes now, shorter than the \(offset + count) it had")
+        }
+        return file
+    }
+}
+
 /// Chunk sources that read a file.
 enum FileChunks {
     /// 256 KiB per read: large enough that a GiB costs 4096 `pread`s, small enough that the request's read-ahead
@@ -70,14 +93,11 @@ enum FileChunks {
     /// default upload buffer); larger reads measured no slower here and cost fewer syscalls.
     static let chunkSize = 256 * 1024
 
-    /// `count` bytes of `path` from `offset`, opened now. Fails if the file is shorter than that now, and
-    /// again if it shrinks while it is read: a body is never cut short silently.
-    static func range(path: String, offset: Int, count: Int) throws(HTTPClientError) -> BodyChunkSource {
-        let file = try LocalFile.openForReading(path, what: "request body file")
-        let size = try file.status().size
-        guard offset + count <= size else {
-            throw .invalidRequest("request body file \(path) is \(size) bytes now, shorter than the \(offset + count) it had")
-        }
+    /// The slice's bytes, opened now. Fails if the file is shorter than that now, and again if it shrinks
+    /// while it is read: a body is never cut short silently.
+    static func range(_ slice: FileSlice) throws(HTTPClientError) -> BodyChunkSource {
+        let file = try slice.open()
+        let (path, offset, count) = (slice.path, slice.offset, slice.count)
         var position = offset
         let end = offset + count
         return BodyChunkSource {

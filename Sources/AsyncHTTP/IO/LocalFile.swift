@@ -17,7 +17,7 @@ final class LocalFile: @unchecked Sendable {
     // @unchecked: `fd` is only read after init; `closed` is touched by the single owner (see above), and
     // `deinit` runs when no one else holds the object.
     let path: String
-    private let fd: Int32
+    let fd: Int32  // read by `Socket.trySendFile` (IO/SendFile.swift)
     private var closed = false
 
     private init(fd: Int32, path: String) {

@@ -177,6 +177,37 @@ final class HTTP1Connection: @unchecked Sendable {
         }
     }
 
+    /// Whether a file body can go out with ``sendFile(_:offset:count:deadlines:sent:)``: plain TCP (TLS must
+    /// encrypt in user space) and no bandwidth limit (the pacer hands out allowances per write).
+    var canSendFile: Bool { Socket.canSendFile && tls == nil && pacer?.isLimited != true }
+
+    /// The most one `sendfile` is asked for: it returns once the socket buffer is full anyway; the cap only
+    /// bounds how far one call runs ahead of the progress reports.
+    private static let sendFileSlice = 8 * 1024 * 1024
+
+    /// Writes `count` bytes of `file` from `offset` with `sendfile`, suspending while the socket is full, and
+    /// calls `sent` with the running total after each call that moved bytes. Only when ``canSendFile``.
+    /// A file that ends before `count` bytes fails with ``HTTPClientError/Code/invalidRequest``: the body is
+    /// never cut short silently (the connection is then unusable, and the caller closes it).
+    func sendFile(
+        _ file: LocalFile, offset: Int, count: Int, deadlines: Deadlines, sent: (Int) -> Void
+    ) async throws(HTTPClientError) {
+        var done = 0
+        while done < count {
+            let wanted = min(count - done, Self.sendFileSlice)
+            let outcome = socket.trySendFile(from: file, offset: offset + done, count: wanted)
+            if case .done(0) = outcome {
+                throw .invalidRequest(
+                    "request body file \(file.path) ended after \(done) of its \(count) bytes (it shrank while being sent)")
+            }
+            let written = try await settle(WriteOutcome(outcome), deadlines: deadlines)
+            if written > 0 {
+                done += written
+                sent(done)
+            }
+        }
+    }
+
     // MARK: Reading
 
     /// Starts a request with `method`; `persistent` is false when it goes out with `Connection: close`.

@@ -79,6 +79,9 @@ struct PreparedRequest: Sendable {
     func write(
         to connection: HTTP1Connection, deadlines: Deadlines, observation: RequestObservation? = nil
     ) async throws(HTTPClientError) -> HTTP1ResponseHead? {
+        if let slice = body?.fileSlice, connection.canSendFile {
+            return try await sendFile(slice, to: connection, deadlines: deadlines, observation: observation)
+        }
         switch body?.storage {
         case nil:
             try await connection.write(head, deadlines: deadlines)
@@ -132,6 +135,25 @@ struct PreparedRequest: Sendable {
                 }
             }
             try outcome.get()
+        }
+        return nil
+    }
+
+    /// A regular file's range on plain TCP: the head, then `sendfile` (no read-ahead task, no buffers; the
+    /// kernel copies from the page cache). Opened before the head goes out, like a chunk source.
+    private func sendFile(
+        _ slice: FileSlice, to connection: HTTP1Connection, deadlines: Deadlines, observation: RequestObservation?
+    ) async throws(HTTPClientError) -> HTTP1ResponseHead? {
+        let file = try slice.open()
+        defer { file.close() }
+        try await connection.write(head, deadlines: deadlines)
+        observation?.headSent(head)
+        if let continueTimeout,
+           case .finalHead(let early) = try await connection.awaitContinue(timeout: continueTimeout, deadlines: deadlines) {
+            return early
+        }
+        try await connection.sendFile(file, offset: slice.offset, count: slice.count, deadlines: deadlines) { total in
+            observation?.bodySent(total: total)
         }
         return nil
     }
