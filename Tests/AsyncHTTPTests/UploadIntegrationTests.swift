@@ -133,6 +133,48 @@ final class UploadIntegrationTests: XCTestCase {
         try await client.shutdown()
     }
 
+    /// A form of files and text goes out piece by piece, the files with `sendfile`: nginx must store exactly
+    /// the bytes the same form encodes to in memory, and progress must end at the body's length.
+    func testAMultipartFormOfFilesSentByTheKernelIsStoredExactlyAsEncodedInMemory() async throws {
+        let nginx = try Peers.nginx()
+        let big = try Peers.directory() + "/www/big.bin"
+        let bigBytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: big)))
+        let small = NSTemporaryDirectory() + "part-\(UUID().uuidString).txt"
+        try Data("a small text file\n".utf8).write(to: URL(fileURLWithPath: small))
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: small) }
+
+        var onDisk = MultipartForm(boundary: "sendfile-boundary")
+        onDisk.append("title", "two files")
+        try onDisk.appendFile("big", path: big)
+        try onDisk.appendFile("small", path: small, filename: "small.txt")
+        var inMemory = MultipartForm(boundary: "sendfile-boundary")
+        inMemory.append("title", "two files")
+        inMemory.append("big", data: bigBytes, filename: "big.bin")
+        inMemory.append("small", data: Array("a small text file\n".utf8), filename: "small.txt")
+        let (expectedBody, _) = try inMemory.makeBody()
+        guard case .bytes(let expected) = expectedBody.storage else { return XCTFail("an in-memory form is bytes") }
+
+        let name = "form-\(UUID().uuidString).bin"
+        let stored = try Peers.directory() + "/dav/" + name
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: stored) }
+        let client = HTTPClient()
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(nginx.httpPort)/dav/\(name)")
+        try request.setForm(onDisk)
+        request.method = .put
+        XCTAssertNotNil(request.body?.directPieces, "files and bytes only: sent piece by piece")
+        let totals = Locked<[Int]>([])
+        request.progressHandler = HTTPProgressHandler(minimumInterval: .zero, minimumFraction: 0) { progress in
+            totals.withLock { $0.append(progress.bytesSent) }
+        }
+        let response = try await client.send(request)
+        XCTAssertEqual(response.status.code, 201)
+        _ = try await response.body.collect(upTo: 1 << 20)
+        try await client.shutdown()
+        XCTAssertEqual([UInt8](try Data(contentsOf: URL(fileURLWithPath: stored))), expected)
+        XCTAssertEqual(totals.withLock { $0.max() }, expected.count)
+        XCTAssertEqual(totals.withLock { $0 }, totals.withLock { $0 }.sorted(), "upload progress never runs backwards")
+    }
+
     func testAFilePUTOverTLSWaitsFor100AndIsStoredExactly() async throws {
         let nginx = try Peers.nginx()
         let fileURL = URL(fileURLWithPath: try Peers.directory() + "/www/big.bin")

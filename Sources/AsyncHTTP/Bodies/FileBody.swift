@@ -54,7 +54,7 @@ extension HTTPClientRequest.Body {
             storage: .stream(length: count, replayable: true, makeSource: { () throws(HTTPClientError) in
                 try FileChunks.range(slice)
             }),
-            fileSlice: slice)
+            directPieces: [.file(slice)])
     }
 }
 
@@ -67,7 +67,8 @@ extension HTTPClientRequest.Body {
 }
 
 /// A byte range of a regular file that a body sends as it is (``HTTPClientRequest/Body/file(_:offset:length:)``).
-/// Plain TCP sends it with `sendfile`; TLS, a bandwidth limit or a transform read it in chunks (``FileChunks``).
+/// Plain TCP sends it with `sendfile` (``DirectPiece``); TLS, a bandwidth limit or a transform read it in chunks
+/// (``FileChunks``).
 struct FileSlice: Sendable {
     let path: String
     let offset: Int
@@ -84,6 +85,13 @@ struct FileSlice: Sendable {
         }
         return file
     }
+}
+
+/// One piece of a body that can go out without being read into memory: bytes as they are, or a regular file's
+/// range for `sendfile` (``HTTPClientRequest/Body/directPieces``).
+enum DirectPiece: Sendable {
+    case bytes([UInt8])
+    case file(FileSlice)
 }
 
 /// Chunk sources that read a file.

@@ -136,7 +136,16 @@ public struct MultipartForm: Sendable {
             return (.bytes(bytes), contentType)
         }
         let frozen = segments
-        let body = HTTPClientRequest.Body(storage: .stream(length: total, replayable: replayable, makeSource: { () throws(HTTPClientError) in
+        // Bytes and regular files only: the transport may send the files' ranges with `sendfile`.
+        var direct: [DirectPiece]? = []
+        for segment in segments {
+            switch segment {
+            case .bytes(let bytes): direct?.append(.bytes(bytes))
+            case .body(let body):
+                if let pieces = body.directPieces { direct?.append(contentsOf: pieces) } else { direct = nil }
+            }
+        }
+        var body = HTTPClientRequest.Body(storage: .stream(length: total, replayable: replayable, makeSource: { () throws(HTTPClientError) in
             // Every part's source is made now, before the head goes out: a file gone missing fails with nothing sent.
             enum Piece {
                 case bytes([UInt8])
@@ -168,6 +177,7 @@ public struct MultipartForm: Sendable {
                 return nil
             }
         }))
+        body.directPieces = direct
         return (body, contentType)
     }
 

@@ -295,10 +295,10 @@ extension HTTPClientRequest {
         }
 
         let storage: Storage
-        /// Set by ``file(_:offset:length:)`` for a regular file: the transport may send the range with
-        /// `sendfile` instead of pulling `storage`'s chunks. A transform (``mappingSource(length:_:)``) makes a
-        /// new body without it.
-        var fileSlice: FileSlice? = nil
+        /// Set for a body made only of bytes and regular files' ranges (``file(_:offset:length:)``, a multipart
+        /// form of such parts): the transport may send it piece by piece, the files with `sendfile`, instead of
+        /// pulling `storage`'s chunks. A transform (``mappingSource(length:_:)``) makes a new body without it.
+        var directPieces: [DirectPiece]? = nil
 
         /// Bytes held in memory; replayable, sent with `Content-Length`.
         public static func bytes(_ bytes: [UInt8]) -> Body {

@@ -79,8 +79,8 @@ struct PreparedRequest: Sendable {
     func write(
         to connection: HTTP1Connection, deadlines: Deadlines, observation: RequestObservation? = nil
     ) async throws(HTTPClientError) -> HTTP1ResponseHead? {
-        if let slice = body?.fileSlice, connection.canSendFile {
-            return try await sendFile(slice, to: connection, deadlines: deadlines, observation: observation)
+        if let pieces = body?.directPieces, connection.canSendFile {
+            return try await writeDirect(pieces, to: connection, deadlines: deadlines, observation: observation)
         }
         switch body?.storage {
         case nil:
@@ -139,21 +139,39 @@ struct PreparedRequest: Sendable {
         return nil
     }
 
-    /// A regular file's range on plain TCP: the head, then `sendfile` (no read-ahead task, no buffers; the
-    /// kernel copies from the page cache). Opened before the head goes out, like a chunk source.
-    private func sendFile(
-        _ slice: FileSlice, to connection: HTTP1Connection, deadlines: Deadlines, observation: RequestObservation?
+    /// A body of bytes and regular files' ranges on plain TCP (a file, a multipart form of files): the head,
+    /// then each piece in order, the files with `sendfile` (no read-ahead task, no buffers; the kernel copies
+    /// from the page cache). Every file is opened and checked before the head goes out, like a chunk source.
+    private func writeDirect(
+        _ pieces: [DirectPiece], to connection: HTTP1Connection, deadlines: Deadlines, observation: RequestObservation?
     ) async throws(HTTPClientError) -> HTTP1ResponseHead? {
-        let file = try slice.open()
-        defer { file.close() }
+        var files: [LocalFile] = []
+        defer { for file in files { file.close() } }
+        for case .file(let slice) in pieces { files.append(try slice.open()) }
         try await connection.write(head, deadlines: deadlines)
         observation?.headSent(head)
         if let continueTimeout,
            case .finalHead(let early) = try await connection.awaitContinue(timeout: continueTimeout, deadlines: deadlines) {
             return early
         }
-        try await connection.sendFile(file, offset: slice.offset, count: slice.count, deadlines: deadlines) { total in
-            observation?.bodySent(total: total)
+        var sent = 0
+        var nextFile = 0
+        for piece in pieces {
+            switch piece {
+            case .bytes(let bytes):
+                guard !bytes.isEmpty else { continue }
+                try await connection.write(bytes, deadlines: deadlines)
+                sent += bytes.count
+                observation?.bodySent(total: sent)
+            case .file(let slice):
+                let file = files[nextFile]
+                nextFile += 1
+                let before = sent
+                try await connection.sendFile(file, offset: slice.offset, count: slice.count, deadlines: deadlines) { total in
+                    observation?.bodySent(total: before + total)
+                }
+                sent += slice.count
+            }
         }
         return nil
     }
