@@ -6,6 +6,11 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/HTMLparser.h>
+#include <libxml/HTMLtree.h>     /* htmlDocDumpMemoryFormat: the web archive writes pages back */
 #include <libxml/xmlerror.h>
+
+/* The web archive: libxml2's xmlFree is a global function pointer, which Swift 6 will not read (shared mutable
+   state); this calls it. */
+static inline void asynchttp_webarchive_xml_free(void *pointer) { xmlFree(pointer); }
 
 #endif
