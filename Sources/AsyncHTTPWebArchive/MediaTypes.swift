@@ -7,6 +7,14 @@ enum MediaTypes {
         return "data:" + type + ";base64," + base64(bytes)
     }
 
+    /// 8 hex digits of FNV-1a (32-bit) of `text`: a short, stable name part, not a security measure.
+    static func digest(_ text: String) -> String {
+        var hash: UInt32 = 2_166_136_261
+        for byte in text.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 8 - hex.count) + hex
+    }
+
     /// Standard base64 (RFC 4648 §4) with padding.
     static func base64(_ bytes: [UInt8]) -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
@@ -56,10 +64,10 @@ enum MediaTypes {
         return byExtension[ext.lowercased()] ?? "application/octet-stream"
     }
 
-    /// A file name for the directory form: `<index>-<last path segment>` with only `[A-Za-z0-9._-]` kept
+    /// A file name for the directory form: `<prefix>-<last path segment>` with only `[A-Za-z0-9._-]` kept
     /// (at most 60 characters), and an extension from the media type when the URL has none — a browser opening
     /// `file:` URLs goes by the extension.
-    static func fileName(index: Int, path: String, mediaType: String) -> String {
+    static func fileName(prefix: String, path: String, mediaType: String) -> String {
         let segment = path.split(separator: "/").last.map(String.init) ?? ""
         var name = String(segment.unicodeScalars.map { scalar -> Character in
             let c = Character(scalar)
@@ -73,7 +81,7 @@ enum MediaTypes {
         if let wanted, current != wanted, !(wanted == "jpg" && current == "jpeg"), !(wanted == "html" && current == "htm") {
             name += "." + wanted
         }
-        return "\(index)-\(name)"
+        return "\(prefix)-\(name)"
     }
 
     private static func extensionFor(_ essence: String) -> String? {

@@ -6,7 +6,7 @@ public enum WebArchiveOutput: Sendable, Hashable {
     /// frames inlined recursively (ASI's `ASIReplaceExternalResourcesWithData`). Written to a temporary file
     /// beside it and renamed into place.
     case singleFile(String)
-    /// A directory (created if needed): `index.html` and `resources/N-name.ext`, the references rewritten to
+    /// A directory (created if needed): `index.html` and `resources/HASH-name.ext`, the references rewritten to
     /// relative paths (ASI's `ASIReplaceExternalResourcesWithLocalURLs`). Each file is written to a temporary
     /// file and renamed into place; `index.html` last, so it never names a file that is not complete.
     case directory(String)

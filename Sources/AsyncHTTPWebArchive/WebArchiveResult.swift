@@ -64,7 +64,7 @@ public struct WebArchiveResource: Sendable, CustomStringConvertible {
     /// What happened.
     public enum Outcome: Sendable {
         /// Fetched and archived: its size as received, its media type, and for ``WebArchiveOutput/directory(_:)``
-        /// its file, relative to the directory (`resources/3-logo.png`).
+        /// its file, relative to the directory (`resources/3f2a9c1e-logo.png`).
         case archived(byteCount: Int, mediaType: String, file: String?)
         /// The server answered with a status other than 2xx.
         case httpStatus(Int)

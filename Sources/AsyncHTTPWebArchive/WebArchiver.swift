@@ -352,13 +352,24 @@ final class ArchiveCrawl {
         return uri
     }
 
-    /// Gives each archived entry a file name in `resources/`.
+    /// Gives each archived entry a file name in `resources/`: a digest of its URL and its last path segment
+    /// (`3f2a9c1e-logo.png`), so archiving the same page again replaces the same files whatever order the
+    /// responses arrived in. Two URLs with the same digest and name (improbable) get `-2`, `-3`, … in order found.
     func assignFiles() {
-        var number = 0
+        var taken: Set<String> = []
         for index in entries.indices where entries[index].isArchived {
-            number += 1
-            entries[index].file = MediaTypes.fileName(
-                index: number, path: entries[index].finalURL.path, mediaType: entries[index].contentType)
+            let base = MediaTypes.fileName(
+                prefix: MediaTypes.digest(entries[index].url.description), path: entries[index].finalURL.path,
+                mediaType: entries[index].contentType)
+            var name = base
+            var suffix = 1
+            // Bounded: each pass tries a new suffix; at most entries.count names are taken.
+            while taken.contains(name) {
+                suffix += 1
+                name = base + "-\(suffix)"
+            }
+            taken.insert(name)
+            entries[index].file = name
         }
     }
 

@@ -165,7 +165,7 @@ final class WebArchiveNginxTests: XCTestCase {
             }
         }
         try walk(directory + "/index.html")
-        XCTAssertEqual(visited.count, 7)  // index, frame, main, level1, level2, frame.css … and nothing else
+        XCTAssertEqual(visited.count, 6)  // index.html, frame.html, main.css, level1.css, level2.css, frame.css
         let files = try FileManager.default.contentsOfDirectory(atPath: directory + "/resources")
         XCTAssertEqual(files.count, 14, "\(files)")
         XCTAssertFalse(files.contains { $0.hasSuffix(".tmp") })
@@ -203,10 +203,17 @@ final class WebArchiveNginxTests: XCTestCase {
             let path = try HTTPURL(url).path
             XCTAssertEqual(body, try site.file(path == "/" ? "/index.html" : path), url)
         }
+        // The missing image was stored as the 404 it was (RFC 9110 §15.1: 404 is heuristically cacheable) …
         var missing = HTTPClientRequest(url: site.url + "/img/missing.png")
         missing.cachePolicy = .dontLoad
         let answer = try await reader.send(missing)
-        XCTAssertEqual(answer.status.code, 504)  // made by the cache: nothing stored, network forbidden
+        XCTAssertEqual(answer.status.code, 404)
+        XCTAssertTrue(answer.didUseCachedResponse)
+        // … and a URL the page never named is not there: the cache answers 504 itself, without the network.
+        var never = HTTPClientRequest(url: site.url + "/img/never-referenced.png")
+        never.cachePolicy = .dontLoad
+        let notStored = try await reader.send(never)
+        XCTAssertEqual(notStored.status.code, 504)
         try await reader.shutdown()
     }
 

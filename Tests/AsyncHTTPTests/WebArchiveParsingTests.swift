@@ -151,10 +151,12 @@ final class WebArchiveParsingTests: XCTestCase {
         let uri = MediaTypes.dataURI(bytes, mediaType: "image/png; charset=\"x\"")
         XCTAssertTrue(uri.hasPrefix("data:image/png;charset=x;base64,"))
         XCTAssertEqual(Data(base64Encoded: String(uri.split(separator: ",", maxSplits: 1)[1])).map { [UInt8]($0) }, bytes)
-        XCTAssertEqual(MediaTypes.fileName(index: 3, path: "/img/logo.png", mediaType: "image/png"), "3-logo.png")
-        XCTAssertEqual(MediaTypes.fileName(index: 4, path: "/", mediaType: "text/html"), "4-resource.html")
-        XCTAssertEqual(MediaTypes.fileName(index: 5, path: "/x/../..%2F.css", mediaType: "text/css"), "5-_2F.css")
-        XCTAssertEqual(MediaTypes.fileName(index: 6, path: "/api/style", mediaType: "text/css; charset=utf-8"), "6-style.css")
+        XCTAssertEqual(MediaTypes.fileName(prefix: "3", path: "/img/logo.png", mediaType: "image/png"), "3-logo.png")
+        XCTAssertEqual(MediaTypes.fileName(prefix: "4", path: "/", mediaType: "text/html"), "4-resource.html")
+        XCTAssertEqual(MediaTypes.fileName(prefix: "5", path: "/x/../..%2F.css", mediaType: "text/css"), "5-_2F.css")
+        XCTAssertEqual(MediaTypes.fileName(prefix: "6", path: "/api/style", mediaType: "text/css; charset=utf-8"), "6-style.css")
+        XCTAssertEqual(MediaTypes.digest(""), "811c9dc5")  // FNV-1a's offset basis
+        XCTAssertEqual(MediaTypes.digest("a"), "e40c292c")
         XCTAssertEqual(MediaTypes.charset("text/html; Charset=\"ISO-8859-1\""), "ISO-8859-1")
         XCTAssertEqual(MediaTypes.essence(" Text/HTML ; charset=utf-8"), "text/html")
     }

@@ -58,8 +58,19 @@ final class WebArchiveRenderTests: XCTestCase {
         let singleShot = try rendered("file://" + single, offline: true)
         let directoryShot = try rendered("file://" + directory + "/index.html", offline: true)
 
-        XCTAssertEqual(try differingPixels(live, singleShot), 0, "the single-file archive renders differently")
-        XCTAssertEqual(try differingPixels(live, directoryShot), 0, "the directory archive renders differently")
+        for (shot, what) in [(singleShot, "single-file"), (directoryShot, "directory")] {
+            let differing = try differingPixels(live, shot)
+            if differing != 0 {
+                // Keep the evidence: the scratch directory is removed when the test ends.
+                let kept = NSTemporaryDirectory() + "asynchttp-render-failure-\(getpid())-\(what)"
+                try? FileManager.default.removeItem(atPath: kept)
+                try? FileManager.default.createDirectory(atPath: kept, withIntermediateDirectories: true)
+                try? FileManager.default.copyItem(atPath: live, toPath: kept + "/live.png")
+                try? FileManager.default.copyItem(atPath: shot, toPath: kept + "/archive.png")
+                try? FileManager.default.copyItem(atPath: what == "directory" ? directory : single, toPath: kept + "/archive")
+                XCTFail("the \(what) archive renders differently: \(differing) pixels (screenshots kept in \(kept))")
+            }
+        }
         // The control: with the same flags the live site cannot load at all, so the archives' screenshots were
         // drawn from the archives alone.
         let cutOff = try screenshot(site.url + "/", offline: true)
