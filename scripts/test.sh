@@ -545,7 +545,12 @@ http {
     gzip on;
     gzip_min_length 20;
     gzip_types text/css application/javascript;
-    server { listen 127.0.0.1:$PORT_A; root $site; }
+    server {
+        listen 127.0.0.1:$PORT_A;
+        root $site;
+        # Only with the cookie: shows that the page and its resources go through the client's cookie jar.
+        location /members/ { if (\$cookie_session != "s3cret") { return 403; } }
+    }
     server { listen 127.0.0.1:$PORT_B; root $site; }
 }
 EOF

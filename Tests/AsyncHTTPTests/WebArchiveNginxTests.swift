@@ -217,6 +217,41 @@ final class WebArchiveNginxTests: XCTestCase {
         try await reader.shutdown()
     }
 
+    func testThePageAndItsResourcesGoThroughTheClientsCookieJar() async throws {
+        // nginx answers /members/ only with the cookie session=s3cret.
+        let page = site.url + "/members/page.html"
+        do {
+            _ = try await WebArchiver(client: client).archive(page, to: .singleFile(scratch.path + "/m.html"))
+            XCTFail("archived without the cookie")
+        } catch {
+            XCTAssertEqual(error.code, .pageStatus)
+            XCTAssertEqual(error.status, 403)
+        }
+        let jar = try XCTUnwrap(client.configuration.cookieJar)
+        await jar.setCookies(fromHeaders: ["session=s3cret; Path=/members"], for: .init(host: "127.0.0.1", path: "/", isSecure: false))
+        let result = try await WebArchiver(client: client).archive(page, to: .singleFile(scratch.path + "/m.html"))
+        // badge.png is under /members/ too: the batch's requests carried the cookie as well.
+        XCTAssertEqual(result.archived.map(\.url.path).sorted(), ["/img/red.png", "/members/badge.png"])
+        XCTAssertTrue(result.missing.isEmpty, "\(result.missing)")
+    }
+
+    func testACancelledTaskThrowsCancelledAndWritesNothing() async throws {
+        let archiver = WebArchiver(client: client)
+        let path = scratch.path + "/cancelled.html"
+        let url = site.url + "/"
+        let outcome = await Task { () -> WebArchiveError? in
+            withUnsafeCurrentTask { $0?.cancel() }  // cancelled before it starts: deterministic
+            do throws(WebArchiveError) {
+                _ = try await archiver.archive(url, to: .singleFile(path))
+                return nil
+            } catch {
+                return error
+            }
+        }.value
+        XCTAssertEqual(outcome?.code, .cancelled, "\(String(describing: outcome))")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path))
+    }
+
     func testLimitsSkipResourcesAndAreReported() async throws {
         // Depth 1: the page's own stylesheets and frame, not what they import or frame.
         var shallow = WebArchiveOptions()
