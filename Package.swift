@@ -16,6 +16,8 @@ let package = Package(
     products: [
         .library(name: "AsyncHTTP", targets: ["AsyncHTTP"]),
         .executable(name: "ahttp", targets: ["ahttp"]),
+        // AsyncHTTPWebArchive: whole web pages for offline reading (ASIWebPageRequest); links libxml2.
+        .library(name: "AsyncHTTPWebArchive", targets: ["AsyncHTTPWebArchive"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
@@ -74,9 +76,14 @@ let package = Package(
             // a resource's generated `Bundle.module` accessor would link Foundation into every user's program.
             exclude: ["Resources"]
         ),
+        // AsyncHTTPWebArchive: a page with its images, stylesheets, scripts and frames, for offline reading.
+        .target(
+            name: "AsyncHTTPWebArchive",
+            dependencies: ["AsyncHTTP", "CLibXML2"]
+        ),
         .executableTarget(
             name: "ahttp",
-            dependencies: ["AsyncHTTP"]
+            dependencies: ["AsyncHTTP", "AsyncHTTPWebArchive"]
         ),
         .testTarget(
             name: "AsyncHTTPTests",
@@ -88,6 +95,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "AsyncHTTPWebArchive",
             ],
             resources: [.copy("Resources")]
         ),

@@ -61,6 +61,8 @@ struct Options {
     /// --cache DIR, --cache-policy NAME: the download cache (see Cache.swift).
     var cacheDirectory: String?
     var cachePolicy: HTTPCachePolicy?
+    /// --archive OUT: the page and its resources for offline reading (ArchiveCommand.swift).
+    var archiveOutput: String?
     var urls: [String] = []
     /// -F, --data-urlencode, --data-binary @file, -T, -O, -C -, --expect100-timeout (Bodies.swift).
     var bodies = BodyOptions()
@@ -204,6 +206,7 @@ func parse(_ arguments: [String]) throws -> Options {
             options.happyEyeballsDelay = milliseconds
         case "--cache": options.cacheDirectory = try value(argument)
         case "--cache-policy": options.cachePolicy = try parseCachePolicy(try value(argument))
+        case "--archive": options.archiveOutput = try value(argument)
         case "-h", "--help":
             printStdout(usage + "\n" + bodiesUsage + "\n")
             exit(0)
@@ -436,6 +439,11 @@ func run() async -> Int32 {
         } catch { return 23 }
     }
     let client = HTTPClient(configuration: configuration)
+    if let output = options.archiveOutput {
+        let status = await runArchive(client: client, url: options.urls[0], output: output, silent: options.silent)
+        try? await client.shutdown()
+        return status
+    }
 
     let sink: Sink
     // -o and -O are written atomically by `downloadToFile` (Bodies.swift), not through the sink.

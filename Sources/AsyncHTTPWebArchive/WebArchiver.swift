@@ -1,0 +1,464 @@
+import AsyncHTTP
+
+/// Saves a web page with its images, stylesheets, scripts and frames for offline reading (ASIHTTPRequest's
+/// `ASIWebPageRequest`).
+///
+/// The page is fetched and parsed with libxml2's HTML parser; its resources — `<img src/srcset>`,
+/// `<link rel=stylesheet|icon>`, `<script src>`, `<iframe|frame src>`, `<object data>`, `<embed src>`, and
+/// `url(…)`/`@import` in `<style>`, `style` attributes and the stylesheets themselves, recursively — are fetched
+/// concurrently through one ``HTTPClient/withBatch(_:handler:_:)`` batch of the same client, so its cookies,
+/// credentials, proxy and cache apply. Frames are archived as pages of their own.
+///
+/// ```swift
+/// let archiver = WebArchiver(client: client)
+/// let result = try await archiver.archive("https://example.com/", to: .singleFile("/tmp/example.html"))
+/// for resource in result.missing { print(resource) }      // "image https://example.com/x.png: HTTP 404"
+/// ```
+///
+/// A resource that fails, or that a limit or the origin policy leaves out, does not fail the page: it is reported
+/// in ``WebArchiveResult/resources`` and its reference is made absolute. A page that cannot be fetched, is not
+/// HTML or cannot be written throws a ``WebArchiveError``.
+public struct WebArchiver: Sendable {
+    /// The client every request goes through.
+    public let client: HTTPClient
+    /// Limits and the origin policy.
+    public var options: WebArchiveOptions
+
+    /// An archiver using `client` (its configuration: cookies, authentication, proxy, cache, TLS, timeouts).
+    public init(client: HTTPClient, options: WebArchiveOptions = WebArchiveOptions()) {
+        self.client = client
+        self.options = options
+    }
+
+    /// Fetches the page at `url` and its resources, and keeps them as `output` says.
+    ///
+    /// - Throws: ``WebArchiveError``: `.invalidURL`, `.pageFailed` (with the client's error), `.pageStatus`
+    ///   (not 2xx), `.notHTML`, `.pageTooLarge`, `.noCache`, `.outputFailed`, `.cancelled`.
+    public func archive(_ url: String, to output: WebArchiveOutput) async throws(WebArchiveError) -> WebArchiveResult {
+        do {
+            return try await run(url, output)
+        } catch let error as WebArchiveError {
+            throw error
+        } catch let error as HTTPClientError {
+            if error.code == .cancelled { throw WebArchiveError(.cancelled, "cancelled") }
+            throw WebArchiveError(.pageFailed, "\(error)", underlying: error)
+        } catch {
+            // Only the two above are thrown below; anything else would be a cancellation of the batch's task.
+            throw WebArchiveError(.cancelled, "\(error)")
+        }
+    }
+
+    private func run(_ url: String, _ output: WebArchiveOutput) async throws -> WebArchiveResult {
+        let pageURL: HTTPURL
+        do {
+            pageURL = try HTTPURL(url)
+        } catch {
+            throw WebArchiveError(.invalidURL, error.message, underlying: error)
+        }
+        if output == .downloadCache && client.configuration.cache == nil {
+            throw WebArchiveError(.noCache, "the download cache output needs a client with configuration.cache set")
+        }
+        let storesInCache = output == .downloadCache
+        let page = try await fetchPage(pageURL, storesInCache: storesInCache)
+        let crawl = ArchiveCrawl(pageURL: page.url, pageBody: page.body, options: options)
+        guard let document = HTMLDocument(page.body, encoding: page.contentType.flatMap(MediaTypes.charset)) else {
+            throw WebArchiveError(.notHTML, "\(page.url.redactedDescription): libxml2 found no HTML document")
+        }
+        let base = crawl.base(of: document, at: page.url)
+        var found: [(String, WebArchiveResource.Kind)] = []
+        document.forEachReference { reference, kind in
+            found.append((reference, kind))
+            return nil
+        }
+        try await fetchResources(crawl, initial: crawl.discover(found, base: base, depth: 0), storesInCache: storesInCache)
+
+        var written = page.body
+        switch output {
+        case .downloadCache:
+            break
+        case .singleFile(let path):
+            crawl.rewrite(document, base: base) { crawl.dataURI($0) }
+            written = document.serialized()
+            try WebArchiveFiles.writeAtomically(written, to: path)
+        case .directory(let path):
+            try WebArchiveFiles.makeDirectory(path + "/resources")
+            crawl.assignFiles()
+            for index in crawl.entries.indices {
+                guard let name = crawl.entries[index].file else { continue }
+                try WebArchiveFiles.writeAtomically(crawl.localBytes(index), to: path + "/resources/" + name)
+            }
+            crawl.rewrite(document, base: base) { index in crawl.entries[index].file.map { "resources/" + $0 } }
+            written = document.serialized()
+            try WebArchiveFiles.writeAtomically(written, to: path + "/index.html")
+        }
+        return WebArchiveResult(
+            pageURL: page.url, document: written, resources: crawl.report(output), totalBytes: crawl.totalBytes)
+    }
+
+    /// The page: 2xx, HTML (or no `Content-Type`), at most `maxTotalBytes`.
+    private func fetchPage(_ url: HTTPURL, storesInCache: Bool) async throws -> Fetched {
+        let response: HTTPClientResponse
+        do {
+            response = try await client.send(request(for: url, storesInCache: storesInCache))
+        } catch {
+            throw Self.pageError(url, error)
+        }
+        let code = Int(response.status.code)
+        guard (200..<300).contains(code) else {
+            throw WebArchiveError(.pageStatus, "\(url.redactedDescription): HTTP \(code)", status: code)
+        }
+        let contentType = response.headers[.contentType]
+        if let contentType, !MediaTypes.isHTML(MediaTypes.essence(contentType)) {
+            throw WebArchiveError(.notHTML, "\(url.redactedDescription) is \(MediaTypes.essence(contentType)), not HTML")
+        }
+        do {
+            let body = try await response.body.collect(upTo: options.maxTotalBytes)
+            return Fetched(status: code, contentType: contentType, url: response.url, body: body)
+        } catch let error as HTTPClientError where error.code == .bodyLimitExceeded {
+            throw WebArchiveError(.pageTooLarge, "\(url.redactedDescription) is larger than maxTotalBytes (\(options.maxTotalBytes))")
+        } catch {
+            throw Self.pageError(url, error)
+        }
+    }
+
+    /// The page could not be fetched: `.cancelled` for a cancelled task, else `.pageFailed` with the cause.
+    private static func pageError(_ url: HTTPURL, _ error: any Error) -> WebArchiveError {
+        let clientError = error as? HTTPClientError
+        if clientError?.code == .cancelled || error is CancellationError {
+            return WebArchiveError(.cancelled, "\(url.redactedDescription): cancelled")
+        }
+        return WebArchiveError(.pageFailed, "\(url.redactedDescription): \(error)", underlying: clientError)
+    }
+
+    /// Fetches `initial` and everything they lead to (stylesheets' imports and images, frames' resources)
+    /// through one batch, adding members as their referrers arrive.
+    private func fetchResources(_ crawl: ArchiveCrawl, initial: [Int], storesInCache: Bool) async throws {
+        guard !initial.isEmpty else { return }
+        let limit = options.maxTotalBytes
+        var configuration = HTTPBatchConfiguration()
+        configuration.maxConcurrentRequests = max(1, options.maxConcurrentRequests)
+        configuration.cancelsAllOnFailure = false  // one resource failing is reported, not fatal
+        try await client.withBatch(configuration, handler: { response -> Fetched in
+            let code = Int(response.status.code)
+            guard (200..<300).contains(code) else {
+                // Read a small error body so the connection can be reused; a large one is dropped (closed).
+                _ = try? await response.body.collect(upTo: 64 << 10)
+                return Fetched(status: code, contentType: nil, url: response.url, body: [])
+            }
+            let body = try await response.body.collect(upTo: limit)
+            return Fetched(status: code, contentType: response.headers[.contentType], url: response.url, body: body)
+        }) { batch in
+            var members: [Int: Int] = [:]  // batch member id → entry index
+            func add(_ indices: [Int]) {
+                for index in indices {
+                    members[batch.add(request(for: crawl.entries[index].url, storesInCache: storesInCache))] = index
+                }
+            }
+            add(initial)
+            var outstanding = initial.count
+            // Bounded: every member ends with exactly one result; at most maxResources members are ever added.
+            for await member in batch.results {
+                outstanding -= 1
+                if let index = members[member.id] {
+                    let more = crawl.received(member.result, for: index)
+                    add(more)
+                    outstanding += more.count
+                }
+                if outstanding == 0 { batch.finish() }
+            }
+        }
+    }
+
+    private func request(for url: HTTPURL, storesInCache: Bool) -> HTTPClientRequest {
+        var request = HTTPClientRequest(url: url.description)
+        if storesInCache {
+            request.cacheStoragePolicy = .permanent
+            if let seconds = options.secondsToCache { request.secondsToCache = seconds }
+        }
+        return request
+    }
+}
+
+/// A response as the batch hands it over: head facts and the whole body.
+struct Fetched: Sendable {
+    var status: Int
+    var contentType: String?
+    var url: HTTPURL
+    var body: [UInt8]
+}
+
+/// The state of one archive: what was found, fetched and kept, and how references map to the archive.
+/// Not `Sendable`: one task (the one running ``WebArchiver/archive(_:to:)``) owns it, including inside the
+/// batch's body closure, which runs in that task.
+final class ArchiveCrawl {
+    struct Entry {
+        var url: HTTPURL
+        var kind: WebArchiveResource.Kind
+        var depth: Int
+        var outcome: WebArchiveResource.Outcome?
+        var body: [UInt8] = []
+        /// The response's `Content-Type`, or a guess from the URL's extension.
+        var contentType = ""
+        /// Where the resource came from after redirects: its own references resolve against this.
+        var finalURL: HTTPURL
+        /// The file name in the directory form.
+        var file: String?
+    }
+
+    let pageURL: HTTPURL
+    let options: WebArchiveOptions
+    private(set) var entries: [Entry] = []
+    private var byURL: [String: Int] = [:]
+    private(set) var totalBytes: Int
+    private var fetchCount = 0
+    private let allowedOrigins: Set<String>
+    private var dataURIs: [Int: String] = [:]
+    private var inlining: Set<Int> = []
+
+    init(pageURL: HTTPURL, pageBody: [UInt8], options: WebArchiveOptions) {
+        self.pageURL = pageURL
+        self.options = options
+        self.totalBytes = pageBody.count
+        var allowed: Set<String> = [Self.origin(pageURL)]
+        if case .sameOriginAnd(let others) = options.origins {
+            for other in others { if let url = try? HTTPURL(other) { allowed.insert(Self.origin(url)) } }
+        }
+        allowedOrigins = allowed
+    }
+
+    // MARK: - Finding
+
+    /// What a document's relative references resolve against: its first `<base href>` if that resolves,
+    /// else its own URL.
+    func base(of document: HTMLDocument, at url: HTTPURL) -> HTTPURL {
+        if let href = document.baseHref, let base = Self.resolve(href, against: url) { return base.url }
+        return url
+    }
+
+    /// Records the references a document at `depth` makes; returns the entries to fetch now.
+    func discover(_ references: [(String, WebArchiveResource.Kind)], base: HTTPURL, depth: Int) -> [Int] {
+        var toFetch: [Int] = []
+        for (reference, kind) in references {
+            guard let (url, _) = Self.resolve(reference, against: base) else { continue }
+            let key = url.description
+            guard byURL[key] == nil else { continue }
+            let index = entries.count
+            byURL[key] = index
+            var entry = Entry(url: url, kind: kind, depth: depth + 1, finalURL: url)
+            let isDocument = kind == .frame || kind == .stylesheet || kind == .styleImport
+            if options.origins != .any && !allowedOrigins.contains(Self.origin(url)) {
+                entry.outcome = .skipped(.crossOrigin)
+            } else if isDocument && depth + 1 > options.maxDepth {
+                entry.outcome = .skipped(.depthLimit)
+            } else if fetchCount >= options.maxResources {
+                entry.outcome = .skipped(.resourceLimit)
+            } else {
+                fetchCount += 1
+                toFetch.append(index)
+            }
+            entries.append(entry)
+        }
+        return toFetch
+    }
+
+    /// Takes a member's result; returns what it leads to (a stylesheet's imports and images, a frame's resources).
+    func received(_ result: Result<Fetched, HTTPClientError>, for index: Int) -> [Int] {
+        let fetched: Fetched
+        switch result {
+        case .failure(let error) where error.code == .bodyLimitExceeded:
+            entries[index].outcome = .skipped(.byteLimit)
+            return []
+        case .failure(let error):
+            entries[index].outcome = .failed(error)
+            return []
+        case .success(let value):
+            fetched = value
+        }
+        guard (200..<300).contains(fetched.status) else {
+            entries[index].outcome = .httpStatus(fetched.status)
+            return []
+        }
+        guard totalBytes + fetched.body.count <= options.maxTotalBytes else {
+            entries[index].outcome = .skipped(.byteLimit)
+            return []
+        }
+        totalBytes += fetched.body.count
+        let contentType = fetched.contentType ?? MediaTypes.guess(path: fetched.url.path)
+        entries[index].body = fetched.body
+        entries[index].contentType = contentType
+        entries[index].finalURL = fetched.url
+        entries[index].outcome = .archived(byteCount: fetched.body.count, mediaType: contentType, file: nil)
+        let entry = entries[index]
+        if isStylesheet(entry) {
+            let references = CSSURLScanner.references(in: entry.body).map {
+                ($0.url, $0.isImport ? WebArchiveResource.Kind.styleImport : .styleResource)
+            }
+            return discover(references, base: entry.finalURL, depth: entry.depth)
+        }
+        if isFrameDocument(entry), let document = HTMLDocument(entry.body, encoding: MediaTypes.charset(contentType)) {
+            var found: [(String, WebArchiveResource.Kind)] = []
+            document.forEachReference { reference, kind in
+                found.append((reference, kind))
+                return nil
+            }
+            return discover(found, base: base(of: document, at: entry.finalURL), depth: entry.depth)
+        }
+        return []
+    }
+
+    private func isStylesheet(_ entry: Entry) -> Bool {
+        let essence = MediaTypes.essence(entry.contentType)
+        return MediaTypes.isCSS(essence) || ((entry.kind == .stylesheet || entry.kind == .styleImport) && essence == "text/plain")
+    }
+
+    private func isFrameDocument(_ entry: Entry) -> Bool {
+        entry.kind == .frame && MediaTypes.isHTML(MediaTypes.essence(entry.contentType))
+    }
+
+    // MARK: - Writing
+
+    /// Replaces a document's references by what `locate` gives for archived entries, and by absolute URLs for
+    /// the rest; then detaches it from its `<base>`.
+    func rewrite(_ document: HTMLDocument, base: HTTPURL, locate: (Int) -> String?) {
+        document.forEachReference { reference, _ in replacement(reference, base: base, locate: locate) }
+        document.detachFromBase { reference in
+            guard let (url, fragment) = Self.resolve(reference, against: base) else { return nil }
+            return url.description + (fragment.map { "#" + $0 } ?? "")
+        }
+    }
+
+    private func replacement(_ reference: String, base: HTTPURL, locate: (Int) -> String?) -> String? {
+        guard let (url, fragment) = Self.resolve(reference, against: base) else { return nil }
+        let suffix = fragment.map { "#" + $0 } ?? ""
+        if let index = byURL[url.description], entries[index].isArchived, let local = locate(index) {
+            return local + suffix
+        }
+        return url.description + suffix
+    }
+
+    /// The entry as a `data:` URI, its stylesheet or frame rewritten to `data:` URIs first (memoized). A cycle
+    /// (a stylesheet importing itself through others, a frame framing its ancestor) is cut with an empty
+    /// document of the same type, as browsers ignore a cyclic `@import`.
+    func dataURI(_ index: Int) -> String? {
+        guard entries[index].isArchived else { return nil }
+        if let known = dataURIs[index] { return known }
+        let entry = entries[index]
+        if inlining.contains(index) { return MediaTypes.dataURI([], mediaType: MediaTypes.essence(entry.contentType)) }
+        inlining.insert(index)
+        defer { inlining.remove(index) }
+        let (bytes, mediaType) = rewritten(index) { self.dataURI($0) }
+        let uri = MediaTypes.dataURI(bytes, mediaType: mediaType)
+        dataURIs[index] = uri
+        return uri
+    }
+
+    /// Gives each archived entry a file name in `resources/`: a digest of its URL and its last path segment
+    /// (`3f2a9c1e-logo.png`), so archiving the same page again replaces the same files whatever order the
+    /// responses arrived in. Two URLs with the same digest and name (improbable) get `-2`, `-3`, … in order found.
+    func assignFiles() {
+        var taken: Set<String> = []
+        for index in entries.indices where entries[index].isArchived {
+            let base = MediaTypes.fileName(
+                prefix: MediaTypes.digest(entries[index].url.description), path: entries[index].finalURL.path,
+                mediaType: entries[index].contentType)
+            var name = base
+            var suffix = 1
+            // Bounded: each pass tries a new suffix; at most entries.count names are taken.
+            while taken.contains(name) {
+                suffix += 1
+                name = base + "-\(suffix)"
+            }
+            taken.insert(name)
+            entries[index].file = name
+        }
+    }
+
+    /// The bytes of an entry's file in the directory form: stylesheets and frames refer to their siblings.
+    func localBytes(_ index: Int) -> [UInt8] {
+        rewritten(index) { self.entries[$0].file }.bytes
+    }
+
+    /// An entry's bytes with its references (for stylesheets and frames) replaced, and its media type.
+    private func rewritten(_ index: Int, locate: (Int) -> String?) -> (bytes: [UInt8], mediaType: String) {
+        let entry = entries[index]
+        if isStylesheet(entry) {
+            let css = CSSURLScanner.rewrite(entry.body) { replacement($0.url, base: entry.finalURL, locate: locate) }
+            return (css, entry.contentType)
+        }
+        if isFrameDocument(entry), let document = HTMLDocument(entry.body, encoding: MediaTypes.charset(entry.contentType)) {
+            rewrite(document, base: base(of: document, at: entry.finalURL), locate: locate)
+            // libxml2 writes in the document's encoding, or ASCII with character references when it has none.
+            return (document.serialized(), "text/html;charset=" + (document.encoding ?? "utf-8"))
+        }
+        return (entry.body, entry.contentType)
+    }
+
+    /// The public report, in the order resources were found.
+    func report(_ output: WebArchiveOutput) -> [WebArchiveResource] {
+        entries.map { entry in
+            var outcome = entry.outcome ?? .skipped(.resourceLimit)
+            if case .archived(let count, let type, _) = outcome, case .directory = output {
+                outcome = .archived(byteCount: count, mediaType: type, file: entry.file.map { "resources/" + $0 })
+            }
+            return WebArchiveResource(url: entry.url, kind: entry.kind, depth: entry.depth, outcome: outcome)
+        }
+    }
+
+    // MARK: - URLs
+
+    /// `scheme://host:port`.
+    static func origin(_ url: HTTPURL) -> String { "\(url.scheme)://\(url.host):\(url.port)" }
+
+    /// A reference resolved against `base`, without its fragment (returned apart), or nil for what is not
+    /// fetched: empty, fragment-only, or another scheme (`data:`, `javascript:`, `mailto:`, `about:`, `blob:`),
+    /// or not a URL at all. Spaces, non-ASCII characters and the other bytes RFC 3986 forbids are
+    /// percent-encoded first, as browsers do.
+    static func resolve(_ reference: String, against base: HTTPURL) -> (url: HTTPURL, fragment: String?)? {
+        guard !reference.isEmpty, !reference.hasPrefix("#") else { return nil }
+        if let scheme = scheme(of: reference), scheme != "http", scheme != "https" { return nil }
+        guard var url = try? base.resolving(percentEncoded(reference)) else { return nil }
+        let fragment = url.fragment
+        url.fragment = nil
+        guard url.scheme == "http" || url.scheme == "https" else { return nil }
+        return (url, fragment)
+    }
+
+    private static func scheme(of reference: String) -> String? {
+        var name = ""
+        for character in reference {
+            if character == ":" { return name.isEmpty ? nil : name.lowercased() }
+            guard character.isASCII, character.isLetter || character.isNumber || character == "+" || character == "-" || character == "."
+            else { return nil }
+            name.append(character)
+        }
+        return nil
+    }
+
+    private static func percentEncoded(_ reference: String) -> String {
+        let bytes = Array(reference.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        let hex = Array("0123456789ABCDEF".utf8)
+        func isHex(_ byte: UInt8) -> Bool {
+            (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x66)
+        }
+        for (offset, byte) in bytes.enumerated() {
+            let isValidEscape = byte == UInt8(ascii: "%") && offset + 2 < bytes.count && isHex(bytes[offset + 1]) && isHex(bytes[offset + 2])
+            let unsafe = byte <= 0x20 || byte >= 0x7F || "\"<>\\^`{|}".utf8.contains(byte)
+                || (byte == UInt8(ascii: "%") && !isValidEscape)
+            if unsafe {
+                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            } else {
+                out.append(byte)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+extension ArchiveCrawl.Entry {
+    var isArchived: Bool {
+        if case .archived = outcome { return true }
+        return false
+    }
+}

@@ -1,0 +1,3 @@
+document.addEventListener("DOMContentLoaded", function () {
+  document.getElementById("script-output").textContent = "script ran";
+});
