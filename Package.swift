@@ -16,6 +16,8 @@ let package = Package(
     products: [
         .library(name: "AsyncHTTP", targets: ["AsyncHTTP"]),
         .executable(name: "ahttp", targets: ["ahttp"]),
+        // AsyncHTTPS3: AWS Signature Version 4 and Amazon S3 operations (docs/s3.md).
+        .library(name: "AsyncHTTPS3", targets: ["AsyncHTTPS3"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
@@ -74,9 +76,14 @@ let package = Package(
             // a resource's generated `Bundle.module` accessor would link Foundation into every user's program.
             exclude: ["Resources"]
         ),
+        // AsyncHTTPS3: SigV4 over OpenSSL's digests, S3's XML through libxml2; no Foundation (FoundationEssentials).
+        .target(
+            name: "AsyncHTTPS3",
+            dependencies: ["AsyncHTTP", "CLibXML2", "COpenSSL"]
+        ),
         .executableTarget(
             name: "ahttp",
-            dependencies: ["AsyncHTTP"]
+            dependencies: ["AsyncHTTP", "AsyncHTTPS3"]
         ),
         .testTarget(
             name: "AsyncHTTPTests",
@@ -88,6 +95,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "AsyncHTTPS3",
             ],
             resources: [.copy("Resources")]
         ),
