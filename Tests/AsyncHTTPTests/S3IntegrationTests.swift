@@ -177,7 +177,11 @@ final class S3IntegrationTests: XCTestCase {
     }
 
     func testMultipartUploadSendsPartsInParallelAndCompletes() async throws {
-        let s3 = try makeS3()
+        let parts = PartsInFlight()
+        var clientConfiguration = HTTPClient.Configuration()
+        clientConfiguration.observers = [parts]
+        let client = HTTPClient(configuration: clientConfiguration)
+        let s3 = try makeS3(client: client)
         let bucket = try await makeBucket(s3)
         let directory = try temporaryDirectory()
         let file = directory.appendingPathComponent("large.bin")
@@ -186,12 +190,16 @@ final class S3IntegrationTests: XCTestCase {
         let result = try await s3.uploadFile(bucket: bucket, key: "large.bin", path: file.path,
                                              options: S3PutOptions(contentType: "application/x-test"))
         XCTAssertTrue(result.eTag?.hasSuffix("-3\"") ?? false, "three parts: \(result.eTag ?? "nil")")
+        XCTAssertEqual(parts.started, 3)
+        XCTAssertGreaterThanOrEqual(parts.mostAtOnce, 2, "the parts went up one after another")
+        XCTAssertLessThanOrEqual(parts.mostAtOnce, 3, "more parts at once than maxConcurrentParts")
         let head = try await s3.headObject(bucket: bucket, key: "large.bin")
         XCTAssertEqual(head.contentLength, bytes.count)
         XCTAssertEqual(head.contentType, "application/x-test")
         let object = try await s3.getObject(bucket: bucket, key: "large.bin")
         let awaited5 = try await object.body.collect(upTo: 32 << 20)
         XCTAssertEqual(awaited5, bytes)
+        try await client.shutdown()
     }
 
     func testMultipartUploadResumesAndSkipsStoredParts() async throws {
@@ -211,7 +219,14 @@ final class S3IntegrationTests: XCTestCase {
         let awaited6 = try await s3.listParts(bucket: bucket, key: "resume.bin", uploadID: uploadID).keys.sorted()
         XCTAssertEqual(awaited6, [1])
 
-        let result = try await s3.uploadFile(bucket: bucket, key: "resume.bin", path: file.path, resumingUploadID: uploadID)
+        let parts = PartsInFlight()
+        var clientConfiguration = HTTPClient.Configuration()
+        clientConfiguration.observers = [parts]
+        let client = HTTPClient(configuration: clientConfiguration)
+        let resuming = S3Client(configuration: s3.configuration, client: client)
+        let result = try await resuming.uploadFile(bucket: bucket, key: "resume.bin", path: file.path, resumingUploadID: uploadID)
+        XCTAssertEqual(parts.started, 2, "part 1 was sent again")
+        try await client.shutdown()
         XCTAssertTrue(result.eTag?.hasSuffix("-3\"") ?? false)
         let awaited7 = try await s3.getObject(bucket: bucket, key: "resume.bin").body.collect(upTo: 32 << 20)
         XCTAssertEqual(awaited7, bytes)
@@ -284,5 +299,32 @@ final class S3IntegrationTests: XCTestCase {
         let awaited10 = try await pathStyle.getObject(bucket: bucket, key: "k.txt").body.collect(upTo: 100)
         XCTAssertEqual(awaited10, Array("virtual".utf8))
         try await client.shutdown()
+    }
+}
+
+/// Counts multipart part requests (`?partNumber=`) between being queued and their response head arriving.
+final class PartsInFlight: HTTPClientObserver, @unchecked Sendable {
+    // @unchecked: every stored property is read and written only under `lock`.
+    private let lock = NSLock()
+    private var inFlight: Set<UInt64> = []
+    private var _started = 0
+    private var _mostAtOnce = 0
+
+    var started: Int { lock.withLock { _started } }
+    var mostAtOnce: Int { lock.withLock { _mostAtOnce } }
+
+    func observe(_ event: HTTPClientEvent) {
+        lock.withLock {
+            switch event.kind {
+            case .queued(_, let url) where url.contains("partNumber="):
+                _started += 1
+                inFlight.insert(event.requestID)
+                _mostAtOnce = max(_mostAtOnce, inFlight.count)
+            case .headReceived, .failed:
+                inFlight.remove(event.requestID)
+            default:
+                break
+            }
+        }
     }
 }
