@@ -44,4 +44,27 @@ final class CommandLineAWSSigV4Tests: XCTestCase {
         XCTAssertEqual(noKeys.status, 43)
         XCTAssertTrue(noKeys.stderr.contains("-u"), noKeys.stderr)
     }
+
+    /// What the CLI actually sends, echoed back by httpbin's /anything, signs to what botocore computes for the same
+    /// request at the same instant (the echoed X-Amz-Date): a non-S3 service, a path botocore encodes twice, a query
+    /// to sort, a body to hash.
+    func testCommandLineAuthorizationMatchesBotocoreForTheRequestItSent() throws {
+        let url = try Peers.httpbin() + "/anything/orders/a%20b?z=1&a=2"
+        let body = #"{"id":1}"#
+        let result = try runAhttp(["-s", "--aws-sigv4", "aws:amz:eu-west-1:execute-api", "-u", user,
+                                   "-H", "Content-Type: application/json", "--data-binary", body, url])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let echo = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let headers = try XCTUnwrap(echo["headers"] as? [String: String])
+        let sent = try XCTUnwrap(headers["Authorization"])
+        let date = try XCTUnwrap(headers["X-Amz-Date"])
+        XCTAssertNil(headers["X-Amz-Content-Sha256"], "only S3 gets the payload header")
+        let expected = try botocoreSign([[
+            "method": "POST", "url": url, "headers": [["Content-Type", "application/json"]],
+            "body_hex": Array(body.utf8).map { String(format: "%02x", $0) }.joined(), "region": "eu-west-1",
+            "service": "execute-api", "access_key": "AKIACLITEST", "secret_key": "cli/secret+KEY", "timestamp": date,
+        ]])
+        XCTAssertEqual(sent, expected[0]["authorization"] as? String)
+        XCTAssertTrue(sent.contains("SignedHeaders=content-type;host;x-amz-date,"), sent)
+    }
 }
