@@ -18,6 +18,8 @@ let package = Package(
         .executable(name: "ahttp", targets: ["ahttp"]),
         // AsyncHTTPWebArchive: whole web pages for offline reading (ASIWebPageRequest); links libxml2.
         .library(name: "AsyncHTTPWebArchive", targets: ["AsyncHTTPWebArchive"]),
+        // AsyncHTTPS3: AWS Signature Version 4 and Amazon S3 operations (docs/s3.md).
+        .library(name: "AsyncHTTPS3", targets: ["AsyncHTTPS3"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
@@ -81,9 +83,14 @@ let package = Package(
             name: "AsyncHTTPWebArchive",
             dependencies: ["AsyncHTTP", "CLibXML2"]
         ),
+        // AsyncHTTPS3: SigV4 over OpenSSL's digests, S3's XML through libxml2; no Foundation (FoundationEssentials).
+        .target(
+            name: "AsyncHTTPS3",
+            dependencies: ["AsyncHTTP", "CLibXML2", "COpenSSL"]
+        ),
         .executableTarget(
             name: "ahttp",
-            dependencies: ["AsyncHTTP", "AsyncHTTPWebArchive"]
+            dependencies: ["AsyncHTTP", "AsyncHTTPWebArchive", "AsyncHTTPS3"]
         ),
         .testTarget(
             name: "AsyncHTTPTests",
@@ -96,6 +103,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 "AsyncHTTPWebArchive",
+                "AsyncHTTPS3",
             ],
             resources: [.copy("Resources")]
         ),

@@ -20,6 +20,7 @@ done < <(grep -rlE '^import (Glibc|Musl|Darwin|CEpoll)$' Sources || true)
 while IFS= read -r file; do
     case "$file" in
         Sources/AsyncHTTP/IO/TLSStream.swift|Sources/AsyncHTTP/Auth/Hashing.swift) ;;
+        Sources/AsyncHTTPS3/SHA256.swift) ;;  # AsyncHTTPS3's SigV4 digests (its own target, not the core)
         *) breach "$file imports OpenSSL" ;;
     esac
 done < <(grep -rlE '^import COpenSSL$' Sources || true)

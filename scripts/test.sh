@@ -568,6 +568,27 @@ export ASYNCHTTP_WEBARCHIVE_OTHER_URL="http://127.0.0.1:$PORT_B"
 export ASYNCHTTP_WEBARCHIVE_SITE="$WEBARCHIVE_DIR/site"
 ASYNCHTTP_CHROMIUM="$(command -v chromium)"
 export ASYNCHTTP_CHROMIUM
+# --- moto (S3) ------------------------------------------------------------------------------
+# moto's S3 in server mode for AsyncHTTPS3's operations, and botocore (installed with it) as the independent
+# SigV4 signer the signing tests compare with; pinned in scripts/requirements-moto.txt.
+MOTO_VENV="$PEERS/moto-venv"
+MOTO_REQUIREMENTS="$ROOT/scripts/requirements-moto.txt"
+if ! cmp -s "$MOTO_REQUIREMENTS" "$MOTO_VENV/requirements.txt"; then
+    log "installing moto into $MOTO_VENV"
+    rm -rf "$MOTO_VENV"
+    python3 -m venv "$MOTO_VENV"
+    "$MOTO_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$MOTO_REQUIREMENTS"
+    cp "$MOTO_REQUIREMENTS" "$MOTO_VENV/requirements.txt"  # marks the install complete
+fi
+launch_moto() {
+    "$MOTO_VENV/bin/moto_server" -H 127.0.0.1 -p "$PORT_A" > "$PEERS/moto.log" 2>&1 &
+    PEER_PID=$!
+}
+moto_ready() { curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$PORT_A/moto-api/"; }
+# Up to 20 s: the first start imports moto's many service modules.
+start_peer "moto" 200 launch_moto moto_ready "$PEERS/moto.log"
+export ASYNCHTTP_MOTO_URL="http://127.0.0.1:$PORT_A"
+export ASYNCHTTP_MOTO_PYTHON="$MOTO_VENV/bin/python"
 
 # --- tests -----------------------------------------------------------------------------------
 # The layer walls that the target graph cannot hold (OS calls only in IO/, nothing above the transport

@@ -58,6 +58,7 @@ struct Options {
     var connectTo: [ConnectToOverride] = []
     var unixSocket: UnixSocketAddress?
     var happyEyeballsDelay: Int?
+    var awsSigV4: String?  // --aws-sigv4 (AWSSigV4Option.swift)
     /// --cache DIR, --cache-policy NAME: the download cache (see Cache.swift).
     var cacheDirectory: String?
     var cachePolicy: HTTPCachePolicy?
@@ -174,6 +175,7 @@ func parse(_ arguments: [String]) throws -> Options {
         case "--ntlm": options.authSchemes = [.ntlm]
         case "--anyauth": options.authSchemes = Set(HTTPAuthenticationScheme.allCases)
         case "--oauth2-bearer": options.bearer = try value(argument)
+        case "--aws-sigv4": options.awsSigV4 = try value(argument)
         case "-x", "--proxy": options.proxy = try parseProxy(try value(argument), kind: nil)
         case "-U", "--proxy-user": options.proxyUser = parseUser(try value(argument))
         case "--socks5": options.proxy = try parseProxy(try value(argument), kind: .socks5)
@@ -438,6 +440,10 @@ func run() async -> Int32 {
             return 23  // CURLE_WRITE_ERROR
         } catch { return 23 }
     }
+    if let provider = options.awsSigV4 {  // --aws-sigv4: -u is the key pair, signed, never sent as Basic
+        do { configuration.middleware.append(try awsSigV4Middleware(provider: provider, user: options.user, firstURL: options.urls.first)) }
+        catch { printError(error.message); return error.exitCode }
+    }
     let client = HTTPClient(configuration: configuration)
     if let output = options.archiveOutput {
         let status = await runArchive(client: client, url: options.urls[0], output: output, silent: options.silent)
@@ -469,7 +475,7 @@ func run() async -> Int32 {
         if let method = options.method { request.method = method }
         for (name, value) in options.headers { request.setHeader(name, value) }
         for cookies in options.cookieStrings { request.addHeader("Cookie", cookies) }
-        if let user = options.user {
+        if let user = options.user, options.awsSigV4 == nil {
             request.credentials = user
             request.authenticationSchemes = options.authSchemes
             request.sendsCredentialsPreemptively = options.authSchemes == nil || options.authSchemes == [.basic]

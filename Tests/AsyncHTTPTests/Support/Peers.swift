@@ -174,6 +174,16 @@ enum Peers {
         return port
     }
 
+    /// moto's S3 in server mode (PyPI `moto[server]`) on 127.0.0.1, as a base URL without a trailing slash.
+    static func moto() throws -> String {
+        try variable("ASYNCHTTP_MOTO_URL", "moto peer is not running: run ./scripts/test.sh")
+    }
+
+    /// The Python of moto's virtualenv, which has botocore: the independent SigV4 signer the tests compare with.
+    static func motoPython() throws -> String {
+        try variable("ASYNCHTTP_MOTO_PYTHON", "moto's virtualenv is unknown: run ./scripts/test.sh")
+    }
+
     private static func variable(_ name: String, _ message: String) throws -> String {
         guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
             throw PeerError("\(message) (\(name) is not set)")
