@@ -261,6 +261,39 @@ final class OpenAPITransportTests: XCTestCase {
         try await server.shutdown()
     }
 
+    /// Cancelling the task mid-upload stops the iteration of the request `HTTPBody` (its stream is terminated)
+    /// and fails the request with `cancelled`; the server sees no complete request.
+    func testCancellationMidUploadStopsIteratingTheRequestBody() async throws {
+        let server = try await NIOTestServer()
+        let client = HTTPClient(configuration: Self.clientConfiguration())
+        let transport = AsyncHTTPTransport(client: client)
+        let base = URL(string: server.baseURL)!
+        let (upload, continuation) = AsyncStream<HTTPBody.ByteChunk>.makeStream()
+        let terminated = Locked(false)
+        continuation.onTermination = { _ in terminated.withLock { $0 = true } }
+        continuation.yield(ArraySlice(repeating: 1, count: 4096))  // then nothing more, ever
+        let start = ContinuousClock.now
+        let task = Task { () async throws -> HTTPResponse in
+            let request = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/discard")
+            return try await transport.send(request, body: HTTPBody(upload, length: .unknown), baseURL: base,
+                                            operationID: "upload").0
+        }
+        try await waitUntil { server.connectionsAccepted == 1 }
+        task.cancel()
+        do {
+            _ = try await task.value
+            XCTFail("the upload outlived its cancelled task")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .cancelled, "\(error)")
+        }
+        try await waitUntil { terminated.withLock { $0 } }  // the body's stream was told to stop
+        XCTAssertLessThan(start.duration(to: .now), Self.bound)
+        try await server.waitUntilAllConnectionsClosed()
+        XCTAssertEqual(server.requestsServed, 0)
+        try await client.shutdown()
+        try await server.shutdown()
+    }
+
     // MARK: Configuration
 
     func testTimeoutIsAppliedToEachRequest() async throws {
