@@ -10,7 +10,7 @@ public import struct Foundation.URL
 #endif
 
 /// A swift-openapi-runtime `ClientTransport` that sends the requests of a client made by swift-openapi-generator
-/// through an AsyncHTTP ``HTTPClient``.
+/// through an AsyncHTTP `HTTPClient`.
 ///
 /// ```swift
 /// import AsyncHTTPOpenAPI
@@ -22,7 +22,7 @@ public import struct Foundation.URL
 /// let response = try await client.getGreeting(query: .init(name: "Ada"))
 /// ```
 ///
-/// Every request goes through ``HTTPClient/send(_:)``: the client's middleware (redirects, authentication,
+/// Every request goes through `HTTPClient.send(_:)`: the client's middleware (redirects, authentication,
 /// cookies, compression, cache, retries), observers, proxies, TLS settings and timeouts apply as they do to any
 /// request the client sends.
 ///
@@ -30,18 +30,18 @@ public import struct Foundation.URL
 /// - A request `HTTPBody` is sent as it is iterated, with `Content-Length` when its `length` is `.known` and
 ///   chunked when it is `.unknown`. A body whose `iterationBehavior` is `.multiple` can be sent again (a 307
 ///   redirect, an authentication retry); a `.single` one is one-shot, and a request that would need it twice
-///   fails with ``HTTPClientError/Code/bodyNotReplayable``.
+///   fails with `HTTPClientError.Code.bodyNotReplayable`.
 /// - The response `HTTPBody` reads the connection as it is iterated (`.single`), with its `length` from
 ///   `Content-Length` when the server sent one (not after decompression, which removes it). A `HEAD` response has
 ///   no body (`nil`).
 ///
 /// Cancelling the task that sends the request, or that iterates the response body, stops the request: the
-/// connection is closed, not reused, and the call or the iteration throws ``HTTPClientError`` with the code
-/// ``HTTPClientError/Code/cancelled``. A connection lost mid-body makes the iteration throw
-/// (``HTTPClientError/Code/connectionClosed`` or ``HTTPClientError/Code/ioFailure``); it never ends early as if
+/// connection is closed, not reused, and the call or the iteration throws `HTTPClientError` with the code
+/// `HTTPClientError.Code.cancelled`. A connection lost mid-body makes the iteration throw
+/// (`HTTPClientError.Code.connectionClosed` or `HTTPClientError.Code.ioFailure`); it never ends early as if
 /// the body were complete.
 ///
-/// Errors are ``HTTPClientError`` values, unchanged, so `code` says what happened; the generated client wraps
+/// Errors are `HTTPClientError` values, unchanged, so `code` says what happened; the generated client wraps
 /// them in `ClientError`, whose `underlyingError` holds them. A status such as 404 or 500 is not an error here:
 /// it reaches the generated client, which maps it to the operation's documented responses.
 public struct AsyncHTTPTransport: ClientTransport {
@@ -51,14 +51,14 @@ public struct AsyncHTTPTransport: ClientTransport {
         public var client: HTTPClient
 
         /// A total deadline for each request, from sending until the last byte of the response body
-        /// (``HTTPClientRequest/timeout``); `nil` keeps the client's own timeouts
-        /// (``HTTPClient/Configuration``). swift-openapi-async-http-client's transport defaults to one minute;
+        /// (`HTTPClientRequest.timeout`); `nil` keeps the client's own timeouts
+        /// (`HTTPClient.Configuration`). swift-openapi-async-http-client's transport defaults to one minute;
         /// this one defaults to the client's settings, so that a long streamed body is not cut off by a
         /// deadline the client was not configured with.
         public var timeout: Duration?
 
         /// Called on each request just before it is sent, with the OpenAPI operation's identifier: set
-        /// per-operation options here (``HTTPClientRequest/timeout``, a middleware's option, a header).
+        /// per-operation options here (`HTTPClientRequest.timeout`, a middleware's option, a header).
         ///
         /// ```swift
         /// configuration.prepareRequest = { request, operationID in
@@ -69,7 +69,7 @@ public struct AsyncHTTPTransport: ClientTransport {
 
         /// A configuration sending with `client`.
         /// - Parameters:
-        ///   - client: The client that sends the requests; ``HTTPClient/shared`` unless given.
+        ///   - client: The client that sends the requests; `HTTPClient.shared` unless given.
         ///   - timeout: A total deadline for each request; `nil` (the default) keeps the client's timeouts.
         ///   - prepareRequest: Called on each request before it is sent, with the operation's identifier.
         public init(
@@ -85,7 +85,7 @@ public struct AsyncHTTPTransport: ClientTransport {
     /// The client and settings this transport sends with.
     public var configuration: Configuration
 
-    /// A transport sending with `configuration`'s client (``HTTPClient/shared`` by default).
+    /// A transport sending with `configuration`'s client (`HTTPClient.shared` by default).
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
     }
@@ -95,7 +95,7 @@ public struct AsyncHTTPTransport: ClientTransport {
         self.init(configuration: .init(client: client))
     }
 
-    /// Sends `request` to `baseURL` with `body` through the configured ``HTTPClient``, and returns the response
+    /// Sends `request` to `baseURL` with `body` through the configured `HTTPClient`, and returns the response
     /// head once it has arrived, with its body streaming on.
     ///
     /// - Parameters:
@@ -104,8 +104,8 @@ public struct AsyncHTTPTransport: ClientTransport {
     ///   - baseURL: The server URL (`http` or `https`), such as `https://api.example.com/v1`.
     ///   - operationID: The operation's identifier, passed to ``Configuration/prepareRequest``.
     /// - Returns: The response head and its body (`nil` for `HEAD`).
-    /// - Throws: ``HTTPClientError``: ``HTTPClientError/Code/invalidURL`` or ``HTTPClientError/Code/invalidRequest``
-    ///   for a server URL or path that cannot make a request, otherwise what ``HTTPClient/send(_:)`` throws.
+    /// - Throws: `HTTPClientError`: `HTTPClientError.Code.invalidURL` or `HTTPClientError.Code.invalidRequest`
+    ///   for a server URL or path that cannot make a request, otherwise what `HTTPClient.send(_:)` throws.
     public func send(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
     ) async throws -> (HTTPResponse, HTTPBody?) {
