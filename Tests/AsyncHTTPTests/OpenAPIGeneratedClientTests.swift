@@ -112,6 +112,54 @@ final class OpenAPIGeneratedClientTests: XCTestCase {
         XCTAssertEqual(try ok.body.json.additionalProperties["X-Echo"], "hello header")
     }
 
+    /// Cancelling the task running an operation while httpbin holds the head back (`/delay/5`) ends it at once,
+    /// with the generated client's `ClientError` holding `HTTPClientError` `.cancelled`.
+    func testCancellingAnOperationBeforeTheHeadStopsIt() async throws {
+        let client = self.client!
+        let httpClient = self.httpClient!
+        let start = ContinuousClock.now
+        let task = Task { try await client.getDelayed(path: .init(seconds: 5)) }
+        let deadline = ContinuousClock.now + .seconds(3)
+        while httpClient.connectionsOpened == 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        task.cancel()
+        do {
+            let output = try await task.value
+            XCTFail("the operation outlived its cancelled task: \(output)")
+        } catch let error as ClientError {
+            XCTAssertEqual((error.underlyingError as? HTTPClientError)?.code, .cancelled, "\(error.underlyingError)")
+        }
+        XCTAssertLessThan(start.duration(to: .now), .seconds(4), "ended before httpbin's answer at 5 s")
+    }
+
+    /// Cancelling the task iterating a binary response body mid-body (httpbin's `/drip`, a byte a second) stops
+    /// the read with `HTTPClientError` `.cancelled`, raised by the body itself (the operation has returned).
+    func testCancellingTheIterationOfADrippingBodyStopsIt() async throws {
+        let response = try await client.drip(query: .init(duration: 4, numbytes: 4))
+        let body = try response.ok.body.binary
+        XCTAssertEqual(body.length, .known(4))
+        let (firstChunk, firstChunkContinuation) = AsyncStream<Void>.makeStream()
+        let start = ContinuousClock.now
+        let reader = Task { () async throws -> Int in
+            defer { firstChunkContinuation.finish() }  // the wait below ends even if the first read fails
+            var iterator = body.makeAsyncIterator()
+            var count = try await iterator.next()?.count ?? 0
+            firstChunkContinuation.yield()
+            while let chunk = try await iterator.next() { count += chunk.count }
+            return count
+        }
+        for await _ in firstChunk { break }
+        reader.cancel()
+        do {
+            let count = try await reader.value
+            XCTFail("the body was read to its end (\(count) bytes) after cancellation")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .cancelled, "\(error)")
+        }
+        XCTAssertLessThan(start.duration(to: .now), .seconds(3), "ended before the drip did")
+    }
+
     /// A transport failure reaches the caller as the generated client's `ClientError`, holding the
     /// `HTTPClientError` with its code.
     func testTransportFailureIsAClientErrorHoldingTheHTTPClientError() async throws {

@@ -240,6 +240,7 @@ final class OpenAPITransportTests: XCTestCase {
         let firstChunk = AsyncStream<Void>.makeStream()
         let start = ContinuousClock.now
         let reader = Task {
+            defer { firstChunk.continuation.finish() }  // the wait below ends even if the first read fails
             var iterator = body!.makeAsyncIterator()
             let first = try await iterator.next()
             XCTAssertEqual(first.map { String(decoding: $0, as: UTF8.self) }, "part1-")
@@ -268,17 +269,28 @@ final class OpenAPITransportTests: XCTestCase {
         let client = HTTPClient(configuration: Self.clientConfiguration())
         let transport = AsyncHTTPTransport(client: client)
         let base = URL(string: server.baseURL)!
-        let (upload, continuation) = AsyncStream<HTTPBody.ByteChunk>.makeStream()
-        let terminated = Locked(false)
-        continuation.onTermination = { _ in terminated.withLock { $0 = true } }
-        continuation.yield(ArraySlice(repeating: 1, count: 4096))  // then nothing more, ever
+        // One chunk, then a pull that waits (up to 30 s) for more and notes whether it was cancelled.
+        let pulls = Locked(0)
+        let waiting = Locked(false)
+        let pullCancelled = Locked(false)
+        let upload = AsyncStream<HTTPBody.ByteChunk>(unfolding: {
+            let pull = pulls.withLock { count in
+                count += 1
+                return count
+            }
+            if pull == 1 { return ArraySlice(repeating: 1, count: 4096) }
+            waiting.withLock { $0 = true }
+            try? await Task.sleep(for: .seconds(30))
+            pullCancelled.withLock { $0 = Task.isCancelled }
+            return nil
+        })
         let start = ContinuousClock.now
         let task = Task { () async throws -> HTTPResponse in
             let request = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/discard")
             return try await transport.send(request, body: HTTPBody(upload, length: .unknown), baseURL: base,
                                             operationID: "upload").0
         }
-        try await waitUntil { server.connectionsAccepted == 1 }
+        try await waitUntil { waiting.withLock { $0 } }  // one chunk sent, the next awaited
         task.cancel()
         do {
             _ = try await task.value
@@ -286,7 +298,7 @@ final class OpenAPITransportTests: XCTestCase {
         } catch let error as HTTPClientError {
             XCTAssertEqual(error.code, .cancelled, "\(error)")
         }
-        try await waitUntil { terminated.withLock { $0 } }  // the body's stream was told to stop
+        try await waitUntil { pullCancelled.withLock { $0 } }  // the body's iteration was cancelled
         XCTAssertLessThan(start.duration(to: .now), Self.bound)
         try await server.waitUntilAllConnectionsClosed()
         XCTAssertEqual(server.requestsServed, 0)

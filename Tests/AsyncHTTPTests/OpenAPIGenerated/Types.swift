@@ -40,6 +40,16 @@ internal protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /response-headers`.
     /// - Remark: Generated from `#/paths//response-headers/get(getResponseHeaders)`.
     func getResponseHeaders(_ input: Operations.GetResponseHeaders.Input) async throws -> Operations.GetResponseHeaders.Output
+    /// Answers after a delay (for cancellation before the head).
+    ///
+    /// - Remark: HTTP `GET /delay/{seconds}`.
+    /// - Remark: Generated from `#/paths//delay/{seconds}/get(getDelayed)`.
+    func getDelayed(_ input: Operations.GetDelayed.Input) async throws -> Operations.GetDelayed.Output
+    /// The head at once, then numbytes bytes spread over duration seconds (for cancellation mid-body).
+    ///
+    /// - Remark: HTTP `GET /drip`.
+    /// - Remark: Generated from `#/paths//drip/get(drip)`.
+    func drip(_ input: Operations.Drip.Input) async throws -> Operations.Drip.Output
 }
 
 /// Convenience overloads for operation inputs.
@@ -127,6 +137,32 @@ extension APIProtocol {
         headers: Operations.GetResponseHeaders.Input.Headers = .init()
     ) async throws -> Operations.GetResponseHeaders.Output {
         try await getResponseHeaders(Operations.GetResponseHeaders.Input(
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Answers after a delay (for cancellation before the head).
+    ///
+    /// - Remark: HTTP `GET /delay/{seconds}`.
+    /// - Remark: Generated from `#/paths//delay/{seconds}/get(getDelayed)`.
+    internal func getDelayed(
+        path: Operations.GetDelayed.Input.Path,
+        headers: Operations.GetDelayed.Input.Headers = .init()
+    ) async throws -> Operations.GetDelayed.Output {
+        try await getDelayed(Operations.GetDelayed.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// The head at once, then numbytes bytes spread over duration seconds (for cancellation mid-body).
+    ///
+    /// - Remark: HTTP `GET /drip`.
+    /// - Remark: Generated from `#/paths//drip/get(drip)`.
+    internal func drip(
+        query: Operations.Drip.Input.Query = .init(),
+        headers: Operations.Drip.Input.Headers = .init()
+    ) async throws -> Operations.Drip.Output {
+        try await drip(Operations.Drip.Input(
             query: query,
             headers: headers
         ))
