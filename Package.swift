@@ -104,12 +104,31 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 "AsyncHTTPWebArchive",
                 "AsyncHTTPS3",
+                // AsyncHTTPOpenAPI: the transport, and the runtime its generated test client (OpenAPIGenerated/) imports.
+                "AsyncHTTPOpenAPI",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ],
             resources: [.copy("Resources")]
         ),
     ],
     swiftLanguageModes: [.v6]
 )
+
+// AsyncHTTPOpenAPI: a swift-openapi-runtime `ClientTransport` over `HTTPClient` (docs/openapi.md), its own
+// product so the core links nothing of OpenAPI. The runtime without its `FullFoundation` trait: on Linux it then
+// needs FoundationEssentials only, as the core does.
+package.dependencies.append(
+    .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4", traits: []))
+package.products.append(.library(name: "AsyncHTTPOpenAPI", targets: ["AsyncHTTPOpenAPI"]))
+package.targets.append(
+    .target(
+        name: "AsyncHTTPOpenAPI",
+        dependencies: [
+            "AsyncHTTP",
+            .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+        ]
+    ))
 
 // libFuzzer targets (Fuzz/, docs/fuzzing.md), built only by scripts/fuzz.sh, which sets ASYNCHTTP_FUZZ and
 // passes -sanitize=fuzzer,address: without the variable they do not exist, so `swift build` and `swift test`
