@@ -24,7 +24,7 @@
 ///
 /// ```swift
 /// // 1. Send the negotiate message.
-/// request.headerFields[.authorization] = NTLM.authorizationValue(NTLM.negotiateMessage(domain: nil, workstation: nil))
+/// request.headers[.authorization] = NTLM.authorizationValue(NTLM.negotiateMessage(domain: nil, workstation: nil))
 /// // 2. The 401 carries the challenge.
 /// let challenge = try NTLM.Challenge(AuthChallenge.parse(values).first { $0.scheme == "ntlm" }!)
 /// // 3. Answer it on the same connection.
@@ -33,7 +33,7 @@
 ///     challenge: challenge, username: user, password: password, domain: domain, workstation: "",
 ///     clientChallenge: secureRandomBytes(8), timestamp: NTLM.fileTime(unixSeconds: now),
 ///     exportedSessionKey: secureRandomBytes(16))
-/// request.headerFields[.authorization] = NTLM.authorizationValue(message)
+/// request.headers[.authorization] = NTLM.authorizationValue(message)
 /// ```
 enum NTLM {
     /// NegotiateFlags ([MS-NLMP] §2.2.2.5).
