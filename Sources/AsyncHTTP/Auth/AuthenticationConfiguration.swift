@@ -14,7 +14,7 @@
 /// var configuration = HTTPClient.Configuration()
 /// configuration.authentication.authenticationNeeded = { challenge in
 ///     guard challenge.failureCount < 2 else { return nil }   // give up after two wrong passwords
-///     return await askTheUser(challenge.space)
+///     return await askUser(challenge.space)
 /// }
 /// ```
 public struct AuthenticationConfiguration: Sendable {
@@ -53,6 +53,7 @@ public struct AuthenticationConfiguration: Sendable {
     /// refused. 3: a person gets three tries, as at most login prompts.
     public var maxCallbackAttempts = 3
 
+    /// The defaults: a session store, no persistent store, no callbacks.
     public init() {}
 }
 
@@ -71,6 +72,7 @@ public struct AuthenticationChallenge: Sendable, CustomStringConvertible {
     /// The user name that was refused last, if any (never the password).
     public var previousUsername: String?
 
+    /// The space, URL and failure count; never a password.
     public var description: String {
         "\(space) for \(url), \(failureCount) refused"
     }

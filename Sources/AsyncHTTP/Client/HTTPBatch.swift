@@ -16,6 +16,7 @@ public struct HTTPBatchConfiguration: Sendable {
     /// keep it short.
     public var onEvent: (@Sendable (HTTPBatchEvent) -> Void)?
 
+    /// Creates a batch configuration; the defaults are ASINetworkQueue's.
     public init(maxConcurrentRequests: Int = 4, cancelsAllOnFailure: Bool = true,
                 progressMode: HTTPBatchProgress.Mode = .simple, onEvent: (@Sendable (HTTPBatchEvent) -> Void)? = nil) {
         self.maxConcurrentRequests = maxConcurrentRequests
@@ -29,10 +30,13 @@ public struct HTTPBatchConfiguration: Sendable {
 /// (ASIHTTPRequest's `requestStarted:`, `request:didReceiveResponseHeaders:`, progress delegates,
 /// `requestFinished:` and `requestFailed:`.)
 public enum HTTPBatchEvent: Sendable {
+    /// The member's request is about to be sent.
     case started(id: Int)
+    /// The member's final response head arrived.
     case headReceived(id: Int, status: HTTPResponse.Status)
     /// The member's progress (throttled as ``HTTPProgressHandler``'s defaults) and the batch's sum after it.
     case progress(id: Int, HTTPTransferProgress, batch: HTTPBatchProgress)
+    /// The member's handler returned.
     case finished(id: Int)
     /// The member failed, or was cancelled (``HTTPClientError/Code/cancelled``) because another failed or the
     /// batch was cancelled; members that never started are reported this way too.
@@ -41,8 +45,11 @@ public enum HTTPBatchEvent: Sendable {
 
 /// One member's outcome.
 public struct HTTPBatchResult<Value: Sendable>: Sendable {
+    /// The member's number, as ``HTTPBatch/add(_:)`` returned it.
     public var id: Int
+    /// The request as it was added.
     public var request: HTTPClientRequest
+    /// What the handler returned, or why the member failed.
     public var result: Result<Value, HTTPClientError>
 }
 

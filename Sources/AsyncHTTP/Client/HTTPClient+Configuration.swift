@@ -95,8 +95,10 @@ extension HTTPClient {
         /// client runs with ``HTTPClient/maxBandwidthPerSecond``.
         public var maxBandwidthPerSecond: Int?
 
+        /// The defaults described on each property.
         public init() {}
 
+        /// The defaults, with `tls` as the TLS settings.
         public init(tls: TLSConfiguration) {
             self.tls = tls
         }
@@ -142,5 +144,6 @@ extension HTTPClient {
 
 /// The library's version, sent in the default `User-Agent`.
 public enum AsyncHTTPVersion {
+    /// The version, as `major.minor.patch`.
     public static let string = "0.1.0"
 }

@@ -124,6 +124,7 @@ public struct HTTPClientRequest: Sendable {
             storage.forgetParsedURL()
         }
     }
+    /// The method, `.get` by default (`request.method = .post`).
     public var method: HTTPRequest.Method {
         get { storage.fields.method }
         _modify { yield &storageForWriting.fields.method }
@@ -131,6 +132,8 @@ public struct HTTPClientRequest: Sendable {
     /// Header fields. `HTTPFields` itself replaces CR, LF and NUL in values with spaces; use
     /// ``setHeader(_:_:)`` to have such values refused with an error instead.
     public var headers: HTTPFields = [:]
+    /// The body to send, or nil for none. ``Body/bytes(_:)-(_:[UInt8])`` and files can be sent again (for a redirect or an
+    /// authentication retry); a ``Body/stream(_:length:)`` only once.
     public var body: Body? {
         get { storage.fields.body }
         _modify { yield &storageForWriting.fields.body }
@@ -182,6 +185,7 @@ public struct HTTPClientRequest: Sendable {
     /// only if another copy of the request shares it.
     ///
     /// ```swift
+    /// enum ThrottleOption: HTTPRequestOption { static let defaultValue: Int? = nil }
     /// request[ThrottleOption.self] = 64 * 1024
     /// let limit = request[ThrottleOption.self]
     /// ```
@@ -225,10 +229,17 @@ public struct HTTPClientRequest: Sendable {
     var storageIdentity: ObjectIdentifier { ObjectIdentifier(storage) }
     var optionCount: Int { storage.options.count }
 
+    /// Creates a `GET` request for `url`, an absolute `http`, `https` or `http+unix` URL. The URL is checked
+    /// when the request is sent.
+    ///
+    /// ```swift
+    /// let request = HTTPClientRequest(url: "https://example.com/")
+    /// ```
     public init(url: String) {
         storage = Storage(url: url)
     }
 
+    /// Creates a `GET` request for a Foundation `URL`.
     public init(url: URL) {
         storage = Storage(url: url.absoluteString)
     }
@@ -275,7 +286,9 @@ extension HTTPClientRequest {
         /// Whether a stream's length is known up front. Known lengths go out with `Content-Length`,
         /// unknown ones with `Transfer-Encoding: chunked`.
         public enum Length: Sendable, Hashable {
+            /// This many bytes: sent with `Content-Length`.
             case known(Int)
+            /// Not known up front: sent with `Transfer-Encoding: chunked` (with HTTP/1.0, until the connection closes).
             case unknown
         }
 

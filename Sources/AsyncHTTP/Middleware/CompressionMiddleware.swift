@@ -26,6 +26,7 @@ public struct CompressionPolicy: Sendable, Hashable {
     /// is never refused. 1 MiB: where a bomb starts to cost memory worth caring about.
     public var decompressionRatioAppliesAfter: Int
 
+    /// Creates a policy; every parameter defaults to the value described on its property.
     public init(
         acceptsCompressedResponses: Bool = true, maxDecompressedBytes: Int? = nil, maxDecompressionRatio: Int? = 200,
         decompressionRatioAppliesAfter: Int = 1 << 20

@@ -40,6 +40,7 @@ public struct RedirectPolicy: Sendable, Hashable {
     /// ``HTTPClientRequest/sensitiveHeaders`` adds to these per request.
     public var sensitiveHeaders: Set<HTTPField.Name>
 
+    /// Creates a policy; every parameter defaults to the value described on its property.
     public init(
         followsRedirects: Bool = true, maxRedirects: Int = 10, keepsMethodOn301And302: Bool = false,
         allowsHTTPSToHTTP: Bool = false, sensitiveHeaders: Set<HTTPField.Name> = []
@@ -68,6 +69,7 @@ extension HTTPClientResponse {
         /// The redirect's header fields (its `Location`, `Set-Cookie`, …).
         public var headers: HTTPFields
 
+        /// Creates a hop; the redirect middleware records these in ``HTTPClientResponse/history``.
         public init(url: HTTPURL, method: HTTPRequest.Method, status: HTTPResponse.Status, headers: HTTPFields) {
             self.url = url
             self.method = method
