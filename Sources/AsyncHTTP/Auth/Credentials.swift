@@ -204,7 +204,7 @@ public actor CredentialFile: CredentialStore {
 
     /// Keeps `credentials` for `space` and rewrites the file atomically.
     ///
-    /// - Throws: ``HTTPClientError/Code/ioFailure`` when the file cannot be written.
+    /// - Throws: `HTTPClientError.Code.ioFailure` when the file cannot be written.
     public func store(_ credentials: HTTPCredentials, for space: ProtectionSpace) throws(HTTPClientError) {
         guard entries[space] != credentials else { return }
         entries[space] = credentials

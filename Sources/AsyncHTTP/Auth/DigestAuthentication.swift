@@ -191,8 +191,8 @@ struct DigestState: Sendable {
     ///   - cnonce: the client nonce; use ``makeClientNonce()``. Printable ASCII without `"` or `\`.
     ///   - preferAuthInt: use `auth-int` when the server offers both it and `auth`, and `body` is given.
     ///     `auth` is the default, as in curl and Chromium: few servers check the body, and it must be in memory.
-    /// - Throws: ``HTTPClientError/Code/invalidRequest`` for a method, URI or cnonce that cannot be sent;
-    ///   ``HTTPClientError/Code/authenticationFailed`` when only `auth-int` is offered and there is no body,
+    /// - Throws: `HTTPClientError.Code.invalidRequest` for a method, URI or cnonce that cannot be sent;
+    ///   `HTTPClientError.Code.authenticationFailed` when only `auth-int` is offered and there is no body,
     ///   the nonce count is exhausted, or OpenSSL refuses the hash.
     mutating func authorization(
         username: String, password: String, method: String, uri: String, body: [UInt8]?, cnonce: String,

@@ -74,8 +74,8 @@ extension HTTPClient {
     /// counts are the same bytes. A second download to the same partial file at the same time is refused
     /// (`flock`).
     ///
-    /// Throws ``HTTPClientError`` for a failed transfer (with `resume`, the partial file stays) and for file
-    /// errors (``HTTPClientError/Code/ioFailure``, naming the path).
+    /// Throws `HTTPClientError` for a failed transfer (with `resume`, the partial file stays) and for file
+    /// errors (`HTTPClientError.Code.ioFailure`, naming the path).
     public func download(
         _ request: HTTPClientRequest, to destination: String, options: DownloadOptions = DownloadOptions()
     ) async throws -> DownloadResult {

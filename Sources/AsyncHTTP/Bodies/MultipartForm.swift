@@ -62,7 +62,7 @@ public struct MultipartForm: Sendable {
     }
 
     /// Adds a file streamed from disk. The file is opened now to check it (a missing or unreadable file throws
-    /// ``HTTPClientError/Code/invalidRequest``), and read only as the request is sent.
+    /// `HTTPClientError.Code.invalidRequest`), and read only as the request is sent.
     /// `filename` nil: the path's last component; `contentType` nil: from the extension (as ASIHTTPRequest
     /// did), else `application/octet-stream`.
     public mutating func appendFile(

@@ -38,7 +38,7 @@ public enum HTTPBatchEvent: Sendable {
     case progress(id: Int, HTTPTransferProgress, batch: HTTPBatchProgress)
     /// The member's handler returned.
     case finished(id: Int)
-    /// The member failed, or was cancelled (``HTTPClientError/Code/cancelled``) because another failed or the
+    /// The member failed, or was cancelled (`HTTPClientError.Code.cancelled`) because another failed or the
     /// batch was cancelled; members that never started are reported this way too.
     case failed(id: Int, HTTPClientError)
 }
@@ -101,7 +101,7 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
     }
 
     /// Adds a request, also while the batch runs; it starts when a slot is free. Returns its id. A request added
-    /// after the batch was cancelled or finished is reported failed with ``HTTPClientError/Code/cancelled``.
+    /// after the batch was cancelled or finished is reported failed with `HTTPClientError.Code.cancelled`.
     @discardableResult
     public func add(_ request: HTTPClientRequest) -> Int {
         let (id, actions) = state.withLock { state in
@@ -238,7 +238,7 @@ extension HTTPClient {
     ///
     /// When `body` returns, no more members can be added and the batch waits for those added to end. When `body`
     /// throws, or the task is cancelled, every member is cancelled first; a cancelled batch throws
-    /// ``HTTPClientError/Code/cancelled`` (its ``HTTPBatch/results`` ended early, as an `AsyncStream` does in a
+    /// `HTTPClientError.Code.cancelled` (its ``HTTPBatch/results`` ended early, as an `AsyncStream` does in a
     /// cancelled task; ``HTTPBatchConfiguration/onEvent`` still reports every member). Nothing outlives the call: members
     /// are child tasks, and a cancelled member's connection is closed, not leaked.
     ///

@@ -104,7 +104,7 @@ extension HTTPClient {
         }
 
         /// Checks every value against its range. ``HTTPClient`` runs this when it is created, and a client made
-        /// with a bad value refuses every request with the same ``HTTPClientError/Code/invalidConfiguration``
+        /// with a bad value refuses every request with the same `HTTPClientError.Code.invalidConfiguration`
         /// error instead of trapping or guessing.
         public func validate() throws(HTTPClientError) {
             func refuse(_ what: String) -> HTTPClientError { HTTPClientError(.invalidConfiguration, what) }

@@ -43,7 +43,7 @@ public final class HTTPClient: Sendable {
     ///
     /// The configuration is read once, here: set every option before making the client. An invalid
     /// configuration (see ``Configuration/validate()``) does not stop the client being made; every request it
-    /// sends then throws ``HTTPClientError/Code/invalidConfiguration``.
+    /// sends then throws `HTTPClientError.Code.invalidConfiguration`.
     ///
     /// ```swift
     /// var configuration = HTTPClient.Configuration()
@@ -68,7 +68,7 @@ public final class HTTPClient: Sendable {
 
     /// Sends `request` and returns once the response head has arrived; the body streams on.
     ///
-    /// Throws ``HTTPClientError`` for every failure: an invalid URL or header, DNS, connect, TLS, timeouts,
+    /// Throws `HTTPClientError` for every failure: an invalid URL or header, DNS, connect, TLS, timeouts,
     /// a malformed or truncated response, cancellation. A response with any status (404, 500) is a
     /// successful round trip, not an error.
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {

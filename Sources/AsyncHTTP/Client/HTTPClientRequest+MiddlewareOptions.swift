@@ -118,7 +118,7 @@ extension HTTPClientRequest {
     /// ``AuthenticationConfiguration``). Dropped when a redirect leaves the origin.
     ///
     /// Only for `https` origins by default: a request to a plain `http://` URL that carries credentials (here
-    /// or in the URL's userinfo) fails with ``HTTPClientError/Code/authenticationFailed`` before anything is
+    /// or in the URL's userinfo) fails with `HTTPClientError.Code.authenticationFailed` before anything is
     /// sent, since Basic would put the password on the wire readable by anyone on the path. Set
     /// ``AuthenticationConfiguration/allowsBasicOverPlainHTTP`` on the client's configuration to allow it
     /// (for a test server, say).

@@ -17,7 +17,7 @@ import Foundation
 /// let response = try await client.send(request)
 /// ```
 ///
-/// The URL is validated when the request is sent; an invalid one throws ``HTTPClientError/Code/invalidURL``.
+/// The URL is validated when the request is sent; an invalid one throws `HTTPClientError.Code.invalidURL`.
 public struct HTTPClientRequest: Sendable {
     /// The fields live in one box, copied on write. A request is passed by value through every middleware
     /// step, and copying its two dozen fields one by one (a retain or release each) was about 8 percent of the
@@ -132,7 +132,7 @@ public struct HTTPClientRequest: Sendable {
     /// Header fields. `HTTPFields` itself replaces CR, LF and NUL in values with spaces; use
     /// ``setHeader(_:_:)`` to have such values refused with an error instead.
     public var headers: HTTPFields = [:]
-    /// The body to send, or nil for none. ``Body/bytes(_:)-(_:[UInt8])`` and files can be sent again (for a redirect or an
+    /// The body to send, or nil for none. `Body.bytes(_:)` and files can be sent again (for a redirect or an
     /// authentication retry); a ``Body/stream(_:length:)`` only once.
     public var body: Body? {
         get { storage.fields.body }
@@ -215,7 +215,7 @@ public struct HTTPClientRequest: Sendable {
     }
 
     /// Records `parsed` as ``url`` parsed, for a caller that already has it (the redirect step resolves
-    /// each `Location` into an ``HTTPURL``); `parsed` must be what parsing `url` gives.
+    /// each `Location` into an `HTTPURL`); `parsed` must be what parsing `url` gives.
     mutating func cacheParsedURL(_ parsed: HTTPURL) {
         assert((try? HTTPURL(url)) == parsed, "\(parsed) is not \(url) parsed")
         let storage = storageForWriting
@@ -246,7 +246,7 @@ public struct HTTPClientRequest: Sendable {
 
     /// Sets a header from plain strings, refusing what could inject or corrupt a header: a name that is
     /// not an RFC 9110 token, or a value containing CR, LF or NUL. A refused header makes ``HTTPClient/send(_:)``
-    /// throw ``HTTPClientError/Code/invalidRequest`` before anything is sent.
+    /// throw `HTTPClientError.Code.invalidRequest` before anything is sent.
     public mutating func setHeader(_ name: String, _ value: String) {
         do throws(HTTPClientError) {
             try HTTPClientError.mapping { () throws(HTTP1Error) in try HTTP1RequestEncoder.validateHeader(name: name, value: value) }
@@ -281,7 +281,7 @@ extension HTTPClientRequest {
     /// request.body = try .file("/tmp/upload.iso")            // streamed from disk, Content-Length from its size
     /// request.body = .stream(chunks, length: .known(1 << 20)) // one-shot
     /// ```
-    /// Forms build bodies too: ``HTTPClientRequest/setForm(_:encoding:)`` and ``MultipartForm``.
+    /// Forms build bodies too: `HTTPClientRequest.setForm(_:encoding:)` with a ``URLEncodedForm`` or a ``MultipartForm``.
     public struct Body: Sendable {
         /// Whether a stream's length is known up front. Known lengths go out with `Content-Length`,
         /// unknown ones with `Transfer-Encoding: chunked`.
@@ -321,7 +321,7 @@ extension HTTPClientRequest {
 
         /// A stream of byte chunks, read as the socket can take them. One-shot: a request with a stream
         /// body is never sent twice, so a redirect, auth retry or stale-connection retry fails with
-        /// ``HTTPClientError/Code/bodyNotReplayable`` instead.
+        /// `HTTPClientError.Code.bodyNotReplayable` instead.
         ///
         /// The sequence is iterated by a child task of the request, at most 1 MiB ahead of what the socket has
         /// taken; the chunks waiting are written together. A chunk is never held back to wait for the next.

@@ -23,7 +23,7 @@ public struct HTTPClientResponse: Sendable {
     /// The connection goes back to the pool when the body has been read to its end (or is dropped).
     public var body: Body
     /// The URL this response came from (after redirects, the last one). Never with a password: a URL given
-    /// as `https://user:password@host/` is `https://user@host/` here (``HTTPURL/removingPassword``), as
+    /// as `https://user:password@host/` is `https://user@host/` here (`HTTPURL.removingPassword`), as
     /// browsers show it, so that printing a response never prints the secret.
     public var url: HTTPURL {
         didSet { if url.password != nil { url = url.removingPassword } }
@@ -80,7 +80,7 @@ public struct HTTPClientResponse: Sendable {
     /// ended is the whole compressed body (see docs/compression.md).
     public var rawCompressedBody: [UInt8]? { rawBodyRecorder?.bytes }
 
-    /// Reads the body and decodes it as text, failing with ``HTTPClientError/Code/bodyLimitExceeded`` past
+    /// Reads the body and decodes it as text, failing with `HTTPClientError.Code.bodyLimitExceeded` past
     /// `maxBytes` (counted after decompression).
     ///
     /// The encoding is the `Content-Type` charset if it names one AsyncHTTP knows (UTF-8, ISO-8859-1,
@@ -116,7 +116,7 @@ extension HTTPClientResponse {
     public struct Body: AsyncSequence, Sendable {
         /// A chunk of the body as it arrived.
         public typealias Element = ArraySlice<UInt8>
-        /// Reading fails with ``HTTPClientError`` (a timeout, a closed connection, a decoding error).
+        /// Reading fails with `HTTPClientError` (a timeout, a closed connection, a decoding error).
         public typealias Failure = any Error
 
         enum Storage: Sendable {
@@ -170,7 +170,7 @@ extension HTTPClientResponse {
         }
 
         /// An iterator over the chunks. A body streamed from a connection has one reader at a time
-        /// (a second one fails with ``HTTPClientError/Code/bodyInUse``).
+        /// (a second one fails with `HTTPClientError.Code.bodyInUse`).
         public func makeAsyncIterator() -> AsyncIterator {
             switch storage {
             case .buffered(let chunks): AsyncIterator(buffered: chunks, stream: nil, iterator: nil)
@@ -179,7 +179,7 @@ extension HTTPClientResponse {
             }
         }
 
-        /// Reads the whole body into memory, failing with ``HTTPClientError/Code/bodyLimitExceeded`` as
+        /// Reads the whole body into memory, failing with `HTTPClientError.Code.bodyLimitExceeded` as
         /// soon as it would exceed `maxBytes` (the connection is then closed, not drained).
         public func collect(upTo maxBytes: Int) async throws -> [UInt8] {
             var bytes: [UInt8] = []

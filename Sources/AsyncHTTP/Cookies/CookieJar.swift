@@ -141,6 +141,7 @@ public actor CookieJar {
     /// - Parameters:
     ///   - values: the field values of every `Set-Cookie` field, in order (they must not be comma-joined).
     ///   - request: the URL the response answers.
+    ///   - now: the jar's clock, in seconds since 1970; the system clock by default.
     /// - Returns: the cookies that were stored, for logging.
     @discardableResult
     public func setCookies(fromHeaders values: [String], for request: RequestContext, now: Double = currentTime())
@@ -403,7 +404,7 @@ extension CookieJar {
     /// let sent = try await jar.cookies(for: "https://www.example.com/account")
     /// ```
     ///
-    /// - Throws: ``HTTPClientError`` with code `.invalidURL` when `url` is not an absolute http(s) URL.
+    /// - Throws: `HTTPClientError` with code `.invalidURL` when `url` is not an absolute http(s) URL.
     public func cookies(for url: String, now: Double = currentTime()) throws(HTTPClientError) -> [HTTPClient.Cookie] {
         cookies(for: RequestContext(url: try HTTPURL(url)), now: now)
     }
