@@ -14,18 +14,12 @@
 # source) and a Package.swift manifest (a block starting `// swift-tools-version`, checked with
 # `swift package dump-package` instead) are not type-checked; the summary counts them.
 #
-# Usage: scripts/check-snippets.sh [--no-build]   (builds the AsyncHTTP target first unless --no-build)
+# An example may import another target of this package (another product's page): that target is built too.
+#
+# Usage: scripts/check-snippets.sh [--no-build]   (builds AsyncHTTP and those targets first unless --no-build)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$PWD"
-
-if [ "${1:-}" != "--no-build" ]; then
-    swift build --target AsyncHTTP >/dev/null
-fi
-BIN="$(swift build --show-bin-path)"
-MODULES="$BIN/Modules"
-[ -d "$MODULES" ] || MODULES="$BIN"
-[ -e "$MODULES/AsyncHTTP.swiftmodule" ] || { echo "check-snippets: no AsyncHTTP.swiftmodule in $MODULES (build first)" >&2; exit 1; }
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
@@ -175,7 +169,25 @@ for i, (src, line, body) in enumerate(manifests):
     open(os.path.join(d, "Package.swift"), "w").write("\n".join(body) + "\n")
     open(os.path.join(d, "origin"), "w").write("%s:%d" % (src, line))
 json.dump(counts, open(os.path.join(work, "counts.json"), "w"))
+# The package's own targets the examples import besides AsyncHTTP (other products' pages): built below.
+targets = set()
+for out in files.values():
+    for i in out["imports"]:
+        name = i.split()[1]
+        if name != "AsyncHTTP" and os.path.isdir(os.path.join(root, "Sources", name)):
+            targets.add(name)
+open(os.path.join(work, "targets.txt"), "w").write("\n".join(sorted(targets)))
 PY
+
+if [ "${1:-}" != "--no-build" ]; then
+    for target in AsyncHTTP $(cat "$WORK/targets.txt"); do
+        swift build --target "$target" >/dev/null
+    done
+fi
+BIN="$(swift build --show-bin-path)"
+MODULES="$BIN/Modules"
+[ -d "$MODULES" ] || MODULES="$BIN"
+[ -e "$MODULES/AsyncHTTP.swiftmodule" ] || { echo "check-snippets: no AsyncHTTP.swiftmodule in $MODULES (build first)" >&2; exit 1; }
 
 status=0
 TARGET_TRIPLE="$(swiftc -print-target-info | python3 -c 'import json,sys; print(json.load(sys.stdin)["target"]["triple"])')"
