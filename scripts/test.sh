@@ -609,6 +609,15 @@ case "${SANITIZE:-}" in
 esac
 
 cd "$ROOT"
+# --- documentation examples and coverage -----------------------------------------------------
+# Every Swift example in README.md, docs/, the DocC catalogue and the public doc comments type-checks against
+# the library (scripts/check-snippets.sh), and every public symbol has a doc comment
+# (scripts/check-doc-coverage.sh). On full plain runs only: a filtered run (`--filter X`) or a sanitizer pass
+# skips them; CHECK_DOCS=1 forces them, CHECK_DOCS=0 skips them.
+if [ "${CHECK_DOCS:-$([ $# -eq 0 ] && [ -z "${SANITIZE:-}" ] && echo 1 || echo 0)}" = 1 ]; then
+    "$ROOT/scripts/check-snippets.sh"
+    "$ROOT/scripts/check-doc-coverage.sh" --no-build
+fi
 swift test ${SWIFT_ARGS[@]+"${SWIFT_ARGS[@]}"} "$@"
 exit
 }

@@ -6,3 +6,6 @@
 // and a user who writes `request.headers[.contentType]` should not need a second import (nor a package
 // dependency of their own) for it.
 @_exported import HTTPTypes
+// swift-log too: `HTTPClient.Configuration.logger` is a `Logger`, and setting your own should not need a second
+// import (with MemberImportVisibility, not even calling `configuration.logger.info(…)` works without one).
+@_exported import Logging

@@ -1,8 +1,11 @@
 /// An HTTP/1.x protocol version.
 public struct HTTPVersion: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The major version: 1.
     public var major: Int
+    /// The minor version: 0 or 1.
     public var minor: Int
 
+    /// A version from its two numbers; use ``http1_0`` or ``http1_1``.
     public init(major: Int, minor: Int) {
         self.major = major
         self.minor = minor
@@ -14,9 +17,11 @@ public struct HTTPVersion: Sendable, Hashable, Comparable, CustomStringConvertib
     /// HTTP/1.1, the default.
     public static let http1_1 = HTTPVersion(major: 1, minor: 1)
 
+    /// Orders versions by major, then minor number.
     public static func < (lhs: HTTPVersion, rhs: HTTPVersion) -> Bool {
         (lhs.major, lhs.minor) < (rhs.major, rhs.minor)
     }
 
+    /// `HTTP/1.1`, as on the wire.
     public var description: String { "HTTP/\(major).\(minor)" }
 }

@@ -66,12 +66,19 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
 
     /// The phase a ``Code/timeout`` happened in.
     public enum TimeoutPhase: String, Sendable, Hashable {
+        /// Opening the TCP connection (`HTTPClient.Configuration.connectTimeout`; with a proxy, to the proxy).
         case connect
+        /// The TLS handshake (within the connect timeout).
         case tlsHandshake = "tls handshake"
+        /// Waiting for a pooled connection to be free (the host's connection limit was reached).
         case poolWait = "waiting for a connection"
+        /// Writing the request: the socket took no bytes for the inactivity timeout.
         case write
+        /// Waiting for the response head: no bytes for the inactivity timeout.
         case head = "waiting for the response head"
+        /// Reading the body: no bytes for the inactivity timeout.
         case body = "reading the body"
+        /// The request's total deadline (`HTTPClientRequest.timeout`) passed, whatever it was doing.
         case total = "total deadline"
     }
 
@@ -88,6 +95,7 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
     /// For TLS failures: OpenSSL's reason string, and for certificates the verification result.
     public var tlsReason: String?
 
+    /// Creates an error. The library makes these; middleware and tests may too.
     public init(
         _ code: Code, _ message: String, errno: Int32? = nil, timeoutPhase: TimeoutPhase? = nil,
         bytesReceived: Int? = nil, tlsReason: String? = nil
@@ -100,6 +108,7 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
         self.tlsReason = tlsReason
     }
 
+    /// One line: the code, the timeout phase, the message, the errno and the TLS reason. Never a secret.
     public var description: String {
         var text = code.rawValue
         if let timeoutPhase { text += " (\(timeoutPhase.rawValue))" }

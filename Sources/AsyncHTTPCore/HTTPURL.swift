@@ -83,8 +83,8 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
     /// not parse; ``description`` is the full URL, password included, and is never logged.
     public var redactedDescription: String { absoluteFormTarget }
 
-    /// This URL without its password; the user name stays. What ``HTTPClientResponse/url``,
-    /// ``HTTPClientResponse/originalURL`` and ``HTTPClientResponse/history`` hold, as browsers show a URL:
+    /// This URL without its password; the user name stays. What `HTTPClientResponse.url`,
+    /// `HTTPClientResponse.originalURL` and `HTTPClientResponse.history` hold, as browsers show a URL:
     /// who it was for, never the secret.
     public var removingPassword: HTTPURL {
         guard password != nil else { return self }

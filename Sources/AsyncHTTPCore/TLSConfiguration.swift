@@ -20,8 +20,11 @@ public struct TLSConfiguration: Sendable, Hashable {
 
     /// A PEM certificate chain and its private key, presented when a server asks for one.
     public struct ClientCertificate: Sendable, Hashable {
+        /// The PEM file with the certificate (and any intermediates).
         public var certificateFile: String
+        /// The PEM file with the private key.
         public var privateKeyFile: String
+        /// Names the two PEM files; they are read when the first TLS connection is made.
         public init(certificateFile: String, privateKeyFile: String) {
             self.certificateFile = certificateFile
             self.privateKeyFile = privateKeyFile
@@ -30,10 +33,13 @@ public struct TLSConfiguration: Sendable, Hashable {
 
     /// The oldest protocol version accepted.
     public enum Version: Sendable, Hashable, Comparable {
+        /// TLS 1.0, 1.1, 1.2 and 1.3.
         case tls1_0, tls1_1, tls1_2, tls1_3
     }
 
+    /// The certificates that anchor verification: the system store by default (curl's `--cacert` is `.file`).
     public var trustRoots: TrustRoots = .system
+    /// The certificate presented when a server asks for one (curl's `--cert` and `--key`); none by default.
     public var clientCertificate: ClientCertificate?
     /// TLS 1.2 by default, as RFC 8996 deprecates 1.0 and 1.1.
     public var minimumVersion: Version = .tls1_2
@@ -43,6 +49,7 @@ public struct TLSConfiguration: Sendable, Hashable {
     /// Resume TLS sessions per host so reconnects skip a full handshake.
     public var sessionResumption = true
 
+    /// The safe defaults: the system trust store, verification on, TLS 1.2 or later, session resumption.
     public init() {}
 
     /// No certificate checks at all. For tests against self-signed servers only.

@@ -543,7 +543,7 @@ func run() async -> Int32 {
             if status == 0 { status = 23 }  // CURLE_WRITE_ERROR
         }
     }
-    try? await client.shutdown()
+    await client.shutdown()
     return status
 }
 
@@ -558,11 +558,11 @@ struct CommandLineCookieFiles: CookieStorage {
     var read: [String]
     var write: String?
 
-    func load() throws -> [HTTPCookie] {
+    func load() throws -> [HTTPClient.Cookie] {
         try read.flatMap { try NetscapeCookieFile(path: $0).load() }
     }
 
-    func save(_ cookies: [HTTPCookie]) throws {
+    func save(_ cookies: [HTTPClient.Cookie]) throws {
         guard let write else { return }
         try NetscapeCookieFile(path: write, includeSessionCookies: true).save(cookies)
     }

@@ -361,7 +361,7 @@ final class AuthenticationTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        for client in clients { try await client.shutdown() }
+        for client in clients { await client.shutdown() }
         clients = []
     }
 }

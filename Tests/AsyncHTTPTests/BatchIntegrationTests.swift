@@ -40,7 +40,7 @@ final class BatchIntegrationTests: XCTestCase {
         XCTAssertEqual(server.connectionsAccepted, 2, "two at a time reuse two connections")
         XCTAssertEqual(events.mostRunning, 2)
         XCTAssertEqual(events.finishedCount, 8)
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -62,7 +62,7 @@ final class BatchIntegrationTests: XCTestCase {
             return ids
         }
         XCTAssertEqual(ids, [0, 1, 2, 3])
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -90,7 +90,7 @@ final class BatchIntegrationTests: XCTestCase {
         let idle = await client.transport.pool.idleCount
         XCTAssertEqual(idle, 0, "the cancelled members' connections were closed, not pooled")
         XCTAssertEqual(client.activeTransfers, 0)
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -104,7 +104,7 @@ final class BatchIntegrationTests: XCTestCase {
             HTTPClientRequest(url: server.url("/hello")),
         ], configuration: .init(maxConcurrentRequests: 1, cancelsAllOnFailure: false))
         XCTAssertEqual(outcomes.map { (try? $0.get())?.body.count }, [nil, 4, 5])
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -138,7 +138,7 @@ final class BatchIntegrationTests: XCTestCase {
                        "every member reported, the three that never started too")
         try await server.waitUntilAllConnectionsClosed(timeout: .seconds(3))
         XCTAssertEqual(client.activeTransfers, 0)
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -159,7 +159,7 @@ final class BatchIntegrationTests: XCTestCase {
         XCTAssertEqual(progress.last?.bytesReceived, 400_000)
         XCTAssertEqual(progress.last?.fractionCompleted, 1)
         XCTAssertEqual(progress.map(\.bytesReceived), progress.map(\.bytesReceived).sorted())
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -177,7 +177,7 @@ final class BatchIntegrationTests: XCTestCase {
         XCTAssertEqual(error.code, .timeout)
         XCTAssertEqual(events.failures.count, 1)
         XCTAssertEqual(finals.withLock { $0 }, 1, "the request's own handler still runs inside the batch, and ends once")
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 }

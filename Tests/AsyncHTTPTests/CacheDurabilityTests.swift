@@ -68,7 +68,7 @@ final class CacheDurabilityTests: XCTestCase {
         XCTAssertEqual(hit.cacheStatus, .hit)
         let hitBody = try await hit.body.collect(upTo: 1 << 20)
         XCTAssertEqual(hitBody, body)
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -113,7 +113,7 @@ final class CacheDurabilityTests: XCTestCase {
         }
         XCTAssertEqual(cacheFiles(in: directory).filter { $0.hasSuffix(".tmp") }, [])
         XCTAssertEqual(cacheFiles(in: directory).filter { $0.hasSuffix(".meta") }.count, 4)
-        for client in clients { try await client.shutdown() }
+        for client in clients { await client.shutdown() }
         try await origin.shutdown()
     }
 

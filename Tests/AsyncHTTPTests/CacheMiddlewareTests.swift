@@ -50,7 +50,7 @@ final class CacheMiddlewareTests: XCTestCase {
         let third = try await get(client, origin.url("/a"))
         XCTAssertEqual(third.response.cacheStatus, .miss, "stale without a validator: fetched again")
         XCTAssertEqual(origin.count("/a"), 2)
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -88,8 +88,8 @@ final class CacheMiddlewareTests: XCTestCase {
         let fromDisk = try await get(reopened, origin.url("/v"))
         XCTAssertEqual(fromDisk.response.cacheStatus, .hit)
         XCTAssertEqual(fromDisk.response.headers[HTTPField.Name("X-Updated")!], "yes")
-        try await reopened.shutdown()
-        try await client.shutdown()
+        await reopened.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -117,7 +117,7 @@ final class CacheMiddlewareTests: XCTestCase {
         XCTAssertEqual(revalidated.response.cacheStatus, .revalidated)
         XCTAssertEqual(revalidated.body, "body 2")
         XCTAssertEqual(origin.count("/e"), 3)
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -144,7 +144,7 @@ final class CacheMiddlewareTests: XCTestCase {
         XCTAssertEqual(foreign.response.cacheStatus, .miss, "§4.3.4: a 304 for another validator selects nothing")
         XCTAssertEqual(foreign.body, "dated")
         XCTAssertNil(origin.requests.last?.headers["if-modified-since"], "asked again, unconditionally")
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -165,7 +165,7 @@ final class CacheMiddlewareTests: XCTestCase {
         }
         XCTAssertEqual(origin.count("/nc"), 4)
         XCTAssertEqual(CacheFiles.identity(meta), before, "a 304 that leaves it no-cache is not written to disk each time")
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -194,7 +194,7 @@ final class CacheMiddlewareTests: XCTestCase {
         _ = try await get(client, origin.url("/star"))
         let star = try await get(client, origin.url("/star"))
         XCTAssertEqual(star.response.cacheStatus, .miss, "§4.1: Vary: * never matches")
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -217,7 +217,7 @@ final class CacheMiddlewareTests: XCTestCase {
         XCTAssertEqual(origin.count("/public"), 1, "§3.5: public allows it")
         for _ in 0..<2 { _ = try await get(client, origin.url("/req"), headers: [("Cache-Control", "no-store")]) }
         XCTAssertEqual(origin.count("/req"), 2, "§5.2.1.5")
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -232,7 +232,7 @@ final class CacheMiddlewareTests: XCTestCase {
         XCTAssertTrue(offline.response.didUseCachedResponse)
         XCTAssertEqual(offline.body, "kept")
         XCTAssertEqual(origin.count("/x"), 1)
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -245,7 +245,7 @@ final class CacheMiddlewareTests: XCTestCase {
         let hit = try await get(client, origin.url("/s"))
         XCTAssertEqual(hit.response.cacheStatus, .hit)
         XCTAssertEqual(origin.count("/s"), 1)
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -268,7 +268,7 @@ final class CacheMiddlewareTests: XCTestCase {
         _ = try await posted.body.collect(upTo: 1024)
         do { let status = try await get(client, origin.url("/items/1")).response.cacheStatus; XCTAssertEqual(status, .miss, "§4.4: the target URI") }
         do { let status = try await get(client, origin.url("/items/2")).response.cacheStatus; XCTAssertEqual(status, .miss, "§4.4: Location, same origin") }
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -284,7 +284,7 @@ final class CacheMiddlewareTests: XCTestCase {
         let present = try await get(client, origin.url("/o"), headers: [("Cache-Control", "only-if-cached")])
         XCTAssertEqual(present.response.cacheStatus, .hit)
         XCTAssertEqual(origin.count("/o"), 1)
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -325,7 +325,7 @@ final class CacheMiddlewareTests: XCTestCase {
         } catch let error as HTTPClientError {
             XCTAssertEqual(error.code, .connectFailed)
         }
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testPoliciesDoNotReadDoNotWriteAndAskServerIfModified() async throws {
@@ -343,7 +343,7 @@ final class CacheMiddlewareTests: XCTestCase {
         let asked = try await get(client, origin.url("/w")) { $0.cachePolicy = .askServerIfModified }
         XCTAssertEqual(asked.response.cacheStatus, .revalidated)
         XCTAssertEqual(origin.count("/w"), 4)
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -357,7 +357,7 @@ final class CacheMiddlewareTests: XCTestCase {
         let own = try await get(client, origin.url("/c"), headers: [("If-None-Match", "\"c\"")])
         XCTAssertEqual(own.response.status.code, 304, "the caller's own conditional request gets the server's answer")
         XCTAssertEqual(origin.count("/c"), 2)
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -388,7 +388,7 @@ final class CacheMiddlewareTests: XCTestCase {
         do { let status = try await get(client, origin.url("/drop")).response.cacheStatus; XCTAssertEqual(status, .miss, "§3.3: not stored as complete") }
         XCTAssertEqual(origin.count("/stall"), 1)
         XCTAssertFalse(cacheFiles(in: directory).contains { $0.hasSuffix(".tmp") }, "temporary files removed: \(cacheFiles(in: directory))")
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -414,7 +414,7 @@ final class CacheMiddlewareTests: XCTestCase {
         XCTAssertEqual(received, body)
         XCTAssertGreaterThan(chunks, 40)
         XCTAssertEqual(origin.count("/big"), 1)
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -443,7 +443,7 @@ final class CacheMiddlewareTests: XCTestCase {
         let meta = try XCTUnwrap(cacheFiles(in: directory).first { $0.hasSuffix(".meta") })
         let stored = try [UInt8](Data(contentsOf: URL(fileURLWithPath: directory + "/" + meta)))
         XCTAssertNotNil(stored.firstRange(of: compressed), "the gzip bytes are stored as sent")
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -460,14 +460,14 @@ final class CacheMiddlewareTests: XCTestCase {
         do { let status = try await get(two, origin.url("/s1")).response.cacheStatus; XCTAssertEqual(status, .hit, "one cache shared by two clients") }
         cache.clearCachedResponses(for: .session)
         do { let status = try await get(two, origin.url("/s1")).response.cacheStatus; XCTAssertEqual(status, .miss) }
-        try await one.shutdown()
+        await one.shutdown()
         XCTAssertTrue(cacheFiles(in: directory).contains { $0.hasPrefix("session-") }, "another client still uses the cache")
-        try await two.shutdown()
+        await two.shutdown()
         XCTAssertFalse(cacheFiles(in: directory).contains { $0.hasPrefix("session-") }, "\(cacheFiles(in: directory))")
         XCTAssertTrue(cacheFiles(in: directory).contains { $0.hasPrefix("entries/") }, "permanent entries stay")
         let three = client(cache)
         do { let status = try await get(three, origin.url("/p")).response.cacheStatus; XCTAssertEqual(status, .hit) }
-        try await three.shutdown()
+        await three.shutdown()
         try await origin.shutdown()
     }
 
@@ -491,7 +491,7 @@ final class CacheMiddlewareTests: XCTestCase {
         do { let status = try await get(client, origin.url("/2")).response.cacheStatus; XCTAssertEqual(status, .miss, "the least recently used went") }
         _ = try await get(client, origin.url("/huge"))
         do { let status = try await get(client, origin.url("/huge")).response.cacheStatus; XCTAssertEqual(status, .miss, "bigger than maxEntrySize") }
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -535,7 +535,7 @@ final class CacheMiddlewareTests: XCTestCase {
         try Data(body.prefix(1000)).write(to: URL(fileURLWithPath: directory + "/" + newBody))
         do { let status = try await get(client, origin.url("/big")).response.cacheStatus; XCTAssertEqual(status, .miss) }
         XCTAssertFalse(log.lines.withLock { $0.joined().contains("/big") }, "no URL in the log lines")
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -550,7 +550,7 @@ final class CacheMiddlewareTests: XCTestCase {
         }
         let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/entries")
         XCTAssertEqual((attributes[.posixPermissions] as? NSNumber)?.intValue, 0o700)
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -580,7 +580,7 @@ final class CacheMiddlewareTests: XCTestCase {
         do { let status = try await get(client, origin.url("/r")).response.cacheStatus; XCTAssertEqual(status, .hit) }
         try cache.removeCachedResponse(for: origin.url("/r"))
         do { let status = try await get(client, origin.url("/r")).response.cacheStatus; XCTAssertEqual(status, .miss) }
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 
@@ -601,7 +601,7 @@ final class CacheMiddlewareTests: XCTestCase {
         XCTAssertEqual(second.response.history.count, 1, "the stored 301 was followed again")
         XCTAssertEqual(origin.count("/old"), 1)
         XCTAssertEqual(origin.count("/new"), 1)
-        try await client.shutdown()
+        await client.shutdown()
         try await origin.shutdown()
     }
 

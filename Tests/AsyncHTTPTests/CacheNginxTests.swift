@@ -38,7 +38,7 @@ final class CacheNginxTests: XCTestCase {
         let identity = try await fetch(client, "/cache/expires/small.txt", compressed: false)
         XCTAssertEqual(identity.cacheStatus, .miss)
         XCTAssertFalse(identity.isCompressed)
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testExpiresMinusOneIsRevalidatedWithTheETagAndNginxAnswers304() async throws {
@@ -56,7 +56,7 @@ final class CacheNginxTests: XCTestCase {
         XCTAssertEqual(gzipped.cacheStatus, .miss)
         let gzippedAgain = try await fetch(client, "/cache/etag/small.txt")
         XCTAssertEqual(gzippedAgain.cacheStatus, .revalidated, "nginx's weak ETag of a gzipped body validates too")
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testAddHeaderCacheControlIsHonoured() async throws {
@@ -67,7 +67,7 @@ final class CacheNginxTests: XCTestCase {
         _ = try await fetch(client, "/cache/nostore/small.txt")
         let again = try await fetch(client, "/cache/nostore/small.txt")
         XCTAssertEqual(again.cacheStatus, .miss, "no-store")
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testIfModifiedSinceAloneRevalidates() async throws {
@@ -77,6 +77,6 @@ final class CacheNginxTests: XCTestCase {
         XCTAssertNotNil(first.headers[.lastModified])
         let again = try await fetch(client, "/cache/ims/small.txt", compressed: false)
         XCTAssertEqual(again.cacheStatus, .revalidated, "If-Modified-Since with the stored Last-Modified: 304")
-        try await client.shutdown()
+        await client.shutdown()
     }
 }

@@ -17,7 +17,7 @@ final class ClientBehaviourTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        try await client?.shutdown()
+        await client?.shutdown()
         try await server?.shutdown()
     }
 
@@ -323,7 +323,7 @@ final class ClientBehaviourTests: XCTestCase {
         var configuration = HTTPClient.Configuration()
         configuration.maxResponseHeadBytes = 1024
         let client = HTTPClient(configuration: configuration)
-        defer { Task { try await client.shutdown() } }
+        defer { Task { await client.shutdown() } }
         await assertThrows(.headerLimitExceeded) {
             _ = try await client.send(HTTPClientRequest(url: self.url("/big-head?n=4000")))
         }
@@ -382,7 +382,7 @@ final class ClientBehaviourTests: XCTestCase {
 
     func testCancellationStopsARequestWaitingForTheHeadAndLeaksNoDescriptor() async throws {
         _ = try await get("/hello") // warm up lazily created descriptors (event loop, resolver)
-        try await client.shutdown()
+        await client.shutdown()
         // The in-process server's own sockets count too: let it close its side first.
         try await server.waitUntilAllConnectionsClosed()
         let before = openDescriptorCount()
@@ -399,7 +399,7 @@ final class ClientBehaviourTests: XCTestCase {
             XCTAssertEqual(error.code, .cancelled)
         }
         XCTAssertLessThan(start.duration(to: .now), .milliseconds(500), "prompt")
-        try await client.shutdown()
+        await client.shutdown()
         try await server.waitUntilAllConnectionsClosed()
         XCTAssertEqual(openDescriptorCount(), before, "no leaked descriptors")
     }
@@ -422,7 +422,7 @@ final class ClientBehaviourTests: XCTestCase {
 
     func testPerHostLimitCapsConcurrentConnections() async throws {
         let client = clientLimited(toConnectionsPerHost: 2)
-        defer { Task { try await client.shutdown() } }
+        defer { Task { await client.shutdown() } }
         let slow = url("/slow-head?ms=50")
         try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<10 {
@@ -439,7 +439,7 @@ final class ClientBehaviourTests: XCTestCase {
 
     func testCancelledPoolWaiterLeavesTheQueue() async throws {
         let client = clientLimited(toConnectionsPerHost: 1)
-        defer { Task { try await client.shutdown() } }
+        defer { Task { await client.shutdown() } }
         let slow = url("/slow-head?ms=400")
         let hello = url("/hello")
         let holder = Task { try await client.send(HTTPClientRequest(url: slow)).body.collect(upTo: 100) }
@@ -462,7 +462,7 @@ final class ClientBehaviourTests: XCTestCase {
 
     func testPoolWaitTimesOutNamingThePhaseAndTheQueueRecovers() async throws {
         let client = clientLimited(toConnectionsPerHost: 1)
-        defer { Task { try await client.shutdown() } }
+        defer { Task { await client.shutdown() } }
         let slow = url("/slow-head?ms=400")
         let holder = Task { try await client.send(HTTPClientRequest(url: slow)).body.collect(upTo: 100) }
         try await Task.sleep(for: .milliseconds(100))
@@ -491,7 +491,7 @@ final class ClientBehaviourTests: XCTestCase {
         let hello = url("/hello")
         let queued = (0..<3).map { _ in Task { try await client.send(HTTPClientRequest(url: hello)) } }
         try await Task.sleep(for: .milliseconds(50))
-        try await client.shutdown()
+        await client.shutdown()
         for waiter in queued {
             do {
                 _ = try await waiter.value
@@ -523,7 +523,7 @@ final class ClientBehaviourTests: XCTestCase {
     }
 
     func testShutdownRefusesNewRequests() async throws {
-        try await client.shutdown()
+        await client.shutdown()
         await assertThrows(.shutdown) { _ = try await self.client.send(HTTPClientRequest(url: self.url("/hello"))) }
     }
     /// A client of its own with at most `limit` connections per host (the pool tests).

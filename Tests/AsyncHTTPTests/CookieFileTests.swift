@@ -37,20 +37,20 @@ final class CookieFileTests: XCTestCase {
         XCTAssertTrue(sid.hostOnly)
         XCTAssertTrue(sid.httpOnly)
         XCTAssertEqual(sid.path, "/")
-        XCTAssertNil(sid.expires)
+        XCTAssertNil(sid.expirySeconds)
         XCTAssertEqual(sid.value, "abc123")
 
         let token = try XCTUnwrap(byName["token"])
         XCTAssertTrue(token.secure)
         XCTAssertTrue(token.httpOnly)
         XCTAssertEqual(token.path, "/app/")
-        XCTAssertEqual(token.expires, 1_881_678_192)
+        XCTAssertEqual(token.expirySeconds, 1_881_678_192)
 
         let wide = try XCTUnwrap(byName["wide"])
         XCTAssertEqual(wide.domain, "example.test")
         XCTAssertFalse(wide.hostOnly)
         XCTAssertFalse(wide.httpOnly)
-        XCTAssertEqual(wide.expires, 2_114_380_800)
+        XCTAssertEqual(wide.expirySeconds, 2_114_380_800)
 
         let lang = try XCTUnwrap(byName["lang"])
         XCTAssertTrue(lang.httpOnly)
@@ -88,8 +88,8 @@ final class CookieFileTests: XCTestCase {
 
     func testSaveSkipsSessionCookiesUnlessAsked() throws {
         let cookies = [
-            HTTPCookie(name: "session", value: "1", domain: "example.com", creationTime: now),
-            HTTPCookie(name: "kept", value: "2", domain: "example.com", expires: 2_000_000_000, creationTime: now),
+            HTTPClient.Cookie(name: "session", value: "1", domain: "example.com", creationSeconds: now),
+            HTTPClient.Cookie(name: "kept", value: "2", domain: "example.com", expirySeconds: 2_000_000_000, creationSeconds: now),
         ]
         let persistent = NetscapeCookieFile.serialize(cookies, includeSessionCookies: false)
         XCTAssertEqual(persistent, NetscapeCookieFile.header + "example.com\tFALSE\t/\tFALSE\t2000000000\tkept\t2\n")
@@ -98,9 +98,9 @@ final class CookieFileTests: XCTestCase {
     }
 
     func testSerializeWritesFlagsLikeCurl() {
-        let cookie = HTTPCookie(
-            name: "id", value: "x y", domain: "example.com", hostOnly: false, path: "/p", expires: 1_999_999_999.75,
-            secure: true, httpOnly: true, sameSite: .strict, creationTime: now)
+        let cookie = HTTPClient.Cookie(
+            name: "id", value: "x y", domain: "example.com", hostOnly: false, path: "/p", expirySeconds: 1_999_999_999.75,
+            secure: true, httpOnly: true, sameSite: .strict, creationSeconds: now)
         XCTAssertEqual(
             NetscapeCookieFile.serialize([cookie], includeSessionCookies: false),
             NetscapeCookieFile.header + "#HttpOnly_.example.com\tTRUE\t/p\tTRUE\t1999999999\tid\tx y\n")
@@ -108,8 +108,8 @@ final class CookieFileTests: XCTestCase {
 
     func testSerializeSkipsWhatTheFormatCannotHold() {
         let cookies = [
-            HTTPCookie(name: "tab", value: "a\tb", domain: "example.com", expires: 2e9, creationTime: now),
-            HTTPCookie(name: "ancient", value: "1", domain: "example.com", expires: 0.5, creationTime: now),
+            HTTPClient.Cookie(name: "tab", value: "a\tb", domain: "example.com", expirySeconds: 2e9, creationSeconds: now),
+            HTTPClient.Cookie(name: "ancient", value: "1", domain: "example.com", expirySeconds: 0.5, creationSeconds: now),
         ]
         XCTAssertEqual(NetscapeCookieFile.serialize(cookies, includeSessionCookies: true), NetscapeCookieFile.header)
     }
@@ -156,7 +156,7 @@ final class CookieFileTests: XCTestCase {
         let path = directory + "/jar.txt"
         try "old contents".write(toFile: path, atomically: false, encoding: .utf8)
         let file = NetscapeCookieFile(path: path)
-        let cookie = HTTPCookie(name: "a", value: "1", domain: "example.com", expires: 2e9, creationTime: now)
+        let cookie = HTTPClient.Cookie(name: "a", value: "1", domain: "example.com", expirySeconds: 2e9, creationSeconds: now)
         try file.save([cookie])
         XCTAssertEqual(try file.load().map(\.name), ["a"])
         // No temporary file is left behind, and the file is readable by its owner only.

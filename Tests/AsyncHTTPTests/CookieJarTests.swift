@@ -125,8 +125,8 @@ final class CookieJarTests: XCTestCase {
         let a = try XCTUnwrap(cookies.first { $0.name == "a" })
         XCTAssertEqual(a.value, "new")
         XCTAssertTrue(a.httpOnly)
-        XCTAssertEqual(a.creationTime, now)
-        XCTAssertEqual(a.lastAccessTime, now + 10)
+        XCTAssertEqual(a.creationSeconds, now)
+        XCTAssertEqual(a.lastAccessSeconds, now + 10)
         // Still older than b, so it still comes first.
         let header = await jar.cookieHeader(for: request, now: now + 11)
         XCTAssertEqual(header, "a=new; b=1")
@@ -173,10 +173,10 @@ final class CookieJarTests: XCTestCase {
         let request = site("example.com")
         await jar.setCookies(fromHeaders: ["a=1"], for: request, now: now)
         _ = await jar.cookies(for: request, now: now + 5)
-        let afterPeek = await jar.allCookies.first?.lastAccessTime
+        let afterPeek = await jar.allCookies.first?.lastAccessSeconds
         XCTAssertEqual(afterPeek, now)
         _ = await jar.cookieHeader(for: request, now: now + 7)
-        let afterSend = await jar.allCookies.first?.lastAccessTime
+        let afterSend = await jar.allCookies.first?.lastAccessSeconds
         XCTAssertEqual(afterSend, now + 7)
     }
 

@@ -7,8 +7,8 @@ final class CookieParsingTests: XCTestCase {
     let https = CookieJar.RequestContext(host: "www.example.com", path: "/account/login", isSecure: true)
     let http = CookieJar.RequestContext(host: "www.example.com", path: "/account/login", isSecure: false)
 
-    private func parse(_ header: String, _ request: CookieJar.RequestContext? = nil) -> HTTPCookie? {
-        HTTPCookie.parse(setCookie: header, request: request ?? https, now: now)
+    private func parse(_ header: String, _ request: CookieJar.RequestContext? = nil) -> HTTPClient.Cookie? {
+        HTTPClient.Cookie.parse(setCookie: header, request: request ?? https, now: now)
     }
 
     // MARK: Cookie dates, RFC 6265 §5.1.1
@@ -107,24 +107,24 @@ final class CookieParsingTests: XCTestCase {
 
     func testExpiresMakesThePersistentExpiry() throws {
         let cookie = try XCTUnwrap(parse("a=b; Expires=Wed, 09 Jun 2038 10:18:14 GMT"))
-        XCTAssertEqual(cookie.expires, 2_159_691_494)
+        XCTAssertEqual(cookie.expirySeconds, 2_159_691_494)
         XCTAssertTrue(cookie.isPersistent)
         XCTAssertFalse(try XCTUnwrap(parse("a=b")).isPersistent)
     }
 
     func testUnparsableExpiresIsIgnored() throws {
         let cookie = try XCTUnwrap(parse("a=b; Expires=tomorrow"))
-        XCTAssertNil(cookie.expires)
+        XCTAssertNil(cookie.expirySeconds)
         // The last *valid* Expires wins; an invalid one after it does not erase it.
         let second = try XCTUnwrap(parse("a=b; Expires=Wed, 09 Jun 2038 10:18:14 GMT; Expires=soon"))
-        XCTAssertEqual(second.expires, 2_159_691_494)
+        XCTAssertEqual(second.expirySeconds, 2_159_691_494)
     }
 
     func testMaxAgeOverridesExpiresInEitherOrder() throws {
         let before = try XCTUnwrap(parse("a=b; Max-Age=60; Expires=Wed, 09 Jun 2038 10:18:14 GMT"))
         let after = try XCTUnwrap(parse("a=b; Expires=Wed, 09 Jun 2038 10:18:14 GMT; max-age=60"))
-        XCTAssertEqual(before.expires, now + 60)
-        XCTAssertEqual(after.expires, now + 60)
+        XCTAssertEqual(before.expirySeconds, now + 60)
+        XCTAssertEqual(after.expirySeconds, now + 60)
     }
 
     func testMaxAgeZeroOrNegativeExpiresAtOnce() throws {
@@ -138,12 +138,12 @@ final class CookieParsingTests: XCTestCase {
     func testMalformedMaxAgeIsIgnored() throws {
         for value in ["+5", "5s", "1.5", "", " ", "-", "0x10"] {
             let cookie = try XCTUnwrap(parse("a=b; Max-Age=\(value)"), value)
-            XCTAssertNil(cookie.expires, "Max-Age=\(value)")
+            XCTAssertNil(cookie.expirySeconds, "Max-Age=\(value)")
         }
-        XCTAssertEqual(try XCTUnwrap(parse("a=b; Max-Age = 10 ")).expires, now + 10)
+        XCTAssertEqual(try XCTUnwrap(parse("a=b; Max-Age = 10 ")).expirySeconds, now + 10)
         // Too big for Int64 but still "far in the future", not an overflow.
         let huge = try XCTUnwrap(parse("a=b; Max-Age=99999999999999999999999"))
-        XCTAssertGreaterThan(try XCTUnwrap(huge.expires), 1e22)
+        XCTAssertGreaterThan(try XCTUnwrap(huge.expirySeconds), 1e22)
     }
 
     // MARK: Domain
@@ -181,7 +181,7 @@ final class CookieParsingTests: XCTestCase {
         XCTAssertEqual(cookie.domain, "github.io")
         // Without a list, the check is off.
         XCTAssertNotNil(
-            HTTPCookie.parse(setCookie: "a=b; Domain=co.uk", request: shop, now: now, publicSuffixList: nil))
+            HTTPClient.Cookie.parse(setCookie: "a=b; Domain=co.uk", request: shop, now: now, publicSuffixList: nil))
     }
 
     func testIPAddressHostAcceptsOnlyItsOwnAddressAsDomain() throws {
@@ -304,7 +304,7 @@ final class CookieParsingTests: XCTestCase {
 
     func testCreationAndAccessTimesAreNow() throws {
         let cookie = try XCTUnwrap(parse("a=b"))
-        XCTAssertEqual(cookie.creationTime, now)
-        XCTAssertEqual(cookie.lastAccessTime, now)
+        XCTAssertEqual(cookie.creationSeconds, now)
+        XCTAssertEqual(cookie.lastAccessSeconds, now)
     }
 }

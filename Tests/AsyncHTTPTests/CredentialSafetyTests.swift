@@ -336,7 +336,7 @@ final class CredentialSafetyTests: XCTestCase {
     private var clients: [HTTPClient] = []
 
     override func tearDown() async throws {
-        for client in clients { try await client.shutdown() }
+        for client in clients { await client.shutdown() }
         clients = []
     }
 }

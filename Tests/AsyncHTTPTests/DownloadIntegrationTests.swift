@@ -27,7 +27,7 @@ final class DownloadIntegrationTests: XCTestCase {
         let destination = directory.appendingPathComponent("big.bin").path
         let client = HTTPClient()
         let result = try await client.download(HTTPClientRequest(url: "http://127.0.0.1:\(nginx.httpPort)/big.bin"), to: destination)
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertEqual(result.status.code, 200)
         XCTAssertTrue(result.written)
         XCTAssertEqual(result.fileSize, 8 << 20)
@@ -53,7 +53,7 @@ final class DownloadIntegrationTests: XCTestCase {
         let written = try await client.download(request, to: destination, options: DownloadOptions(writesErrorResponses: true))
         XCTAssertTrue(written.written)
         XCTAssertTrue(try String(contentsOfFile: destination, encoding: .utf8).contains("404"))
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     static let full = String(repeating: "0123456789", count: 100)  // 1000 bytes
@@ -73,7 +73,7 @@ final class DownloadIntegrationTests: XCTestCase {
         } catch let error as HTTPClientError {
             XCTAssertEqual(error.code, .connectionClosed)
         }
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertEqual(try String(contentsOfFile: destination, encoding: .utf8), "old")
         XCTAssertEqual(try contents(of: directory), ["file.txt"])
     }
@@ -101,7 +101,7 @@ final class DownloadIntegrationTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: destination + ".part")).count, 400)
 
         let result = try await client.download(request, to: destination, options: options)
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertEqual(result.status.code, 206)
         XCTAssertEqual(result.resumedFrom, 400)
         XCTAssertEqual(result.bytesReceived, 600)
@@ -130,7 +130,7 @@ final class DownloadIntegrationTests: XCTestCase {
         let options = DownloadOptions(resume: true)
         _ = try? await client.download(request, to: destination, options: options)
         let result = try await client.download(request, to: destination, options: options)
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertEqual(result.status.code, 200)
         XCTAssertEqual(result.resumedFrom, 0)
         XCTAssertEqual(try String(contentsOfFile: destination, encoding: .utf8), changed, "the new version whole, no splice")
@@ -177,7 +177,7 @@ final class DownloadIntegrationTests: XCTestCase {
         XCTAssertEqual(complete.bytesReceived, 0)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: destination)), big)
         XCTAssertEqual(try contents(of: directory), ["big.bin"])
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testAPartialFileWithoutAValidatorIsStartedAgain() async throws {
@@ -188,7 +188,7 @@ final class DownloadIntegrationTests: XCTestCase {
         let client = HTTPClient()
         let result = try await client.download(HTTPClientRequest(url: "http://127.0.0.1:\(nginx.httpPort)/small.txt"),
                                                to: destination, options: DownloadOptions(resume: true))
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertEqual(result.resumedFrom, 0)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: destination)),
                        try Data(contentsOf: URL(fileURLWithPath: try Peers.directory() + "/www/small.txt")))
@@ -214,6 +214,6 @@ extension DownloadIntegrationTests {
         } catch let error as HTTPClientError {
             XCTAssertEqual(error.code, .invalidRequest)
         }
-        try await client.shutdown()
+        await client.shutdown()
     }
 }

@@ -34,7 +34,7 @@ final class ExpectContinueTests: XCTestCase {
         let records = waitForRecords(server, count: 1)
         _ = try await client.send(request(server))
         XCTAssertEqual(client.connectionsOpened, 2, "the connection of the withheld body was closed, not reused")
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertTrue(records[0].head.contains("Expect: 100-continue\r\n"), records[0].head)
         XCTAssertTrue(records[0].head.contains("Content-Length: 200000\r\n"))
         XCTAssertEqual(records[0].bytesAfterHead, 0, "not one byte of the body was sent")
@@ -58,7 +58,7 @@ final class ExpectContinueTests: XCTestCase {
         XCTAssertEqual(response.status.code, 200)
         let value2 = try await response.text(upTo: 100)
         XCTAssertEqual(value2, "200000")
-        try await client.shutdown()
+        await client.shutdown()
         let records = waitForRecords(server, count: 2)
         XCTAssertEqual(records.map(\.bytesAfterHead), [0, 200_000], "the body went out once, after the 100")
     }
@@ -74,7 +74,7 @@ final class ExpectContinueTests: XCTestCase {
         XCTAssertEqual(response.status.code, 200)
         let value3 = try await response.text(upTo: 100)
         XCTAssertEqual(value3, "200000")
-        try await client.shutdown()
+        await client.shutdown()
         let records = waitForRecords(server, count: 2)
         XCTAssertTrue(records[0].head.contains("Expect: 100-continue"))
         XCTAssertFalse(records[1].head.contains("Expect:"))
@@ -90,7 +90,7 @@ final class ExpectContinueTests: XCTestCase {
         let value4 = try await response.text(upTo: 100)
         XCTAssertEqual(value4, "200000")
         XCTAssertLessThan(ContinuousClock.now - started, .seconds(20), "sent on the 100, not after the 30 s wait")
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testTheBodyGoesOutAfterTheTimeoutWhenTheServerSaysNothing() async throws {
@@ -100,7 +100,7 @@ final class ExpectContinueTests: XCTestCase {
         let response = try await client.send(request(server))
         let value5 = try await response.text(upTo: 100)
         XCTAssertEqual(value5, "200000")
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertTrue(waitForRecords(server, count: 1)[0].head.contains("Expect: 100-continue"))
     }
 
@@ -117,7 +117,7 @@ final class ExpectContinueTests: XCTestCase {
             XCTAssertEqual(error.code, .timeout)
             XCTAssertEqual(error.timeoutPhase, .total)
         }
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertEqual(waitForRecords(server, count: 1)[0].bytesAfterHead, 0)
     }
 
@@ -134,7 +134,7 @@ final class ExpectContinueTests: XCTestCase {
         old.expectContinue = ExpectContinuePolicy(minimumBodySize: 1)
         let value7 = try await client.send(old).text(upTo: 100)
         XCTAssertEqual(value7, "200000")
-        try await client.shutdown()
+        await client.shutdown()
         let records = waitForRecords(server, count: 2)
         XCTAssertFalse(records[0].head.contains("Expect:"))
         XCTAssertFalse(records[1].head.contains("Expect:"))
@@ -155,7 +155,7 @@ final class ExpectContinueTests: XCTestCase {
             XCTAssertEqual(error.code, .invalidRequest)
             XCTAssertTrue(error.message.contains(path), error.message)
         }
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertTrue(server.records.isEmpty, "no request head reached the server")
     }
 

@@ -32,7 +32,7 @@ final class FaultInjectionTests: XCTestCase {
         defer { server.stop() }
         let client = HTTPClient(configuration: Self.configuration { _ in })
         _ = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/")).body.collect(upTo: 100)
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     /// Runs `body` with a fresh server and client; afterwards (client shut down, server stopped) the open
@@ -53,7 +53,7 @@ final class FaultInjectionTests: XCTestCase {
         var failure: (any Error)?
         do { try await body(server, client) } catch { failure = error }
         let elapsed = start.duration(to: .now)
-        try await client.shutdown()
+        await client.shutdown()
         server.stop()
         XCTAssertLessThan(elapsed, limit, "finished within its bound", file: file, line: line)
         XCTAssertEqual(openDescriptorCount(), before, "no descriptor leaked", file: file, line: line)
@@ -376,7 +376,7 @@ final class TLSAlertMidBodyTests: XCTestCase {
             outcome = .failure(error)
         }
         let elapsed = start.duration(to: .now)
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
         switch outcome {
         case .success(let count):

@@ -13,7 +13,7 @@ final class FaultServerTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        try await client?.shutdown()
+        await client?.shutdown()
     }
 
     func withServer(_ script: FaultScript, _ body: (FaultServer) async throws -> Void) async throws {

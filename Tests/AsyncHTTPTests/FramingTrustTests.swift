@@ -16,7 +16,7 @@ final class FramingTrustTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        try await client?.shutdown()
+        await client?.shutdown()
     }
 
     /// `bytes` compressed with `coding` (zlib-wrapped for deflate, as RFC 9110 §8.4.1.2 defines it).

@@ -15,7 +15,7 @@ final class MiddlewareIntegrationTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        try await client?.shutdown()
+        await client?.shutdown()
     }
 
     func httpbin(_ path: String) throws -> String { try Peers.httpbin() + path }
@@ -134,7 +134,7 @@ final class MiddlewareIntegrationTests: XCTestCase {
         let response = try await jarless.send(HTTPClientRequest(url: try httpbin("/cookies/set?a=1")))
         let echo = try json(try await response.body.collect(upTo: 1 << 20))
         XCTAssertEqual(echo["cookies"] as? [String: String], [:])
-        try await jarless.shutdown()
+        await jarless.shutdown()
     }
 
     // MARK: httpbin: compression and text

@@ -20,7 +20,7 @@ final class NginxIntegrationTests: XCTestCase {
         let missing = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(nginx.httpPort)/missing"))
         XCTAssertEqual(missing.status, .notFound)
         XCTAssertEqual(client.connectionsOpened, 1)
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testHTTPSWithTheGeneratedCertificate() async throws {
@@ -33,7 +33,7 @@ final class NginxIntegrationTests: XCTestCase {
             let value3 = try await response.body.collect(upTo: 16 << 20).count
             XCTAssertEqual(value3, 8 << 20)
         }
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testConnectionClosedByNginxKeepaliveTimeoutIsNotReusedOrIsRetried() async throws {
@@ -47,7 +47,7 @@ final class NginxIntegrationTests: XCTestCase {
         let value4 = try await response.body.collect(upTo: 4096).count
         XCTAssertEqual(value4, 1024)
         XCTAssertEqual(client.connectionsOpened, 2, "the closed connection was detected and replaced")
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testConcurrentRequestsAgainstNginx() async throws {
@@ -63,6 +63,6 @@ final class NginxIntegrationTests: XCTestCase {
         }
         XCTAssertEqual(sizes, Array(repeating: 1024, count: 200))
         XCTAssertLessThanOrEqual(client.connectionsOpened, 8)
-        try await client.shutdown()
+        await client.shutdown()
     }
 }

@@ -26,7 +26,7 @@ final class ObserverTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        try await client?.shutdown()
+        await client?.shutdown()
         try await server?.shutdown()
     }
 
@@ -167,7 +167,7 @@ final class MisuseTests: XCTestCase {
         } catch let error as HTTPClientError {
             XCTAssertEqual(error.code, .invalidConfiguration)
         }
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testOtherOutOfRangeValuesAreRefused() {
@@ -215,7 +215,7 @@ final class MisuseTests: XCTestCase {
             return await group.reduce(into: [String]()) { $0.append($1) }
         }
         XCTAssertEqual(outcomes.sorted(), ["error bodyInUse", "part2"])
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 }

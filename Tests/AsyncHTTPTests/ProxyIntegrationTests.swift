@@ -11,7 +11,7 @@ final class ProxyIntegrationTests: XCTestCase {
     private var clients: [HTTPClient] = []
 
     override func tearDown() async throws {
-        for client in clients { try await client.shutdown() }
+        for client in clients { await client.shutdown() }
         clients = []
     }
 

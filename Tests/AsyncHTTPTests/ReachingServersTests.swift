@@ -19,7 +19,7 @@ final class ReachingServersTests: XCTestCase {
         // open before counting.
         let warmUp = HTTPClient()
         _ = try await warmUp.send(HTTPClientRequest(url: server.url("/hello"))).body.collect(upTo: 1 << 20)
-        try await warmUp.shutdown()
+        await warmUp.shutdown()
         try await server.waitUntilAllConnectionsClosed()
         let descriptorsBefore = openDescriptorCount()
         var configuration = HTTPClient.Configuration()
@@ -36,7 +36,7 @@ final class ReachingServersTests: XCTestCase {
         // checks the behaviour, not the speed.
         XCTAssertLessThan(elapsed, .seconds(10), "connected after \(elapsed)")
         XCTAssertEqual(server.connectionsAccepted, 2, "the warm-up's and this one")
-        try await client.shutdown()
+        await client.shutdown()
         try await server.waitUntilAllConnectionsClosed()
         XCTAssertEqual(openDescriptorCount(), descriptorsBefore, "the losing attempt's descriptor was closed")
         try await server.shutdown()
@@ -55,7 +55,7 @@ final class ReachingServersTests: XCTestCase {
         XCTAssertEqual(response.status.code, 200)
         _ = try await response.body.collect(upTo: 1 << 20)
         XCTAssertLessThan(ContinuousClock.now - started, .seconds(10), "not after the 30 s attempt delay")
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -70,7 +70,7 @@ final class ReachingServersTests: XCTestCase {
             _ = try await client.send(HTTPClientRequest(url: "http://hole.test:\(hole.port)/"))
         }
         XCTAssertEqual(error?.timeoutPhase, .connect)
-        try await client.shutdown()
+        await client.shutdown()
         hole.close()
     }
 
@@ -86,7 +86,7 @@ final class ReachingServersTests: XCTestCase {
         // A second request reuses the overridden connection.
         _ = try await client.send(HTTPClientRequest(url: "http://api.example.test:\(server.port)/hello")).body.collect(upTo: 1 << 16)
         XCTAssertEqual(server.connectionsAccepted, 1)
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -97,7 +97,7 @@ final class ReachingServersTests: XCTestCase {
         request.connectTo = [try ConnectToOverride("127.0.0.1:1:127.0.0.1:\(server.port)")]
         let text = try await client.send(request).text(upTo: 1 << 16)
         XCTAssertTrue(text.lowercased().contains("host: 127.0.0.1:1\n"), "the URL's authority is still the Host:\n\(text)")
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -115,7 +115,7 @@ final class ReachingServersTests: XCTestCase {
         await assertThrowsHTTPError(.certificateInvalid) {
             _ = try await client.send(HTTPClientRequest(url: "https://impostor.test:\(nginx.httpsPort)/small.txt"))
         }
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     // MARK: Unix domain sockets (nginx listens on both, see scripts/test.sh)
@@ -135,7 +135,7 @@ final class ReachingServersTests: XCTestCase {
         let small = try await client.send(HTTPClientRequest(url: "http://localhost/small.txt")).body.collect(upTo: 1 << 20)
         XCTAssertEqual(small.count, 1024)
         XCTAssertEqual(client.connectionsOpened, 1)
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testTLSOverAUnixSocketVerifiesTheURLsHost() async throws {
@@ -152,7 +152,7 @@ final class ReachingServersTests: XCTestCase {
         var wrongName = HTTPClientRequest(url: "https://impostor.test/small.txt")
         wrongName.unixSocket = .path(socket)
         await assertThrowsHTTPError(.certificateInvalid) { _ = try await client.send(wrongName) }
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testHTTPPlusUnixURLsNameTheSocket() async throws {
@@ -170,7 +170,7 @@ final class ReachingServersTests: XCTestCase {
         XCTAssertEqual(secure.status.code, 200)
         let body = try await secure.body.collect(upTo: 1 << 20)
         XCTAssertEqual(body.count, 1024)
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testAMissingSocketAndAPathTooLongAreClearErrors() async throws {
@@ -185,7 +185,7 @@ final class ReachingServersTests: XCTestCase {
         long.unixSocket = .path("/" + String(repeating: "d", count: 200))
         let tooLong = await assertThrowsHTTPError(.invalidRequest) { _ = try await client.send(long) }
         XCTAssertTrue(tooLong?.message.contains("sun_path") == true, "\(String(describing: tooLong))")
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testAnAbstractUnixSocket() async throws {
@@ -197,7 +197,7 @@ final class ReachingServersTests: XCTestCase {
         let client = HTTPClient(configuration: configuration)
         let text = try await client.send(HTTPClientRequest(url: "http://localhost/path?q=1")).text(upTo: 1 << 16)
         XCTAssertEqual(text, "abstract GET /path?q=1 localhost")
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testTheCommandLineTakesCurlsFlags() async throws {

@@ -21,7 +21,7 @@ final class TLSTests: XCTestCase {
             let value1 = try await response.body.collect(upTo: 100)
             XCTAssertEqual(value1, Array("hello".utf8), host)
         }
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -32,7 +32,7 @@ final class TLSTests: XCTestCase {
             _ = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/bytes?n=70000")).body.collect(upTo: 1 << 20)
         }
         XCTAssertEqual(server.connectionsAccepted, 1)
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -47,7 +47,7 @@ final class TLSTests: XCTestCase {
         }))
         let echoed = try await client.send(request).body.collect(upTo: 8 << 20)
         XCTAssertEqual(echoed, payload)
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -58,7 +58,7 @@ final class TLSTests: XCTestCase {
             _ = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/hello"))
         }
         XCTAssertNotNil(error?.tlsReason)
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -68,7 +68,7 @@ final class TLSTests: XCTestCase {
         await assertThrows(.certificateInvalid, containing: "expired") {
             _ = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/hello"))
         }
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -78,7 +78,7 @@ final class TLSTests: XCTestCase {
         await assertThrows(.certificateInvalid, containing: "mismatch") {
             _ = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/hello"))
         }
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -87,7 +87,7 @@ final class TLSTests: XCTestCase {
         let client = HTTPClient(configuration: .init(tls: .insecure))
         let response = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/hello"))
         XCTAssertEqual(response.status, .ok)
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -97,7 +97,7 @@ final class TLSTests: XCTestCase {
         await assertThrows(.certificateInvalid) {
             _ = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/hello"))
         }
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -112,7 +112,7 @@ final class TLSTests: XCTestCase {
         } catch let error as HTTPClientError {
             XCTAssertTrue([.tlsHandshakeFailed, .ioFailure, .connectionClosed].contains(error.code), "\(error)")
         }
-        try await anonymous.shutdown()
+        await anonymous.shutdown()
 
         let tls = TestTLS.shared
         let authenticated = try client {
@@ -120,7 +120,7 @@ final class TLSTests: XCTestCase {
         }
         let response = try await authenticated.send(HTTPClientRequest(url: url))
         XCTAssertEqual(response.headers[HTTPField.Name("X-Client-Cert-Subject")!], TestTLS.clientCommonName)
-        try await authenticated.shutdown()
+        await authenticated.shutdown()
         try await server.shutdown()
     }
 
@@ -130,7 +130,7 @@ final class TLSTests: XCTestCase {
         await assertThrows(.tlsHandshakeFailed, containing: "/nonexistent.pem") {
             _ = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/hello"))
         }
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -144,7 +144,7 @@ final class TLSTests: XCTestCase {
         }
         XCTAssertEqual(server.connectionsAccepted, 3)
         XCTAssertEqual(client.tlsSessionsResumed, 2, "every reconnect after the first resumed")
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 }

@@ -26,7 +26,7 @@ final class TLSTruncationTests: XCTestCase {
         let client = client()
         defer {
             Task {
-                try? await client.shutdown()
+                await client.shutdown()
                 try? await server.shutdown()
             }
         }

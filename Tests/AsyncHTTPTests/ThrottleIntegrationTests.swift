@@ -28,7 +28,7 @@ final class ThrottleIntegrationTests: XCTestCase {
         let average = client.averageBandwidthUsedPerSecond
         XCTAssertGreaterThan(average, 1 << 20, "about 8 MiB over the 2-2.5 s the meter has been running")
         XCTAssertLessThan(average, 6 << 20)
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testARequestLimitIsStricterThanTheClients() async throws {
@@ -41,7 +41,7 @@ final class ThrottleIntegrationTests: XCTestCase {
         XCTAssertEqual(bytes, 8 << 20)
         XCTAssertGreaterThan(elapsed, 0.7, "8 MiB at 8 MiB/s: about 1 s")
         XCTAssertLessThan(elapsed, 2.5)
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testFourTransfersShareTheLimitAndNoneStarves() async throws {
@@ -65,7 +65,7 @@ final class ThrottleIntegrationTests: XCTestCase {
         XCTAssertGreaterThan(total, 3.2)
         XCTAssertLessThan(total, 6)
         for time in times { XCTAssertGreaterThan(time, total * 0.6, "no transfer ran alone first: \(times)") }
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testChangingTheLimitTakesEffectOnARunningTransfer() async throws {
@@ -89,7 +89,7 @@ final class ThrottleIntegrationTests: XCTestCase {
         // 1 MiB at 1 MiB/s, then the rest unthrottled: about 1 s, where 8 MiB at the old limit would take 8 s.
         XCTAssertGreaterThan(elapsed, 0.6)
         XCTAssertLessThan(elapsed, 3)
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testAThrottledUploadIsWrittenAtTheLimit() async throws {
@@ -112,7 +112,7 @@ final class ThrottleIntegrationTests: XCTestCase {
         XCTAssertEqual(sent.withLock { $0 }, 4 << 20)
         XCTAssertGreaterThan(elapsed, 1.5, "4 MiB at 2 MiB/s: about 2 s")
         XCTAssertLessThan(elapsed, 4)
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testAThrottledWaitStopsAtTheTotalDeadline() async throws {
@@ -130,7 +130,7 @@ final class ThrottleIntegrationTests: XCTestCase {
         }
         XCTAssertLessThan(seconds(start.duration(to: .now)), 1.5)
         XCTAssertEqual(client.activeTransfers, 0)
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testNetworkActivityIsWatchableAsAStream() async throws {
@@ -145,7 +145,7 @@ final class ThrottleIntegrationTests: XCTestCase {
         let done = await counts.next()
         XCTAssertEqual(done, 0)
         XCTAssertFalse(client.isNetworkInUse)
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testAnInvalidLimitIsRefused() async throws {
@@ -156,7 +156,7 @@ final class ThrottleIntegrationTests: XCTestCase {
         var request = HTTPClientRequest(url: try nginxURL("/small.txt"))
         request.maxBandwidthPerSecond = -1
         await assertThrows(.invalidRequest) { _ = try await client.send(request) }
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     // MARK: Progress
@@ -176,7 +176,7 @@ final class ThrottleIntegrationTests: XCTestCase {
         XCTAssertLessThanOrEqual(seen.count, 102, "at most one per 1 %, plus the head and the final value")
         XCTAssertEqual(seen.map(\.bytesReceived), seen.map(\.bytesReceived).sorted(), "never backwards")
         XCTAssertEqual(seen.filter(\.isFinal).count, 1)
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testALargeInMemoryUploadReportsProgressAsItGoesOut() async throws {
@@ -197,7 +197,7 @@ final class ThrottleIntegrationTests: XCTestCase {
         XCTAssertEqual(sent, sent.sorted())
         // Written in 256 KiB slices while watched: values between 0 and the whole, not one jump.
         XCTAssertGreaterThanOrEqual(sent.filter { $0 > 0 && $0 < 2 << 20 }.count, 4, "\(sent)")
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -218,7 +218,7 @@ final class ThrottleIntegrationTests: XCTestCase {
         XCTAssertTrue(seen.allSatisfy { $0.bytesExpectedToReceive == nil || $0.bytesExpectedToReceive == 100_000 },
                       "the 302's body and length are not the download's: \(seen.prefix(3))")
         XCTAssertEqual(seen.map(\.bytesReceived), seen.map(\.bytesReceived).sorted())
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -234,7 +234,7 @@ final class ThrottleIntegrationTests: XCTestCase {
         for await progress in updates { last = progress }
         XCTAssertEqual(last?.isFinal, true)
         XCTAssertEqual(client.activeTransfers, 0)
-        try await client.shutdown()
+        await client.shutdown()
     }
 }
 

@@ -45,7 +45,7 @@ final class UploadIntegrationTests: XCTestCase {
 
         let client = HTTPClient()
         let answer = try await json(try await client.send(request))
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertEqual(answer["method"] as? String, "POST")
         let fields = answer["form"] as? [String: Any]
         XCTAssertEqual(fields?["title"] as? String, "Holiday ünïcode")
@@ -68,7 +68,7 @@ final class UploadIntegrationTests: XCTestCase {
         request.setForm(form)
         let client = HTTPClient()
         let answer = try await json(try await client.send(request))
-        try await client.shutdown()
+        await client.shutdown()
         let fields = answer["form"] as? [String: Any]
         XCTAssertEqual(fields?["q"] as? String, "swift & http = fun")
         XCTAssertEqual(fields?["tag"] as? [String], ["x", "y"])
@@ -82,7 +82,7 @@ final class UploadIntegrationTests: XCTestCase {
         request.setForm(URLEncodedForm([("a", "1")]))
         let client = HTTPClient()
         let answer = try await json(try await client.send(request))
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertEqual(answer["method"] as? String, "PUT")
         XCTAssertEqual((answer["form"] as? [String: Any])?["a"] as? String, "1")
     }
@@ -99,7 +99,7 @@ final class UploadIntegrationTests: XCTestCase {
         let response = try await client.send(request)
         XCTAssertEqual(response.history.count, 1)
         let answer = try await json(response)
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertEqual(answer["method"] as? String, "PUT")
         XCTAssertEqual(answer["data"] as? String, text)
     }
@@ -130,7 +130,7 @@ final class UploadIntegrationTests: XCTestCase {
         XCTAssertEqual(second.status.code, 204, "nginx answers 204 when it replaces a file")
         _ = try await second.body.collect(upTo: 1 << 20)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stored)), bytes.subdata(in: 1000..<(1000 + 123_456)))
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     /// A form of files and text goes out piece by piece, the files with `sendfile`: nginx must store exactly
@@ -193,7 +193,7 @@ final class UploadIntegrationTests: XCTestCase {
         XCTAssertEqual(response.status.code, 201)
         _ = try await response.body.collect(upTo: 1 << 20)
         XCTAssertLessThan(ContinuousClock.now - started, .seconds(25), "sent on nginx's 100 Continue, not after the wait")
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stored)), try Data(contentsOf: fileURL))
     }
 
@@ -221,7 +221,7 @@ final class UploadIntegrationTests: XCTestCase {
         let response = try await client.send(request)
         XCTAssertEqual(response.status.code, 413)
         _ = try await response.body.collect(upTo: 1 << 20)
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertEqual(sent.total, 0, "not one byte of the 8 MiB body was sent")
     }
 }

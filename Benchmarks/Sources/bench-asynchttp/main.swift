@@ -86,7 +86,7 @@ struct AsyncHTTPDriver: BenchDriver {
     }
 
     func shutdown() async throws {
-        try await client.shutdown()
+        await client.shutdown()
     }
 }
 

@@ -111,7 +111,7 @@ do {
     } catch {
         printToStandardError("load-asynchttp: warm-up request failed: \(error)")
     }
-    try await warmUp.shutdown()
+    await warmUp.shutdown()
 } catch {
     fail("warm-up shutdown failed: \(error)")
 }
@@ -181,7 +181,7 @@ await withTaskGroup(of: Void.self) { group in
 }
 let seconds = Double(monotonicNanoseconds() - started) / 1e9
 let descriptorsBeforeShutdown = openDescriptorCount()
-try await client.shutdown()
+await client.shutdown()
 watchdog.cancel()
 let descriptorsAfter = openDescriptorCount()
 

@@ -3,7 +3,7 @@
 // Checks:
 // - a parsed cookie has a non-empty name; name and value hold no CR, LF or NUL (what the parser promises for
 //   the Cookie header we later write), the name no "=" or ";", the value no ";";
-// - HTTPCookie.parse's result has a path starting with "/", a non-empty domain, and honours Secure and
+// - HTTPClient.Cookie.parse's result has a path starting with "/", a non-empty domain, and honours Secure and
 //   the __Host- prefix;
 // - a cookie-date parses to a time between 1601-01-01 and 9999-12-31, and that time written as an RFC 1123
 //   date parses back to the same time.
@@ -56,7 +56,7 @@ public func fuzzCookie(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let path = parts.count > 2 && parts[2].hasPrefix("/") ? parts[2] : "/a/b"
     for isSecure in [true, false] {
         let request = CookieJar.RequestContext(host: host, path: path, isSecure: isSecure)
-        guard let cookie = HTTPCookie.parse(setCookie: field, request: request, now: now) else { continue }
+        guard let cookie = HTTPClient.Cookie.parse(setCookie: field, request: request, now: now) else { continue }
         fuzzCheck(cookie.path.hasPrefix("/"), "cookie path '\(cookie.path)' from '\(field)'")
         fuzzCheck(!cookie.domain.isEmpty || host.isEmpty, "empty domain from '\(field)'")
         fuzzCheck(cookie.name == parsed.name && cookie.value == parsed.value, "name/value changed")

@@ -14,7 +14,7 @@
 /// var configuration = HTTPClient.Configuration()
 /// configuration.authentication.authenticationNeeded = { challenge in
 ///     guard challenge.failureCount < 2 else { return nil }   // give up after two wrong passwords
-///     return await askTheUser(challenge.space)
+///     return await askUser(challenge.space)
 /// }
 /// ```
 public struct AuthenticationConfiguration: Sendable {
@@ -25,7 +25,7 @@ public struct AuthenticationConfiguration: Sendable {
     /// read when nothing earlier in the order has credentials, and written when credentials succeed.
     public var persistentStore: (any CredentialStore)?
     /// Asked for credentials when no other source has them (ASIHTTPRequest's `authenticationNeeded`).
-    /// Return nil to give up: the request then fails with ``HTTPClientError/Code/authenticationFailed``.
+    /// Return nil to give up: the request then fails with `HTTPClientError.Code.authenticationFailed`.
     ///
     /// A client asks one question at a time: requests that need the same protection space while it is
     /// being asked wait for the answer and use it too.
@@ -42,7 +42,7 @@ public struct AuthenticationConfiguration: Sendable {
     /// origin over plain `http`, where anyone on the path can read them (the name predates Bearer). Off by
     /// default: a Basic challenge over `http` is then answered with nothing and a warning is logged, and a
     /// request that carries credentials or a ``HTTPClientRequest/bearerToken`` of its own fails with
-    /// ``HTTPClientError/Code/authenticationFailed`` before anything is sent, whether they would go in answer
+    /// `HTTPClientError.Code.authenticationFailed` before anything is sent, whether they would go in answer
     /// to a challenge or before one (``HTTPClientRequest/sendsCredentialsPreemptively``). Loopback hosts are
     /// not exempt. Proxies are: HTTP proxies are plain by nature, and curl and ASIHTTPRequest send Basic to them.
     public var allowsBasicOverPlainHTTP = false
@@ -53,6 +53,7 @@ public struct AuthenticationConfiguration: Sendable {
     /// refused. 3: a person gets three tries, as at most login prompts.
     public var maxCallbackAttempts = 3
 
+    /// The defaults: a session store, no persistent store, no callbacks.
     public init() {}
 }
 
@@ -71,6 +72,7 @@ public struct AuthenticationChallenge: Sendable, CustomStringConvertible {
     /// The user name that was refused last, if any (never the password).
     public var previousUsername: String?
 
+    /// The space, URL and failure count; never a password.
     public var description: String {
         "\(space) for \(url), \(failureCount) refused"
     }

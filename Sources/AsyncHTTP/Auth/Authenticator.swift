@@ -16,7 +16,7 @@ struct AuthExchange: Sendable {
     let scheme: String
     let host: String
     let port: Int
-    /// The URL of the request, for the callback (without its userinfo, see ``HTTPURL/redactedDescription``).
+    /// The URL of the request, for the callback (without its userinfo, see `HTTPURL.redactedDescription`).
     let target: HTTPURL
     /// The request's own credentials: the URL's userinfo, then ``HTTPClientRequest/credentials``
     /// (for a proxy: the proxy's credentials).

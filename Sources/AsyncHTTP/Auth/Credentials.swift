@@ -8,7 +8,9 @@ import Foundation
 ///
 /// `description` never shows the password, so credentials can be logged or interpolated safely.
 public struct HTTPCredentials: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The user name. A name written `DOMAIN\\user` or `user@domain` gives NTLM its domain too.
     public var username: String
+    /// The password; never shown by ``description``.
     public var password: String
     /// The NTLM domain (ASIHTTPRequest's `domain`). A user name written `DOMAIN\user` or `user@domain`
     /// supplies it too.
@@ -16,6 +18,11 @@ public struct HTTPCredentials: Sendable, Hashable, Codable, CustomStringConverti
     /// The NTLM workstation name sent in the handshake; none by default, as curl.
     public var workstation: String?
 
+    /// Creates credentials.
+    ///
+    /// ```swift
+    /// request.credentials = HTTPCredentials(username: "alice", password: secret)
+    /// ```
     public init(username: String, password: String, domain: String? = nil, workstation: String? = nil) {
         self.username = username
         self.password = password
@@ -23,6 +30,7 @@ public struct HTTPCredentials: Sendable, Hashable, Codable, CustomStringConverti
         self.workstation = workstation
     }
 
+    /// The user name (with its domain), and `<redacted>` in place of the password.
     public var description: String {
         "HTTPCredentials(\(domain.map { $0 + "\\" } ?? "")\(username), password: <redacted>)"
     }
@@ -30,9 +38,13 @@ public struct HTTPCredentials: Sendable, Hashable, Codable, CustomStringConverti
 
 /// An HTTP authentication scheme AsyncHTTP can answer.
 public enum HTTPAuthenticationScheme: String, Sendable, Hashable, Codable, CaseIterable {
+    /// RFC 7617: the user name and password, base64-encoded, with every request.
     case basic = "Basic"
+    /// RFC 7616: a hash of the password and the server's nonce; MD5, SHA-256 and SHA-512/256.
     case digest = "Digest"
+    /// NTLMv2 (MS-NLMP): a three-message handshake that authenticates the connection.
     case ntlm = "NTLM"
+    /// RFC 6750: a token, sent as it is (``HTTPClientRequest/bearerToken``).
     case bearer = "Bearer"
 
     /// The order a scheme is picked in when a server offers several: curl's (`pickoneauth`), strongest first.
@@ -44,14 +56,18 @@ public enum HTTPAuthenticationScheme: String, Sendable, Hashable, Codable, CaseI
 public struct ProtectionSpace: Sendable, Hashable, Codable, CustomStringConvertible {
     /// `http` or `https` for a server; for a proxy, the proxy URL's scheme.
     public var scheme: String
+    /// The server's (or proxy's) host, lowercased.
     public var host: String
+    /// The server's (or proxy's) port.
     public var port: Int
     /// The realm from the challenge; nil for NTLM, which has none.
     public var realm: String?
+    /// The scheme the challenge asked for.
     public var authenticationScheme: HTTPAuthenticationScheme
     /// Whether this is a proxy's space (`407`, `Proxy-Authenticate`) rather than the origin's.
     public var isProxy: Bool
 
+    /// Creates a protection space.
     public init(scheme: String, host: String, port: Int, realm: String?, authenticationScheme: HTTPAuthenticationScheme, isProxy: Bool = false) {
         self.scheme = scheme
         self.host = host
@@ -61,6 +77,7 @@ public struct ProtectionSpace: Sendable, Hashable, Codable, CustomStringConverti
         self.isProxy = isProxy
     }
 
+    /// The space as `https://host:443 Basic realm="…"`, with `proxy ` in front for a proxy's.
     public var description: String {
         let hostText = host.contains(":") ? "[\(host)]" : host
         return "\(isProxy ? "proxy " : "")\(scheme)://\(hostText):\(port) \(authenticationScheme.rawValue) realm=\(realm.map { "\"\($0)\"" } ?? "none")"
@@ -73,8 +90,11 @@ public struct ProtectionSpace: Sendable, Hashable, Codable, CustomStringConverti
 /// ``CredentialFile`` keeps credentials across runs (the role ASIHTTPRequest gave the keychain). Implement
 /// this protocol to put them somewhere else, such as the system keyring.
 public protocol CredentialStore: Sendable {
+    /// The credentials kept for `space`, or nil.
     func credentials(for space: ProtectionSpace) async throws -> HTTPCredentials?
+    /// Keeps `credentials` for `space`, replacing any kept before. Called when they were accepted.
     func store(_ credentials: HTTPCredentials, for space: ProtectionSpace) async throws
+    /// Forgets the credentials for `space`. Called when they were refused.
     func removeCredentials(for space: ProtectionSpace) async throws
 }
 
@@ -88,6 +108,7 @@ public actor InMemoryCredentialStore: CredentialStore {
     /// What was removed, for the clients using this store (see ``Authenticator``).
     nonisolated let removals = CredentialRemovals()
 
+    /// Creates an empty store.
     public init() {}
 
     /// The credentials kept for `space`, if any.
@@ -161,6 +182,7 @@ final class CredentialRemovals: Sendable {
 /// never sees the secrets. The file holds passwords in the clear, like curl's `.netrc`: keep it in a
 /// directory only you can read.
 public actor CredentialFile: CredentialStore {
+    /// The JSON file's path.
     public let path: String
     private var entries: [ProtectionSpace: HTTPCredentials]
     /// What was removed, for the clients using this file (see ``Authenticator``).
@@ -177,8 +199,12 @@ public actor CredentialFile: CredentialStore {
         self.entries = try Self.load(path)
     }
 
+    /// The credentials kept for `space`, if any.
     public func credentials(for space: ProtectionSpace) -> HTTPCredentials? { entries[space] }
 
+    /// Keeps `credentials` for `space` and rewrites the file atomically.
+    ///
+    /// - Throws: `HTTPClientError.Code.ioFailure` when the file cannot be written.
     public func store(_ credentials: HTTPCredentials, for space: ProtectionSpace) throws(HTTPClientError) {
         guard entries[space] != credentials else { return }
         entries[space] = credentials

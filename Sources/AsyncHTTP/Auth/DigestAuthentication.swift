@@ -54,7 +54,7 @@ enum DigestAlgorithm: String, Sendable, CaseIterable {
 /// The parts of a `Digest` challenge that a client acts on (RFC 7616 §3.3).
 ///
 /// ```swift
-/// let challenges = AuthChallenge.parse(response.headerFields[values: .wwwAuthenticate])
+/// let challenges = AuthChallenge.parse(response.headers[values: .wwwAuthenticate])
 /// guard let digest = DigestChallenge.preferred(in: challenges) else { return }
 /// var state = DigestState(challenge: digest)
 /// ```
@@ -144,7 +144,7 @@ struct DigestChallenge: Sendable, Equatable {
 /// let value = try state.authorization(
 ///     username: "Mufasa", password: "Circle of Life", method: "GET", uri: "/dir/index.html",
 ///     body: nil, cnonce: DigestState.makeClientNonce())
-/// request.headerFields[.authorization] = value   // "Digest username=\"Mufasa\", realm=..."
+/// request.headers[.authorization] = value   // "Digest username=\"Mufasa\", realm=..."
 /// ```
 struct DigestState: Sendable {
     /// The challenge being answered; its nonce changes with ``useNextNonce(_:)``.
@@ -191,8 +191,8 @@ struct DigestState: Sendable {
     ///   - cnonce: the client nonce; use ``makeClientNonce()``. Printable ASCII without `"` or `\`.
     ///   - preferAuthInt: use `auth-int` when the server offers both it and `auth`, and `body` is given.
     ///     `auth` is the default, as in curl and Chromium: few servers check the body, and it must be in memory.
-    /// - Throws: ``HTTPClientError/Code/invalidRequest`` for a method, URI or cnonce that cannot be sent;
-    ///   ``HTTPClientError/Code/authenticationFailed`` when only `auth-int` is offered and there is no body,
+    /// - Throws: `HTTPClientError.Code.invalidRequest` for a method, URI or cnonce that cannot be sent;
+    ///   `HTTPClientError.Code.authenticationFailed` when only `auth-int` is offered and there is no body,
     ///   the nonce count is exhausted, or OpenSSL refuses the hash.
     mutating func authorization(
         username: String, password: String, method: String, uri: String, body: [UInt8]?, cnonce: String,

@@ -7,7 +7,7 @@
 //
 // Everything works on contiguous bytes. The one failure OpenSSL can report here is a digest the configured
 // providers refuse (MD5 on a system forced into FIPS mode); that becomes a typed
-// ``HTTPClientError/Code/authenticationFailed`` rather than a crash, since it depends on the machine, not on us.
+// `HTTPClientError.Code.authenticationFailed` rather than a crash, since it depends on the machine, not on us.
 
 import COpenSSL
 

@@ -24,7 +24,7 @@
 ///
 /// ```swift
 /// // 1. Send the negotiate message.
-/// request.headerFields[.authorization] = NTLM.authorizationValue(NTLM.negotiateMessage(domain: nil, workstation: nil))
+/// request.headers[.authorization] = NTLM.authorizationValue(NTLM.negotiateMessage(domain: nil, workstation: nil))
 /// // 2. The 401 carries the challenge.
 /// let challenge = try NTLM.Challenge(AuthChallenge.parse(values).first { $0.scheme == "ntlm" }!)
 /// // 3. Answer it on the same connection.
@@ -33,7 +33,7 @@
 ///     challenge: challenge, username: user, password: password, domain: domain, workstation: "",
 ///     clientChallenge: secureRandomBytes(8), timestamp: NTLM.fileTime(unixSeconds: now),
 ///     exportedSessionKey: secureRandomBytes(16))
-/// request.headerFields[.authorization] = NTLM.authorizationValue(message)
+/// request.headers[.authorization] = NTLM.authorizationValue(message)
 /// ```
 enum NTLM {
     /// NegotiateFlags ([MS-NLMP] §2.2.2.5).
@@ -119,7 +119,7 @@ enum NTLM {
         let timestamp: UInt64?
 
         /// Decodes a CHALLENGE_MESSAGE. Every length and offset is checked against the message, so malformed or
-        /// hostile input throws ``HTTPClientError/Code/authenticationFailed`` rather than reading out of bounds.
+        /// hostile input throws `HTTPClientError.Code.authenticationFailed` rather than reading out of bounds.
         init(decoding bytes: [UInt8]) throws(HTTPClientError) {
             // Signature(8) MessageType(4) TargetNameFields(8) NegotiateFlags(4) ServerChallenge(8): 32 bytes
             // that every version has. Reserved(8) and TargetInfoFields(8) follow from Windows NT 4.0 SP4 on;
@@ -203,7 +203,7 @@ enum NTLM {
     ///     MsvAvTimestamp.
     ///   - exportedSessionKey: 16 random bytes, sent RC4-encrypted when the server negotiated KEY_EXCH.
     ///   - version: the VERSION structure, sent only when the server negotiated NEGOTIATE_VERSION.
-    /// - Throws: ``HTTPClientError/Code/authenticationFailed`` when OpenSSL refuses HMAC-MD5, or a field would
+    /// - Throws: `HTTPClientError.Code.authenticationFailed` when OpenSSL refuses HMAC-MD5, or a field would
     ///   not fit the message's 16-bit lengths (a TargetInfo near 64 KiB makes the NT response too long).
     static func authenticateMessage(
         challenge: Challenge, username: String, password: String, domain: String, workstation: String,

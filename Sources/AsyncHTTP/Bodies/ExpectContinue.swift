@@ -24,6 +24,7 @@ public struct ExpectContinuePolicy: Sendable, Hashable {
     /// default (`--expect100-timeout`, `CURLOPT_EXPECT_100_TIMEOUT_MS`).
     public var timeout: Duration
 
+    /// Creates a policy; nil `minimumBodySize` never sends `Expect: 100-continue`.
     public init(minimumBodySize: Int? = 1 << 20, timeout: Duration = .seconds(1)) {
         self.minimumBodySize = minimumBodySize
         self.timeout = timeout

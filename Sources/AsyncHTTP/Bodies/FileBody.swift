@@ -16,11 +16,11 @@ extension HTTPClientRequest.Body {
     /// ```
     ///
     /// - The file is opened here once to check it: a missing, unreadable or directory path, or a range past
-    ///   its end, throws ``HTTPClientError/Code/invalidRequest`` now, before anything is sent.
+    ///   its end, throws `HTTPClientError.Code.invalidRequest` now, before anything is sent.
     /// - A regular file goes out with `Content-Length` (its size, or `length`) and is replayable: each send
     ///   opens it again and starts from `offset`, so a redirect, an authentication retry or a stale-connection
     ///   retry sends the same bytes again. If the file is shorter than that when it is sent, the request fails
-    ///   with ``HTTPClientError/Code/invalidRequest`` instead of sending a truncated body.
+    ///   with `HTTPClientError.Code.invalidRequest` instead of sending a truncated body.
     /// - A pipe or device (`/dev/stdin`, a FIFO) has no size: it is read until it ends, sent chunked, once.
     ///
     /// - Parameters:

@@ -4,7 +4,9 @@
 /// characters it cannot hold are sent as HTML numeric character references (`&#8364;` for `€`), as the WHATWG
 /// form-submission algorithm does for every non-UTF-8 encoding, rather than dropped or replaced silently.
 public enum FormTextEncoding: Sendable, Hashable {
+    /// UTF-8, the default.
     case utf8
+    /// ISO-8859-1; other characters become `&#NNNN;`.
     case isoLatin1
 
     /// The IANA charset name (`UTF-8`, `ISO-8859-1`).

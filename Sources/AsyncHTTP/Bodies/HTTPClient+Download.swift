@@ -14,6 +14,7 @@ public struct DownloadOptions: Sendable, Hashable {
     /// next attempt finds it).
     public var temporaryPath: String?
 
+    /// Creates download options; the defaults write a whole, successful body atomically and keep nothing on failure.
     public init(resume: Bool = false, writesErrorResponses: Bool = false, temporaryPath: String? = nil) {
         self.resume = resume
         self.writesErrorResponses = writesErrorResponses
@@ -25,6 +26,7 @@ public struct DownloadOptions: Sendable, Hashable {
 public struct DownloadResult: Sendable {
     /// The final response's status (after redirects and authentication), and its fields.
     public var status: HTTPResponse.Status
+    /// The final response's header fields.
     public var headers: HTTPFields
     /// The URL the body came from (the last redirect hop's).
     public var url: HTTPURL
@@ -72,8 +74,8 @@ extension HTTPClient {
     /// counts are the same bytes. A second download to the same partial file at the same time is refused
     /// (`flock`).
     ///
-    /// Throws ``HTTPClientError`` for a failed transfer (with `resume`, the partial file stays) and for file
-    /// errors (``HTTPClientError/Code/ioFailure``, naming the path).
+    /// Throws `HTTPClientError` for a failed transfer (with `resume`, the partial file stays) and for file
+    /// errors (`HTTPClientError.Code.ioFailure`, naming the path).
     public func download(
         _ request: HTTPClientRequest, to destination: String, options: DownloadOptions = DownloadOptions()
     ) async throws -> DownloadResult {

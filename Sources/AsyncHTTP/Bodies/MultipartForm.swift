@@ -8,7 +8,7 @@ import HTTPTypes
 /// var form = MultipartForm()
 /// form.append("title", "Holiday")
 /// try form.appendFile("photo", path: "/tmp/beach.jpg")          // Content-Type: image/jpeg, from the extension
-/// form.append("notes", data: notes, filename: "notes.txt", contentType: "text/plain")
+/// form.append("notes", data: Array("Sunny".utf8), filename: "notes.txt", contentType: "text/plain")
 /// var request = HTTPClientRequest(url: "https://example.com/upload")
 /// try request.setForm(form)                                       // POST, with Content-Length computed up front
 /// ```
@@ -62,7 +62,7 @@ public struct MultipartForm: Sendable {
     }
 
     /// Adds a file streamed from disk. The file is opened now to check it (a missing or unreadable file throws
-    /// ``HTTPClientError/Code/invalidRequest``), and read only as the request is sent.
+    /// `HTTPClientError.Code.invalidRequest`), and read only as the request is sent.
     /// `filename` nil: the path's last component; `contentType` nil: from the extension (as ASIHTTPRequest
     /// did), else `application/octet-stream`.
     public mutating func appendFile(

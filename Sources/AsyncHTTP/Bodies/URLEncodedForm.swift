@@ -18,6 +18,12 @@ public struct URLEncodedForm: Sendable {
     /// The pairs, in the order they are sent.
     public var fields: [(name: String, value: String)]
 
+    /// Creates a form with `fields`, in order.
+    ///
+    /// ```swift
+    /// var form = URLEncodedForm([(name: "q", value: "swift http")])
+    /// form.append("page", "2")
+    /// ```
     public init(_ fields: [(name: String, value: String)] = []) {
         self.fields = fields
     }

@@ -133,7 +133,7 @@ struct RecordingBody: AsyncSequence, Sendable {
 }
 
 /// A stored body streamed from its file, 64 KiB at a time, never loaded whole. Its CRC-32 is checked as
-/// it goes: a body that does not match fails at its end with ``HTTPClientError/Code/ioFailure`` (and the
+/// it goes: a body that does not match fails at its end with `HTTPClientError.Code.ioFailure` (and the
 /// entry is removed) instead of ending as if whole.
 struct CachedFileBody: AsyncSequence, Sendable {
     typealias Element = ArraySlice<UInt8>

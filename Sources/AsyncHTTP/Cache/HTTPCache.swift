@@ -88,8 +88,8 @@ public final class HTTPCache: Sendable {
     /// Opens (creating if needed, mode 0700) a cache in `directory`, removes what crashed writers and dead
     /// processes' sessions left there, and builds the index from the files.
     ///
-    /// - Throws: ``HTTPClientError/Code/invalidConfiguration`` for a size that is not positive,
-    ///   ``HTTPClientError/Code/ioFailure`` if the directory cannot be created.
+    /// - Throws: `HTTPClientError.Code.invalidConfiguration` for a size that is not positive,
+    ///   `HTTPClientError.Code.ioFailure` if the directory cannot be created.
     public convenience init(
         directory: String, maxSize: Int = 64 << 20, maxEntrySize: Int? = nil,
         defaultPolicy: HTTPCachePolicy = .askServerIfModifiedWhenStale,

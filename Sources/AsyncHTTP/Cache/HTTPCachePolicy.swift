@@ -24,7 +24,9 @@
 /// `no-cache`, unvalidated), whatever the policy, unless the cache was made with
 /// ``HTTPCache/ignoresServerDontCacheHeaders`` (RFC 9111 §4.2.4, §5.2.2.2, §5.2.2.4).
 public struct HTTPCachePolicy: OptionSet, Sendable, Hashable {
+    /// The policy's bits, ASIHTTPRequest's values (`ASICachePolicy`).
     public let rawValue: Int
+    /// A policy from ASIHTTPRequest's bit values.
     public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// The cache's ``HTTPCache/defaultPolicy`` (`ASIUseDefaultCachePolicy`, 0).

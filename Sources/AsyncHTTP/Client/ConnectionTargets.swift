@@ -19,7 +19,7 @@ public struct ResolveOverride: Sendable, Hashable {
     /// Numeric IPv4 or IPv6 addresses (IPv6 without brackets), tried in this order with Happy Eyeballs.
     public var addresses: [String]
 
-    /// Throws ``HTTPClientError/Code/invalidConfiguration`` when an address is not a numeric IPv4 or IPv6
+    /// Throws `HTTPClientError.Code.invalidConfiguration` when an address is not a numeric IPv4 or IPv6
     /// address, the list is empty, or the port is out of range.
     public init(host: String, port: Int, addresses: [String]) throws(HTTPClientError) {
         guard !host.isEmpty else { throw HTTPClientError(.invalidConfiguration, "resolve override: empty host name") }
@@ -77,6 +77,9 @@ public struct ConnectToOverride: Sendable, Hashable {
     /// The port to connect to instead; nil keeps the URL's port.
     public var targetPort: Int?
 
+    /// Creates an override from its parts.
+    ///
+    /// - Throws: `HTTPClientError.Code.invalidConfiguration` for a port outside 1...65535.
     public init(host: String?, port: Int?, targetHost: String?, targetPort: Int?) throws(HTTPClientError) {
         for value in [port, targetPort].compactMap({ $0 }) where !(1...65535).contains(value) {
             throw HTTPClientError(.invalidConfiguration, "connect-to: port \(value) out of range (1...65535)")
@@ -145,6 +148,7 @@ public struct UnixSocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// A Linux abstract socket (curl's `--abstract-unix-socket`).
     public static func abstract(_ name: String) -> Self { Self(path: name, isAbstract: true) }
 
+    /// The path, or `@name` for an abstract socket.
     public var description: String { isAbstract ? "@" + path : path }
 }
 

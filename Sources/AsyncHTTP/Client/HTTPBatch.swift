@@ -16,6 +16,7 @@ public struct HTTPBatchConfiguration: Sendable {
     /// keep it short.
     public var onEvent: (@Sendable (HTTPBatchEvent) -> Void)?
 
+    /// Creates a batch configuration; the defaults are ASINetworkQueue's.
     public init(maxConcurrentRequests: Int = 4, cancelsAllOnFailure: Bool = true,
                 progressMode: HTTPBatchProgress.Mode = .simple, onEvent: (@Sendable (HTTPBatchEvent) -> Void)? = nil) {
         self.maxConcurrentRequests = maxConcurrentRequests
@@ -29,20 +30,26 @@ public struct HTTPBatchConfiguration: Sendable {
 /// (ASIHTTPRequest's `requestStarted:`, `request:didReceiveResponseHeaders:`, progress delegates,
 /// `requestFinished:` and `requestFailed:`.)
 public enum HTTPBatchEvent: Sendable {
+    /// The member's request is about to be sent.
     case started(id: Int)
+    /// The member's final response head arrived.
     case headReceived(id: Int, status: HTTPResponse.Status)
     /// The member's progress (throttled as ``HTTPProgressHandler``'s defaults) and the batch's sum after it.
     case progress(id: Int, HTTPTransferProgress, batch: HTTPBatchProgress)
+    /// The member's handler returned.
     case finished(id: Int)
-    /// The member failed, or was cancelled (``HTTPClientError/Code/cancelled``) because another failed or the
+    /// The member failed, or was cancelled (`HTTPClientError.Code.cancelled`) because another failed or the
     /// batch was cancelled; members that never started are reported this way too.
     case failed(id: Int, HTTPClientError)
 }
 
 /// One member's outcome.
 public struct HTTPBatchResult<Value: Sendable>: Sendable {
+    /// The member's number, as ``HTTPBatch/add(_:)`` returned it.
     public var id: Int
+    /// The request as it was added.
     public var request: HTTPClientRequest
+    /// What the handler returned, or why the member failed.
     public var result: Result<Value, HTTPClientError>
 }
 
@@ -94,7 +101,7 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
     }
 
     /// Adds a request, also while the batch runs; it starts when a slot is free. Returns its id. A request added
-    /// after the batch was cancelled or finished is reported failed with ``HTTPClientError/Code/cancelled``.
+    /// after the batch was cancelled or finished is reported failed with `HTTPClientError.Code.cancelled`.
     @discardableResult
     public func add(_ request: HTTPClientRequest) -> Int {
         let (id, actions) = state.withLock { state in
@@ -231,7 +238,7 @@ extension HTTPClient {
     ///
     /// When `body` returns, no more members can be added and the batch waits for those added to end. When `body`
     /// throws, or the task is cancelled, every member is cancelled first; a cancelled batch throws
-    /// ``HTTPClientError/Code/cancelled`` (its ``HTTPBatch/results`` ended early, as an `AsyncStream` does in a
+    /// `HTTPClientError.Code.cancelled` (its ``HTTPBatch/results`` ended early, as an `AsyncStream` does in a
     /// cancelled task; ``HTTPBatchConfiguration/onEvent`` still reports every member). Nothing outlives the call: members
     /// are child tasks, and a cancelled member's connection is closed, not leaked.
     ///

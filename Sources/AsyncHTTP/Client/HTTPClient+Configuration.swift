@@ -95,14 +95,16 @@ extension HTTPClient {
         /// client runs with ``HTTPClient/maxBandwidthPerSecond``.
         public var maxBandwidthPerSecond: Int?
 
+        /// The defaults described on each property.
         public init() {}
 
+        /// The defaults, with `tls` as the TLS settings.
         public init(tls: TLSConfiguration) {
             self.tls = tls
         }
 
         /// Checks every value against its range. ``HTTPClient`` runs this when it is created, and a client made
-        /// with a bad value refuses every request with the same ``HTTPClientError/Code/invalidConfiguration``
+        /// with a bad value refuses every request with the same `HTTPClientError.Code.invalidConfiguration`
         /// error instead of trapping or guessing.
         public func validate() throws(HTTPClientError) {
             func refuse(_ what: String) -> HTTPClientError { HTTPClientError(.invalidConfiguration, what) }
@@ -142,5 +144,6 @@ extension HTTPClient {
 
 /// The library's version, sent in the default `User-Agent`.
 public enum AsyncHTTPVersion {
+    /// The version, as `major.minor.patch`.
     public static let string = "0.1.0"
 }

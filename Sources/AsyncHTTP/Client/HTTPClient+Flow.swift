@@ -32,7 +32,7 @@ extension HTTPClient {
     /// newest count.
     ///
     /// ```swift
-    /// for await count in client.networkActivity() { indicator.isVisible = count > 0 }
+    /// for await count in client.networkActivity() { print(count > 0 ? "busy" : "idle") }
     /// ```
     public func networkActivity() -> AsyncStream<Int> { transport.flow.activity.updates() }
 }

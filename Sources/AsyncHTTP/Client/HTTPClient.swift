@@ -7,7 +7,7 @@ import Synchronization
 /// let client = HTTPClient()
 /// let response = try await client.send(HTTPClientRequest(url: "https://example.com/"))
 /// let page = try await response.body.collect(upTo: 1 << 20)
-/// try await client.shutdown()
+/// await client.shutdown()
 /// ```
 ///
 /// Batches run concurrently through a task group; the pool shares connections between them
@@ -23,6 +23,8 @@ public final class HTTPClient: Sendable {
     /// A client for general use that lives as long as the process; ``shutdown()`` does nothing on it.
     public static let shared = HTTPClient(isShared: true)
 
+    /// The configuration the client was made with. It is a copy: changing the variable you made it from
+    /// afterwards changes nothing.
     public let configuration: Configuration
     /// The whole chain, outermost first: built-in members, then the configuration's own.
     let middleware: [any HTTPClientMiddleware]
@@ -37,6 +39,17 @@ public final class HTTPClient: Sendable {
     private let isShutDown = Atomic<Bool>(false)
     private let requestIDs = Atomic<UInt64>(0)
 
+    /// Creates a client with its own connection pool.
+    ///
+    /// The configuration is read once, here: set every option before making the client. An invalid
+    /// configuration (see ``Configuration/validate()``) does not stop the client being made; every request it
+    /// sends then throws `HTTPClientError.Code.invalidConfiguration`.
+    ///
+    /// ```swift
+    /// var configuration = HTTPClient.Configuration()
+    /// configuration.connectTimeout = .seconds(5)
+    /// let client = HTTPClient(configuration: configuration)
+    /// ```
     public convenience init(configuration: Configuration = .init()) {
         self.init(configuration: configuration, isShared: false)
     }
@@ -55,7 +68,7 @@ public final class HTTPClient: Sendable {
 
     /// Sends `request` and returns once the response head has arrived; the body streams on.
     ///
-    /// Throws ``HTTPClientError`` for every failure: an invalid URL or header, DNS, connect, TLS, timeouts,
+    /// Throws `HTTPClientError` for every failure: an invalid URL or header, DNS, connect, TLS, timeouts,
     /// a malformed or truncated response, cancellation. A response with any status (404, 500) is a
     /// successful round trip, not an error.
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
@@ -76,7 +89,19 @@ public final class HTTPClient: Sendable {
     }
 
     /// Closes idle connections and refuses new requests. Responses still streaming finish, then close.
-    public func shutdown() async throws {
+    ///
+    /// Call it when you are done with a client you made, before the process exits or the client is
+    /// dropped: it closes pooled connections promptly (a server sees a clean close rather than a reset)
+    /// and, with a ``Configuration/cache``, lets the cache drop its session entries. Without it, idle pooled
+    /// connections stay open until they expire or the process exits.
+    /// On ``shared`` it does nothing. It cannot fail, so it does not throw; calling it twice is harmless.
+    ///
+    /// ```swift
+    /// let client = HTTPClient()
+    /// _ = try await client.send(HTTPClientRequest(url: "https://example.com/"))
+    /// await client.shutdown()
+    /// ```
+    public func shutdown() async {
         guard !isShared else {
             configuration.logger.warning("HTTPClient.shared cannot be shut down; ignored")
             return

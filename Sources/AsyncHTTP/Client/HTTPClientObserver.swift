@@ -20,6 +20,7 @@ import HTTPTypes
 /// and never block. With no observers configured nothing is built or recorded: observing costs nothing
 /// until it is asked for.
 public protocol HTTPClientObserver: Sendable {
+    /// Called for each event, synchronously, in order for one request. Keep it short; never block.
     func observe(_ event: HTTPClientEvent)
 }
 
@@ -29,8 +30,10 @@ public struct HTTPClientEvent: Sendable {
     public var requestID: UInt64
     /// When it happened.
     public var time: ContinuousClock.Instant
+    /// What happened.
     public var kind: Kind
 
+    /// The events, in the order they happen to a request.
     public enum Kind: Sendable {
         /// `send` was called. The URL is shown without its userinfo.
         case queued(method: HTTPRequest.Method, url: String)

@@ -116,6 +116,17 @@ extension HTTPClientRequest {
     /// Credentials for this request's origin (ASIHTTPRequest's `username`, `password` and `domain`). Used to
     /// answer a `401` after the URL's own userinfo and before the client's stores and callback (see
     /// ``AuthenticationConfiguration``). Dropped when a redirect leaves the origin.
+    ///
+    /// Only for `https` origins by default: a request to a plain `http://` URL that carries credentials (here
+    /// or in the URL's userinfo) fails with `HTTPClientError.Code.authenticationFailed` before anything is
+    /// sent, since Basic would put the password on the wire readable by anyone on the path. Set
+    /// ``AuthenticationConfiguration/allowsBasicOverPlainHTTP`` on the client's configuration to allow it
+    /// (for a test server, say).
+    ///
+    /// ```swift
+    /// var request = HTTPClientRequest(url: "https://intranet.example/report")
+    /// request.credentials = HTTPCredentials(username: "alice", password: "s3cret")
+    /// ```
     public var credentials: HTTPCredentials? {
         get { option(AuthenticationOptions.self) { $0.credentials } }
         set { self[AuthenticationOptions.self].credentials = newValue }

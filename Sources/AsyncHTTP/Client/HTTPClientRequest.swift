@@ -17,7 +17,7 @@ import Foundation
 /// let response = try await client.send(request)
 /// ```
 ///
-/// The URL is validated when the request is sent; an invalid one throws ``HTTPClientError/Code/invalidURL``.
+/// The URL is validated when the request is sent; an invalid one throws `HTTPClientError.Code.invalidURL`.
 public struct HTTPClientRequest: Sendable {
     /// The fields live in one box, copied on write. A request is passed by value through every middleware
     /// step, and copying its two dozen fields one by one (a retain or release each) was about 8 percent of the
@@ -124,6 +124,7 @@ public struct HTTPClientRequest: Sendable {
             storage.forgetParsedURL()
         }
     }
+    /// The method, `.get` by default (`request.method = .post`).
     public var method: HTTPRequest.Method {
         get { storage.fields.method }
         _modify { yield &storageForWriting.fields.method }
@@ -131,6 +132,8 @@ public struct HTTPClientRequest: Sendable {
     /// Header fields. `HTTPFields` itself replaces CR, LF and NUL in values with spaces; use
     /// ``setHeader(_:_:)`` to have such values refused with an error instead.
     public var headers: HTTPFields = [:]
+    /// The body to send, or nil for none. `Body.bytes(_:)` and files can be sent again (for a redirect or an
+    /// authentication retry); a ``Body/stream(_:length:)`` only once.
     public var body: Body? {
         get { storage.fields.body }
         _modify { yield &storageForWriting.fields.body }
@@ -182,6 +185,7 @@ public struct HTTPClientRequest: Sendable {
     /// only if another copy of the request shares it.
     ///
     /// ```swift
+    /// enum ThrottleOption: HTTPRequestOption { static let defaultValue: Int? = nil }
     /// request[ThrottleOption.self] = 64 * 1024
     /// let limit = request[ThrottleOption.self]
     /// ```
@@ -211,7 +215,7 @@ public struct HTTPClientRequest: Sendable {
     }
 
     /// Records `parsed` as ``url`` parsed, for a caller that already has it (the redirect step resolves
-    /// each `Location` into an ``HTTPURL``); `parsed` must be what parsing `url` gives.
+    /// each `Location` into an `HTTPURL`); `parsed` must be what parsing `url` gives.
     mutating func cacheParsedURL(_ parsed: HTTPURL) {
         assert((try? HTTPURL(url)) == parsed, "\(parsed) is not \(url) parsed")
         let storage = storageForWriting
@@ -225,17 +229,24 @@ public struct HTTPClientRequest: Sendable {
     var storageIdentity: ObjectIdentifier { ObjectIdentifier(storage) }
     var optionCount: Int { storage.options.count }
 
+    /// Creates a `GET` request for `url`, an absolute `http`, `https` or `http+unix` URL. The URL is checked
+    /// when the request is sent.
+    ///
+    /// ```swift
+    /// let request = HTTPClientRequest(url: "https://example.com/")
+    /// ```
     public init(url: String) {
         storage = Storage(url: url)
     }
 
+    /// Creates a `GET` request for a Foundation `URL`.
     public init(url: URL) {
         storage = Storage(url: url.absoluteString)
     }
 
     /// Sets a header from plain strings, refusing what could inject or corrupt a header: a name that is
     /// not an RFC 9110 token, or a value containing CR, LF or NUL. A refused header makes ``HTTPClient/send(_:)``
-    /// throw ``HTTPClientError/Code/invalidRequest`` before anything is sent.
+    /// throw `HTTPClientError.Code.invalidRequest` before anything is sent.
     public mutating func setHeader(_ name: String, _ value: String) {
         do throws(HTTPClientError) {
             try HTTPClientError.mapping { () throws(HTTP1Error) in try HTTP1RequestEncoder.validateHeader(name: name, value: value) }
@@ -270,12 +281,14 @@ extension HTTPClientRequest {
     /// request.body = try .file("/tmp/upload.iso")            // streamed from disk, Content-Length from its size
     /// request.body = .stream(chunks, length: .known(1 << 20)) // one-shot
     /// ```
-    /// Forms build bodies too: ``HTTPClientRequest/setForm(_:encoding:)`` and ``MultipartForm``.
+    /// Forms build bodies too: `HTTPClientRequest.setForm(_:encoding:)` with a ``URLEncodedForm`` or a ``MultipartForm``.
     public struct Body: Sendable {
         /// Whether a stream's length is known up front. Known lengths go out with `Content-Length`,
         /// unknown ones with `Transfer-Encoding: chunked`.
         public enum Length: Sendable, Hashable {
+            /// This many bytes: sent with `Content-Length`.
             case known(Int)
+            /// Not known up front: sent with `Transfer-Encoding: chunked` (with HTTP/1.0, until the connection closes).
             case unknown
         }
 
@@ -312,7 +325,7 @@ extension HTTPClientRequest {
 
         /// A stream of byte chunks, read as the socket can take them. One-shot: a request with a stream
         /// body is never sent twice, so a redirect, auth retry or stale-connection retry fails with
-        /// ``HTTPClientError/Code/bodyNotReplayable`` instead.
+        /// `HTTPClientError.Code.bodyNotReplayable` instead.
         ///
         /// The sequence is iterated by a child task of the request, at most 1 MiB ahead of what the socket has
         /// taken; the chunks waiting are written together. A chunk is never held back to wait for the next.

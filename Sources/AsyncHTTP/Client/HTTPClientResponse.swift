@@ -5,18 +5,25 @@ import HTTPTypes
 ///
 /// ```swift
 /// let response = try await client.send(request)
-/// guard response.status == .ok else { … }
+/// guard response.status == .ok else { return }
 /// for try await chunk in response.body {      // ArraySlice<UInt8>: index from chunk.startIndex
 ///     try file.write(contentsOf: chunk)
 /// }
 /// ```
 public struct HTTPClientResponse: Sendable {
+    /// The status of the final response (after redirects and authentication rounds): `response.status.code` is
+    /// the number, `response.status.reasonPhrase` the text. A 404 or 500 is a response, not an error.
     public var status: HTTPResponse.Status
+    /// The response's header fields, as received (`response.headers[.contentType]`,
+    /// `response.headers[values: .setCookie]`).
     public var headers: HTTPFields
+    /// The HTTP version the server answered with.
     public var version: HTTPVersion
+    /// The body, streamed from the connection as you read it; read it once, or call ``Body/collect(upTo:)``.
+    /// The connection goes back to the pool when the body has been read to its end (or is dropped).
     public var body: Body
     /// The URL this response came from (after redirects, the last one). Never with a password: a URL given
-    /// as `https://user:password@host/` is `https://user@host/` here (``HTTPURL/removingPassword``), as
+    /// as `https://user:password@host/` is `https://user@host/` here (`HTTPURL.removingPassword`), as
     /// browsers show it, so that printing a response never prints the secret.
     public var url: HTTPURL {
         didSet { if url.password != nil { url = url.removingPassword } }
@@ -52,6 +59,7 @@ public struct HTTPClientResponse: Sendable {
     /// What ``text(upTo:)`` falls back to; set by the redirect middleware from the request or client.
     var textDecodingFallback = TextDecodingFallback()
 
+    /// Creates a response: for middleware that answers without the network (a cache, a test double).
     public init(status: HTTPResponse.Status, headers: HTTPFields = [:], version: HTTPVersion = .http1_1,
                 body: Body = Body(), url: HTTPURL) {
         self.status = status
@@ -72,7 +80,7 @@ public struct HTTPClientResponse: Sendable {
     /// ended is the whole compressed body (see docs/compression.md).
     public var rawCompressedBody: [UInt8]? { rawBodyRecorder?.bytes }
 
-    /// Reads the body and decodes it as text, failing with ``HTTPClientError/Code/bodyLimitExceeded`` past
+    /// Reads the body and decodes it as text, failing with `HTTPClientError.Code.bodyLimitExceeded` past
     /// `maxBytes` (counted after decompression).
     ///
     /// The encoding is the `Content-Type` charset if it names one AsyncHTTP knows (UTF-8, ISO-8859-1,
@@ -106,7 +114,9 @@ extension HTTPClientResponse {
     /// Chunks are `ArraySlice<UInt8>` so they can share the read buffer without a copy: index them from
     /// `chunk.startIndex`, or call `Array(chunk)`.
     public struct Body: AsyncSequence, Sendable {
+        /// A chunk of the body as it arrived.
         public typealias Element = ArraySlice<UInt8>
+        /// Reading fails with `HTTPClientError` (a timeout, a closed connection, a decoding error).
         public typealias Failure = any Error
 
         enum Storage: Sendable {
@@ -140,12 +150,14 @@ extension HTTPClientResponse {
             self.storage = storage
         }
 
+        /// Reads the body's chunks in order.
         public struct AsyncIterator: AsyncIteratorProtocol {
             var buffered: [ArraySlice<UInt8>]
             var index = 0
             let stream: ResponseBodyStream?
             let iterator: ChunkIterator?
 
+            /// The next chunk, or nil at the end of the body.
             public mutating func next() async throws -> ArraySlice<UInt8>? {
                 if index < buffered.count {
                     defer { index += 1 }
@@ -157,6 +169,8 @@ extension HTTPClientResponse {
             }
         }
 
+        /// An iterator over the chunks. A body streamed from a connection has one reader at a time
+        /// (a second one fails with `HTTPClientError.Code.bodyInUse`).
         public func makeAsyncIterator() -> AsyncIterator {
             switch storage {
             case .buffered(let chunks): AsyncIterator(buffered: chunks, stream: nil, iterator: nil)
@@ -165,7 +179,7 @@ extension HTTPClientResponse {
             }
         }
 
-        /// Reads the whole body into memory, failing with ``HTTPClientError/Code/bodyLimitExceeded`` as
+        /// Reads the whole body into memory, failing with `HTTPClientError.Code.bodyLimitExceeded` as
         /// soon as it would exceed `maxBytes` (the connection is then closed, not drained).
         public func collect(upTo maxBytes: Int) async throws -> [UInt8] {
             var bytes: [UInt8] = []

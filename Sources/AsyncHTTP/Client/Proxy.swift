@@ -10,6 +10,7 @@
 /// configuration.proxy = .proxy(try ProxyConfiguration(url: "http://user:secret@proxy.internal:3128"))
 /// ```
 public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
+    /// The proxy protocol.
     public enum Kind: String, Sendable, Hashable {
         /// An HTTP proxy (`http://` proxy URLs): absolute-form requests and CONNECT tunnels.
         case http
@@ -19,14 +20,22 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
         case socks5h
     }
 
+    /// The proxy protocol.
     public var kind: Kind
+    /// The proxy's host name or address.
     public var host: String
+    /// The proxy's port.
     public var port: Int
     /// Credentials for the proxy (`Proxy-Authorization`, or SOCKS5 username/password). When nil, a 407
     /// is answered from the session and persistent stores or
     /// ``AuthenticationConfiguration/proxyAuthenticationNeeded``.
     public var credentials: HTTPCredentials?
 
+    /// Creates a proxy configuration from its parts.
+    ///
+    /// ```swift
+    /// let proxy = ProxyConfiguration(kind: .http, host: "proxy.internal", port: 3128)
+    /// ```
     public init(kind: Kind, host: String, port: Int, credentials: HTTPCredentials? = nil) {
         self.kind = kind
         self.host = host

@@ -7,7 +7,7 @@
 /// A text encoding a response body can be decoded from.
 ///
 /// ```swift
-/// let text = TextEncoding.decode(body, contentType: response.headerFields[.contentType])
+/// let text = TextEncoding.decode(body, contentType: response.headers[.contentType])
 /// ```
 ///
 /// Each decoder strips its own byte order mark (a leading U+FEFF is never part of the text), and
@@ -299,6 +299,7 @@ public struct TextDecodingFallback: Sendable, Hashable {
     /// `.windows1252` matches what browsers do with unlabelled legacy text.
     public var encoding: TextEncoding
 
+    /// Creates a fallback; ISO-8859-1 unless given.
     public init(encoding: TextEncoding = .isoLatin1) {
         self.encoding = encoding
     }

@@ -1,91 +1,145 @@
 // Cookies as RFC 6265 defines them, with the parts of draft-ietf-httpbis-rfc6265bis that browsers
 // enforce today (SameSite, the `__Secure-` / `__Host-` prefixes, CTL rejection, size limits).
 //
-// Pure values and parsing: no Foundation, no clock. Time is a `Double` of seconds since 1970-01-01 UTC,
-// passed in as `now:` so tests never sleep (STYLE: "Time is a parameter").
+// Pure values and parsing, no clock. Time is a `Double` of seconds since 1970-01-01 UTC inside, passed in as
+// `now:` so tests never sleep (STYLE: "Time is a parameter"); the cookie's times are shown to users as `Date`s
+// (FoundationEssentials', which the core already uses for `URL`), which is what a Swift developer expects.
 
-/// An HTTP cookie as a user agent stores it (RFC 6265 §5.3).
-///
-/// Values of this type come out of ``CookieJar`` (or ``HTTPCookie/parse(setCookie:request:now:publicSuffixList:)``);
-/// you rarely build one by hand. Times are seconds since 1970-01-01 00:00:00 UTC.
-///
-/// > Note: On Apple platforms Foundation also declares an `HTTPCookie`; write `AsyncHTTP.HTTPCookie`
-/// > in files that import both modules.
-public struct HTTPCookie: Sendable, Hashable {
-    /// The `SameSite` attribute (RFC 6265bis §5.6.7).
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#elseif canImport(Foundation)
+import Foundation
+#endif
+
+extension HTTPClient {
+    /// An HTTP cookie as a user agent stores it (RFC 6265 §5.3).
     ///
-    /// AsyncHTTP is not a browser: it has no "site for cookies", so every request counts as same-site and
-    /// the value is stored and persisted for callers that want it, not enforced. (curl does the same.)
-    public enum SameSite: String, Sendable, Hashable, CaseIterable {
-        case strict = "Strict"
-        case lax = "Lax"
-        case none = "None"
-        /// No `SameSite` attribute, or one with an unrecognised value (6265bis: "Default").
-        case unspecified
+    /// Values of this type come out of ``CookieJar`` (or ``parse(setCookie:request:now:publicSuffixList:)``);
+    /// you rarely build one by hand. Its times are `Date`s (``expiresDate``, ``creationDate``,
+    /// ``lastAccessDate``).
+    ///
+    /// It is named like async-http-client's `HTTPClient.Cookie`; its old name, `HTTPCookie`, collided with
+    /// Foundation's type of that name in files that import both, and remains as a deprecated alias.
+    public struct Cookie: Sendable, Hashable {
+        /// The `SameSite` attribute (RFC 6265bis §5.6.7).
+        ///
+        /// AsyncHTTP is not a browser: it has no "site for cookies", so every request counts as same-site and
+        /// the value is stored and persisted for callers that want it, not enforced. (curl does the same.)
+        public enum SameSite: String, Sendable, Hashable, CaseIterable {
+            /// Sent only with same-site requests.
+            case strict = "Strict"
+            /// Sent with same-site requests and top-level cross-site navigations.
+            case lax = "Lax"
+            /// Sent with every request; needs `Secure`.
+            case none = "None"
+            /// No `SameSite` attribute, or one with an unrecognised value (6265bis: "Default").
+            case unspecified
+        }
+
+        /// The cookie's name; never empty.
+        public var name: String
+        /// The cookie's value, exactly as the server sent it (surrounding spaces trimmed, quotes kept).
+        public var value: String
+        /// The canonical (lowercased, ASCII) domain the cookie belongs to, without a leading dot.
+        public var domain: String
+        /// `true` when the response had no `Domain` attribute: the cookie goes back only to exactly ``domain``,
+        /// not to its subdomains (RFC 6265 §5.3 step 6).
+        public var hostOnly: Bool
+        /// The path the cookie applies to; always starts with `/`.
+        public var path: String
+        /// When the cookie expires, in seconds since 1970 (the jar's clock); `nil` for a session cookie.
+        var expirySeconds: Double?
+        /// Only sent over secure connections (https).
+        public var secure: Bool
+        /// `HttpOnly`: not for scripts. A client library is always an "HTTP API", so this changes nothing here;
+        /// it is kept so it survives a round trip through a cookie file.
+        public var httpOnly: Bool
+        /// The `SameSite` attribute.
+        public var sameSite: SameSite
+        /// ``creationDate`` in seconds since 1970.
+        var creationSeconds: Double
+        /// ``lastAccessDate`` in seconds since 1970.
+        var lastAccessSeconds: Double
+
+        /// When the cookie expires; `nil` for a session cookie, which lives until
+        /// ``CookieJar/removeSessionCookies()`` (ASIHTTPRequest's `clearSession`).
+        public var expiresDate: Date? {
+            get { expirySeconds.map(Date.init(timeIntervalSince1970:)) }
+            set { expirySeconds = newValue?.timeIntervalSince1970 }
+        }
+        /// When the cookie was first stored; a replacement keeps the original's (RFC 6265 §5.3 step 11.3).
+        public var creationDate: Date {
+            get { Date(timeIntervalSince1970: creationSeconds) }
+            set { creationSeconds = newValue.timeIntervalSince1970 }
+        }
+        /// When the cookie was last sent; the least recently used cookies are evicted first (§5.3).
+        public var lastAccessDate: Date {
+            get { Date(timeIntervalSince1970: lastAccessSeconds) }
+            set { lastAccessSeconds = newValue.timeIntervalSince1970 }
+        }
+
+        /// Whether the cookie outlives the session (it had `Expires` or `Max-Age`). RFC 6265's persistent-flag.
+        public var isPersistent: Bool { expirySeconds != nil }
+
+        /// Creates a cookie from its stored fields.
+        ///
+        /// ```swift
+        /// import Foundation
+        ///
+        /// let cookie = HTTPClient.Cookie(name: "sid", value: "31d4", domain: "example.com", creationDate: Date())
+        /// ```
+        public init(
+            name: String, value: String, domain: String, hostOnly: Bool = true, path: String = "/",
+            expiresDate: Date? = nil, secure: Bool = false, httpOnly: Bool = false, sameSite: SameSite = .unspecified,
+            creationDate: Date, lastAccessDate: Date? = nil
+        ) {
+            self.init(
+                name: name, value: value, domain: domain, hostOnly: hostOnly, path: path,
+                expirySeconds: expiresDate?.timeIntervalSince1970, secure: secure, httpOnly: httpOnly,
+                sameSite: sameSite, creationSeconds: creationDate.timeIntervalSince1970,
+                lastAccessSeconds: lastAccessDate?.timeIntervalSince1970)
+        }
+
+        /// The memberwise initialiser over the jar's clock (seconds since 1970).
+        init(
+            name: String, value: String, domain: String, hostOnly: Bool = true, path: String = "/",
+            expirySeconds: Double? = nil, secure: Bool = false, httpOnly: Bool = false,
+            sameSite: SameSite = .unspecified, creationSeconds: Double, lastAccessSeconds: Double? = nil
+        ) {
+            self.name = name
+            self.value = value
+            self.domain = domain
+            self.hostOnly = hostOnly
+            self.path = path
+            self.expirySeconds = expirySeconds
+            self.secure = secure
+            self.httpOnly = httpOnly
+            self.sameSite = sameSite
+            self.creationSeconds = creationSeconds
+            self.lastAccessSeconds = lastAccessSeconds ?? creationSeconds
+        }
+
+        /// Whether the cookie has expired at `now`. A cookie whose expiry is exactly `now` is expired
+        /// (Chromium's `CanonicalCookie::IsExpired` uses `>=` too).
+        public func isExpired(at now: Date) -> Bool {
+            isExpired(at: now.timeIntervalSince1970)
+        }
+
+        /// Whether the cookie has expired at `now`, in seconds since 1970 (the clock ``CookieJar``'s `now:`
+        /// parameters take).
+        public func isExpired(at now: Double) -> Bool {
+            guard let expirySeconds else { return false }
+            return expirySeconds <= now
+        }
+
+        /// The expiry a `Max-Age` of zero or less gives: "the earliest representable date and time" (§5.2.2).
+        static let earliestTime = -Double.greatestFiniteMagnitude
     }
-
-    /// The cookie's name; never empty.
-    public var name: String
-    /// The cookie's value, exactly as the server sent it (surrounding spaces trimmed, quotes kept).
-    public var value: String
-    /// The canonical (lowercased, ASCII) domain the cookie belongs to, without a leading dot.
-    public var domain: String
-    /// `true` when the response had no `Domain` attribute: the cookie goes back only to exactly ``domain``,
-    /// not to its subdomains (RFC 6265 §5.3 step 6).
-    public var hostOnly: Bool
-    /// The path the cookie applies to; always starts with `/`.
-    public var path: String
-    /// When the cookie expires, in seconds since 1970; `nil` for a session cookie, which lives until
-    /// ``CookieJar/removeSessionCookies()`` (ASIHTTPRequest's `clearSession`).
-    public var expires: Double?
-    /// Only sent over secure connections (https).
-    public var secure: Bool
-    /// `HttpOnly`: not for scripts. A client library is always an "HTTP API", so this changes nothing here;
-    /// it is kept so it survives a round trip through a cookie file.
-    public var httpOnly: Bool
-    /// The `SameSite` attribute.
-    public var sameSite: SameSite
-    /// When the cookie was first stored; a replacement keeps the original's (RFC 6265 §5.3 step 11.3).
-    public var creationTime: Double
-    /// When the cookie was last sent; the least recently used cookies are evicted first (§5.3).
-    public var lastAccessTime: Double
-
-    /// Whether the cookie outlives the session (it had `Expires` or `Max-Age`). RFC 6265's persistent-flag.
-    public var isPersistent: Bool { expires != nil }
-
-    /// Creates a cookie from its stored fields.
-    public init(
-        name: String, value: String, domain: String, hostOnly: Bool = true, path: String = "/",
-        expires: Double? = nil, secure: Bool = false, httpOnly: Bool = false, sameSite: SameSite = .unspecified,
-        creationTime: Double, lastAccessTime: Double? = nil
-    ) {
-        self.name = name
-        self.value = value
-        self.domain = domain
-        self.hostOnly = hostOnly
-        self.path = path
-        self.expires = expires
-        self.secure = secure
-        self.httpOnly = httpOnly
-        self.sameSite = sameSite
-        self.creationTime = creationTime
-        self.lastAccessTime = lastAccessTime ?? creationTime
-    }
-
-    /// Whether the cookie has expired at `now`. A cookie whose expiry is exactly `now` is expired
-    /// (Chromium's `CanonicalCookie::IsExpired` uses `>=` too).
-    public func isExpired(at now: Double) -> Bool {
-        guard let expires else { return false }
-        return expires <= now
-    }
-
-    /// The expiry a `Max-Age` of zero or less gives: "the earliest representable date and time" (§5.2.2).
-    static let earliestTime = -Double.greatestFiniteMagnitude
 }
 
 // MARK: - Parsing Set-Cookie (RFC 6265 §5.2) and creating the cookie (§5.3 steps 1-10)
 
-extension HTTPCookie {
+extension HTTPClient.Cookie {
     /// Parses one `Set-Cookie` field value received for `request` and applies RFC 6265's storage rules that
     /// do not depend on what the jar already holds: domain (with public-suffix rejection), default path,
     /// `Secure` only from secure origins, `SameSite=None` only with `Secure`, and the prefixes.
@@ -95,7 +149,7 @@ extension HTTPCookie {
     ///
     /// ```swift
     /// let request = CookieJar.RequestContext(host: "www.example.com", path: "/account/login", isSecure: true)
-    /// let cookie = HTTPCookie.parse(setCookie: "sid=31d4; Path=/; Secure; HttpOnly", request: request, now: now)
+    /// let cookie = HTTPClient.Cookie.parse(setCookie: "sid=31d4; Path=/; Secure; HttpOnly", request: request, now: now)
     /// ```
     ///
     /// - Parameters:
@@ -107,9 +161,9 @@ extension HTTPCookie {
     public static func parse(
         setCookie: String, request: CookieJar.RequestContext, now: Double,
         publicSuffixList: PublicSuffixList? = .shared
-    ) -> HTTPCookie? {
+    ) -> HTTPClient.Cookie? {
         guard let parsed = ParsedSetCookie(parsing: setCookie, now: now) else { return nil }
-        return HTTPCookie(parsed, request: request, now: now, publicSuffixList: publicSuffixList)
+        return HTTPClient.Cookie(parsed, request: request, now: now, publicSuffixList: publicSuffixList)
     }
 
     /// RFC 6265 §5.3 steps 2-10 plus 6265bis §5.7's secure-origin, SameSite=None and prefix checks.
@@ -162,8 +216,8 @@ extension HTTPCookie {
 
         self.init(
             name: parsed.name, value: parsed.value, domain: domain, hostOnly: hostOnly, path: path,
-            expires: parsed.expires, secure: parsed.secure, httpOnly: parsed.httpOnly, sameSite: parsed.sameSite,
-            creationTime: now, lastAccessTime: now)
+            expirySeconds: parsed.expires, secure: parsed.secure, httpOnly: parsed.httpOnly,
+            sameSite: parsed.sameSite, creationSeconds: now, lastAccessSeconds: now)
     }
 }
 
@@ -181,7 +235,7 @@ struct ParsedSetCookie: Equatable {
     var path: String?
     var secure = false
     var httpOnly = false
-    var sameSite = HTTPCookie.SameSite.unspecified
+    var sameSite = HTTPClient.Cookie.SameSite.unspecified
 
     /// 6265bis §5.6 and §6.1: a name plus value longer than 4096 octets is ignored.
     static let maxNameValueLength = 4096
@@ -239,7 +293,7 @@ struct ParsedSetCookie: Equatable {
             } else if attributeName.equalsASCIICaseInsensitive("max-age") {
                 if let delta = Self.parseMaxAge(attributeValue) {
                     // §5.2.2: zero or negative means "the earliest representable date and time".
-                    maxAgeExpiry = delta <= 0 ? HTTPCookie.earliestTime : now + delta
+                    maxAgeExpiry = delta <= 0 ? HTTPClient.Cookie.earliestTime : now + delta
                 }
             } else if attributeName.equalsASCIICaseInsensitive("domain") {
                 // §5.2.3: an empty value is undefined; "SHOULD ignore the cookie-av entirely".
@@ -502,5 +556,47 @@ extension Sequence<UInt8> {
         let literal = UnsafeBufferPointer(
             start: lowercaseLiteral.utf8Start, count: lowercaseLiteral.utf8CodeUnitCount)
         return starts(with: literal) { $0.asciiLowercased == $1 }
+    }
+}
+
+// MARK: - Deprecated spellings
+
+/// The old name of ``HTTPClient/Cookie``, which collided with Foundation's `HTTPCookie` in files that import both.
+@available(*, deprecated, renamed: "HTTPClient.Cookie")
+public typealias HTTPCookie = HTTPClient.Cookie
+
+extension HTTPClient.Cookie {
+    /// The expiry in seconds since 1970.
+    @available(*, deprecated, renamed: "expiresDate")
+    public var expires: Double? {
+        get { expirySeconds }
+        set { expirySeconds = newValue }
+    }
+
+    /// The creation time in seconds since 1970.
+    @available(*, deprecated, renamed: "creationDate")
+    public var creationTime: Double {
+        get { creationSeconds }
+        set { creationSeconds = newValue }
+    }
+
+    /// The last-access time in seconds since 1970.
+    @available(*, deprecated, renamed: "lastAccessDate")
+    public var lastAccessTime: Double {
+        get { lastAccessSeconds }
+        set { lastAccessSeconds = newValue }
+    }
+
+    /// Creates a cookie from its stored fields, with times in seconds since 1970.
+    @available(*, deprecated, message: "use init(name:value:domain:hostOnly:path:expiresDate:secure:httpOnly:sameSite:creationDate:lastAccessDate:)")
+    public init(
+        name: String, value: String, domain: String, hostOnly: Bool = true, path: String = "/",
+        expires: Double? = nil, secure: Bool = false, httpOnly: Bool = false, sameSite: SameSite = .unspecified,
+        creationTime: Double, lastAccessTime: Double? = nil
+    ) {
+        self.init(
+            name: name, value: value, domain: domain, hostOnly: hostOnly, path: path, expirySeconds: expires,
+            secure: secure, httpOnly: httpOnly, sameSite: sameSite, creationSeconds: creationTime,
+            lastAccessSeconds: lastAccessTime)
     }
 }

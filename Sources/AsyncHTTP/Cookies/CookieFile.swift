@@ -12,7 +12,7 @@
 /// domain (a leading dot for domain cookies), `TRUE` when subdomains match, path, `TRUE` for `Secure`,
 /// expiry in seconds since 1970 (`0` for a session cookie), name, value. `#HttpOnly_` before the domain
 /// marks an `HttpOnly` cookie; other lines starting with `#`, and blank lines, are comments.
-/// The format has no field for `SameSite`: it reads back as ``HTTPCookie/SameSite/unspecified``.
+/// The format has no field for `SameSite`: it reads back as ``HTTPClient/Cookie/SameSite/unspecified``.
 ///
 /// ```swift
 /// let jar = CookieJar(storage: NetscapeCookieFile(path: "/var/lib/app/cookies.txt"))
@@ -44,7 +44,7 @@ public struct NetscapeCookieFile: CookieStorage {
     /// Reads the file. A file that does not exist holds no cookies, as for curl. Malformed lines are skipped,
     /// as curl skips them. Cookies come back oldest first: curl and ``save(_:)`` write the newest first.
     /// Their creation and last-access times are 0 (the format does not record them).
-    public func load() throws -> [HTTPCookie] {
+    public func load() throws -> [HTTPClient.Cookie] {
         guard let bytes = try PrivateFile.contents(atPath: path, what: "cookie file") else { return [] }
         return Self.parse(String(decoding: bytes, as: UTF8.self))
     }
@@ -52,7 +52,7 @@ public struct NetscapeCookieFile: CookieStorage {
     /// Writes `cookies` to the file atomically: to a temporary file in the same directory, `fsync`ed, then
     /// renamed over the old file, so a crash leaves either the old file or the new one, never half of one.
     /// The file is created with mode 0600: cookies are credentials.
-    public func save(_ cookies: [HTTPCookie]) throws {
+    public func save(_ cookies: [HTTPClient.Cookie]) throws {
         let text = Self.serialize(cookies, includeSessionCookies: includeSessionCookies)
         try PrivateFile.writeAtomically(Array(text.utf8), toPath: path)
     }
@@ -60,8 +60,8 @@ public struct NetscapeCookieFile: CookieStorage {
     // MARK: Format
 
     /// Parses the text of a cookie file; returns the cookies oldest first (the file lists the newest first).
-    static func parse(_ text: String) -> [HTTPCookie] {
-        var cookies: [HTTPCookie] = []
+    static func parse(_ text: String) -> [HTTPClient.Cookie] {
+        var cookies: [HTTPClient.Cookie] = []
         // Split on LF bytes, not Characters: Swift reads "\r\n" as one Character, which is not "\n".
         for lineBytes in text.utf8.split(separator: UInt8(ascii: "\n")) {
             var line = Substring(lineBytes)
@@ -84,12 +84,12 @@ public struct NetscapeCookieFile: CookieStorage {
             let value = fields.count == 7 ? String(fields[6]) : ""
             // The same CTL rule as Set-Cookie (6265bis §5.6): nothing from a file may break a Cookie header.
             guard !(name + value).utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) else { continue }
-            cookies.append(HTTPCookie(
+            cookies.append(HTTPClient.Cookie(
                 name: name, value: value, domain: IDNA.toASCII(String(domain)) ?? domain.lowercased(),
                 hostOnly: fields[1].uppercased() != "TRUE", path: path,
-                expires: expiry == 0 ? nil : Double(expiry),
+                expirySeconds: expiry == 0 ? nil : Double(expiry),
                 secure: fields[3].uppercased() == "TRUE", httpOnly: httpOnly, sameSite: .unspecified,
-                creationTime: 0, lastAccessTime: 0))
+                creationSeconds: 0, lastAccessSeconds: 0))
         }
         return cookies.reversed()
     }
@@ -97,17 +97,17 @@ public struct NetscapeCookieFile: CookieStorage {
     /// The text of a cookie file in curl's layout: the header, then one line per cookie, newest first
     /// (curl sorts by creation time, newest first). Skips session cookies unless `includeSessionCookies`,
     /// and cookies the format cannot hold (a TAB in the name or value, or an expiry before 1970-01-01 00:00:01).
-    static func serialize(_ cookies: [HTTPCookie], includeSessionCookies: Bool) -> String {
+    static func serialize(_ cookies: [HTTPClient.Cookie], includeSessionCookies: Bool) -> String {
         let ordered = cookies.enumerated().sorted { a, b in
-            a.element.creationTime != b.element.creationTime
-                ? a.element.creationTime > b.element.creationTime : a.offset > b.offset
+            a.element.creationSeconds != b.element.creationSeconds
+                ? a.element.creationSeconds > b.element.creationSeconds : a.offset > b.offset
         }
         var text = header
         for (_, cookie) in ordered {
             guard cookie.isPersistent || includeSessionCookies,
                   !cookie.name.contains("\t"), !cookie.value.contains("\t") else { continue }
             var expiry: Int64 = 0
-            if let expires = cookie.expires {
+            if let expires = cookie.expirySeconds {
                 // Whole seconds, as curl writes them; clamp far-future dates instead of trapping.
                 expiry = expires >= 9.2e18 ? Int64.max : Int64(expires.rounded(.down))
                 guard expiry > 0 else { continue }

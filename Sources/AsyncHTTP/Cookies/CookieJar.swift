@@ -1,14 +1,20 @@
 import Synchronization
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#elseif canImport(Foundation)
+import Foundation
+#endif
+
 /// Where a ``CookieJar`` keeps cookies between runs.
 ///
 /// ``NetscapeCookieFile`` is the one AsyncHTTP ships (curl's `cookies.txt`). Implementations decide what
 /// to keep: the jar hands ``save(_:)`` every unexpired cookie, session cookies included.
 public protocol CookieStorage: Sendable {
     /// Reads the stored cookies. A store that does not exist yet holds no cookies (not an error).
-    func load() throws -> [HTTPCookie]
+    func load() throws -> [HTTPClient.Cookie]
     /// Replaces the stored cookies with `cookies`.
-    func save(_ cookies: [HTTPCookie]) throws
+    func save(_ cookies: [HTTPClient.Cookie]) throws
 }
 
 /// Stores cookies from responses and chooses which to send with requests, as RFC 6265 §5.3 and §5.4
@@ -50,7 +56,7 @@ public actor CookieJar {
 
     /// A stored cookie and the order it arrived in, the tie-breaker for eviction and §5.4 ordering.
     private struct Entry {
-        var cookie: HTTPCookie
+        var cookie: HTTPClient.Cookie
         var sequence: UInt64
     }
 
@@ -135,14 +141,15 @@ public actor CookieJar {
     /// - Parameters:
     ///   - values: the field values of every `Set-Cookie` field, in order (they must not be comma-joined).
     ///   - request: the URL the response answers.
+    ///   - now: the jar's clock, in seconds since 1970; the system clock by default.
     /// - Returns: the cookies that were stored, for logging.
     @discardableResult
     public func setCookies(fromHeaders values: [String], for request: RequestContext, now: Double = currentTime())
-        -> [HTTPCookie]
+        -> [HTTPClient.Cookie]
     {
-        var stored: [HTTPCookie] = []
+        var stored: [HTTPClient.Cookie] = []
         for value in values {
-            guard let cookie = HTTPCookie.parse(
+            guard let cookie = HTTPClient.Cookie.parse(
                 setCookie: value, request: request, now: now, publicSuffixList: publicSuffixList)
             else { continue }
             if !cookie.secure && !request.isSecure && shadowsSecureCookie(cookie) { continue }
@@ -153,13 +160,13 @@ public actor CookieJar {
 
     /// Inserts `cookie`, replacing the one with the same name, domain and path (§5.3 steps 11-12) and
     /// evicting as needed. Returns the cookie as stored, or nil when it was already expired.
-    private func store(_ cookie: HTTPCookie, now: Double) -> HTTPCookie? {
+    private func store(_ cookie: HTTPClient.Cookie, now: Double) -> HTTPClient.Cookie? {
         var cookie = cookie
         var bucket = buckets[cookie.domain] ?? []
         if let old = bucket.firstIndex(where: { $0.cookie.name == cookie.name && $0.cookie.path == cookie.path }) {
             // Step 11.3: "Update the creation-time of the newly created cookie to match the creation-time of
             // the old-cookie."
-            cookie.creationTime = bucket[old].cookie.creationTime
+            cookie.creationSeconds = bucket[old].cookie.creationSeconds
             bucket.remove(at: old)
             count -= 1
         }
@@ -180,7 +187,7 @@ public actor CookieJar {
     /// 6265bis §5.7 ("strict secure cookies"): a cookie set over an insecure connection is ignored if a
     /// stored `Secure` cookie has the same name, domains that domain-match one another, and a path the new
     /// cookie's path path-matches. Otherwise http://example.com could overwrite https's session cookie.
-    private func shadowsSecureCookie(_ cookie: HTTPCookie) -> Bool {
+    private func shadowsSecureCookie(_ cookie: HTTPClient.Cookie) -> Bool {
         for (domain, bucket) in buckets
         where CookieDomain.domainMatches(domain, cookie.domain) || CookieDomain.domainMatches(cookie.domain, domain) {
             for entry in bucket where entry.cookie.secure && entry.cookie.name == cookie.name
@@ -231,7 +238,7 @@ public actor CookieJar {
     }
 
     private static func isUsedLessRecently(_ a: Entry, than b: Entry) -> Bool {
-        (a.cookie.lastAccessTime, a.sequence) < (b.cookie.lastAccessTime, b.sequence)
+        (a.cookie.lastAccessSeconds, a.sequence) < (b.cookie.lastAccessSeconds, b.sequence)
     }
 
     // MARK: Sending cookies
@@ -240,13 +247,13 @@ public actor CookieJar {
     ///
     /// Cookies whose domain and path match, `Secure` ones only when ``RequestContext/isSecure``, ordered
     /// longer paths first and then earlier creation first, as `name=value` pairs joined by `"; "`.
-    /// Updates each sent cookie's ``HTTPCookie/lastAccessTime`` (§5.4 step 3).
+    /// Updates each sent cookie's ``HTTPClient/Cookie/lastAccessDate`` (§5.4 step 3).
     public func cookieHeader(for request: RequestContext, now: Double = currentTime()) -> String? {
         let matches = matchingEntries(for: request, now: now)
         guard !matches.isEmpty else { return nil }
         var header = ""
         for (domain, index) in matches {
-            buckets[domain]![index].cookie.lastAccessTime = now
+            buckets[domain]![index].cookie.lastAccessSeconds = now
             let cookie = buckets[domain]![index].cookie
             if !header.isEmpty { header += "; " }
             header += cookie.name
@@ -257,7 +264,7 @@ public actor CookieJar {
     }
 
     /// The cookies ``cookieHeader(for:now:)`` would send, in the same order, without marking them accessed.
-    public func cookies(for request: RequestContext, now: Double = currentTime()) -> [HTTPCookie] {
+    public func cookies(for request: RequestContext, now: Double = currentTime()) -> [HTTPClient.Cookie] {
         matchingEntries(for: request, now: now).map { buckets[$0.domain]![$0.index].cookie }
     }
 
@@ -300,7 +307,7 @@ public actor CookieJar {
             let aLength = a.entry.cookie.path.utf8.count
             let bLength = b.entry.cookie.path.utf8.count
             if aLength != bLength { return aLength > bLength }
-            return (a.entry.cookie.creationTime, a.entry.sequence) < (b.entry.cookie.creationTime, b.entry.sequence)
+            return (a.entry.cookie.creationSeconds, a.entry.sequence) < (b.entry.cookie.creationSeconds, b.entry.sequence)
         }
         return matches.map { ($0.domain, $0.index) }
     }
@@ -309,7 +316,7 @@ public actor CookieJar {
 
     /// Every stored cookie, grouped by domain, in arrival order within a domain. May include cookies that
     /// expired since the jar last looked at them; call ``removeExpiredCookies(now:)`` first to drop them.
-    public var allCookies: [HTTPCookie] {
+    public var allCookies: [HTTPClient.Cookie] {
         buckets.keys.sorted().flatMap { buckets[$0]!.map(\.cookie) }
     }
 
@@ -343,7 +350,7 @@ public actor CookieJar {
         return true
     }
 
-    private func removeAll(where shouldRemove: (HTTPCookie) -> Bool) {
+    private func removeAll(where shouldRemove: (HTTPClient.Cookie) -> Bool) {
         for (domain, bucket) in buckets {
             let kept = bucket.filter { !shouldRemove($0.cookie) }
             guard kept.count != bucket.count else { continue }
@@ -364,8 +371,8 @@ public actor CookieJar {
         for var cookie in try storage.load() {
             guard !cookie.name.isEmpty, !cookie.domain.isEmpty, !cookie.isExpired(at: now) else { continue }
             cookie.domain = IDNA.toASCII(cookie.domain) ?? cookie.domain.lowercased()
-            if cookie.creationTime == 0 { cookie.creationTime = now }
-            cookie.lastAccessTime = now
+            if cookie.creationSeconds == 0 { cookie.creationSeconds = now }
+            cookie.lastAccessSeconds = now
             _ = store(cookie, now: now)
         }
     }
@@ -377,5 +384,33 @@ public actor CookieJar {
         removeExpiredCookies(now: now)
         let entries = buckets.values.flatMap { $0 }.sorted { $0.sequence < $1.sequence }
         try storage.save(entries.map(\.cookie))
+    }
+}
+
+// MARK: - By URL
+
+extension CookieJar.RequestContext {
+    /// The context of a request to `url`: its host, its path and whether its scheme is https.
+    public init(url: HTTPURL) {
+        self.init(host: url.host, path: url.path, isSecure: url.isSecure)
+    }
+}
+
+extension CookieJar {
+    /// The cookies the jar would send with a request to `url`, in the order it would send them, without
+    /// marking them accessed.
+    ///
+    /// ```swift
+    /// let sent = try await jar.cookies(for: "https://www.example.com/account")
+    /// ```
+    ///
+    /// - Throws: `HTTPClientError` with code `.invalidURL` when `url` is not an absolute http(s) URL.
+    public func cookies(for url: String, now: Double = currentTime()) throws(HTTPClientError) -> [HTTPClient.Cookie] {
+        cookies(for: RequestContext(url: try HTTPURL(url)), now: now)
+    }
+
+    /// The cookies the jar would send with a request to `url` (as the `String` overload does).
+    public func cookies(for url: URL, now: Double = currentTime()) throws(HTTPClientError) -> [HTTPClient.Cookie] {
+        try cookies(for: url.absoluteString, now: now)
     }
 }

@@ -10,16 +10,22 @@ public struct HTTPBatchProgress: Sendable, Hashable {
         case accurate(fetchesSizes: Bool)
     }
 
+    /// How many requests the batch holds so far.
     public var requestCount = 0
     /// Requests that ended, successfully or not.
     public var requestsEnded = 0
+    /// Request body bytes sent, summed over the members.
     public var bytesSent = 0
+    /// The members' request body lengths, summed over those that are known.
     public var bytesExpectedToSend = 0
+    /// Response body bytes received, summed over the members.
     public var bytesReceived = 0
+    /// The members' response lengths (`Content-Length`, or a `HEAD`'s in accurate mode), summed over those known.
     public var bytesExpectedToReceive = 0
     /// 0…1: by request (simple) or by bytes (accurate).
     public var fractionCompleted: Double = 0
 
+    /// An empty batch's progress: nothing counted yet.
     public init() {}
 }
 

@@ -23,6 +23,7 @@ public struct HTTPTransferProgress: Sendable, Hashable {
     /// This is the request's last value: its response body ended, failed or was dropped, or the request failed.
     public var isFinal = false
 
+    /// Creates a progress value; the client makes these, tests and custom bodies may too.
     public init(bytesSent: Int = 0, bytesExpectedToSend: Int? = nil, bytesReceived: Int = 0,
                 bytesExpectedToReceive: Int? = nil, isFinal: Bool = false) {
         self.bytesSent = bytesSent
@@ -64,8 +65,11 @@ public struct HTTPProgressHandler: Sendable {
     public var minimumInterval: Duration
     /// 1 %: a known-length transfer reports at most about a hundred steps.
     public var minimumFraction: Double
+    /// Called with each update that passes the interval and fraction filters, and always with the final one.
     public let report: @Sendable (HTTPTransferProgress) -> Void
 
+    /// Creates a handler that calls `report` at most every `minimumInterval`, or when the transfer moved by
+    /// `minimumFraction` of its known length, and always for the final value.
     public init(minimumInterval: Duration = .milliseconds(100), minimumFraction: Double = 0.01,
                 _ report: @escaping @Sendable (HTTPTransferProgress) -> Void) {
         self.minimumInterval = minimumInterval

@@ -28,7 +28,7 @@ final class LocalFile: @unchecked Sendable {
     deinit { if !closed { Glibc.close(fd) } }
 
     /// Opens `path` for reading; `what` names the file in errors ("request body file"). A directory, a missing
-    /// or unreadable file is an ``HTTPClientError/Code/invalidRequest`` that names the path and the reason.
+    /// or unreadable file is an `HTTPClientError.Code.invalidRequest` that names the path and the reason.
     /// `checkOnly`: opened only to check it, without blocking (a FIFO's `open` would otherwise wait for a writer).
     static func openForReading(_ path: String, what: String, checkOnly: Bool = false) throws(HTTPClientError) -> LocalFile {
         let fd = open(path, O_RDONLY | O_CLOEXEC | (checkOnly ? O_NONBLOCK : 0))

@@ -48,7 +48,7 @@ struct SocketAddress: Sendable, CustomStringConvertible {
     }
 
     /// A Unix domain socket: a path, or (Linux) a name in the abstract namespace. Throws
-    /// ``HTTPClientError/Code/invalidRequest`` for a path that does not fit `sun_path` or contains a NUL.
+    /// `HTTPClientError.Code.invalidRequest` for a path that does not fit `sun_path` or contains a NUL.
     init(unix socket: UnixSocketAddress) throws(HTTPClientError) {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)

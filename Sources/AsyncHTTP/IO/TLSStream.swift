@@ -1,6 +1,6 @@
 import COpenSSL
 
-/// One OpenSSL `SSL_CTX` per ``TLSConfiguration``, with a per-host session cache.
+/// One OpenSSL `SSL_CTX` per `TLSConfiguration`, with a per-host session cache.
 ///
 /// `SSL_CTX` is safe to share once configured (OpenSSL takes its own locks for `SSL_new` and the
 /// reference counts); the only mutable Swift state, the session cache, sits behind `sessions`' lock.

@@ -16,16 +16,17 @@ public struct CompressionPolicy: Sendable, Hashable {
     public var acceptsCompressedResponses: Bool
     /// The most bytes one body may inflate to, or nil for no absolute cap (the default: curl, Go, URLSession
     /// and browsers have none, and a gzipped download can rightly inflate to gigabytes on its way to disk).
-    /// Past it the body fails with ``HTTPClientError/Code/bodyLimitExceeded``.
+    /// Past it the body fails with `HTTPClientError.Code.bodyLimitExceeded`.
     public var maxDecompressedBytes: Int?
     /// The most decompressed bytes per compressed byte, over the body so far, or nil for no check.
     /// 200: Apache httpd's `mod_deflate` (`DeflateInflateRatioLimit`); text and JSON compress 3–20:1, a bomb
-    /// of zeros about 1000:1. Past it the body fails with ``HTTPClientError/Code/bodyLimitExceeded``.
+    /// of zeros about 1000:1. Past it the body fails with `HTTPClientError.Code.bodyLimitExceeded`.
     public var maxDecompressionRatio: Int?
     /// The ratio is enforced only once this many bytes have been inflated, so a small, very repetitive body
     /// is never refused. 1 MiB: where a bomb starts to cost memory worth caring about.
     public var decompressionRatioAppliesAfter: Int
 
+    /// Creates a policy; every parameter defaults to the value described on its property.
     public init(
         acceptsCompressedResponses: Bool = true, maxDecompressedBytes: Int? = nil, maxDecompressionRatio: Int? = 200,
         decompressionRatioAppliesAfter: Int = 1 << 20
@@ -158,7 +159,7 @@ struct CompressionMiddleware: HTTPClientMiddleware {
 /// A response body that inflates another as it is read. Decoded bytes are counted by
 /// ``HTTPClientResponse/Body/collect(upTo:)``'s limit, as the caller would expect.
 ///
-/// A body that ends before its compressed stream does fails with ``HTTPClientError/Code/decompressionFailed``
+/// A body that ends before its compressed stream does fails with `HTTPClientError.Code.decompressionFailed`
 /// rather than ending early: a truncated body never passes for a complete one.
 struct InflatingBody: AsyncSequence, Sendable {
     typealias Element = ArraySlice<UInt8>

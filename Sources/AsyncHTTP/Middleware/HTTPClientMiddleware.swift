@@ -8,7 +8,7 @@
 /// struct RequestID: HTTPClientMiddleware {
 ///     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
 ///         var request = request
-///         request.headers[HTTPField.Name("X-Request-ID")!] = UUID().uuidString
+///         request.headers[HTTPField.Name("X-Request-ID")!] = String(UInt64.random(in: .min ... .max), radix: 16)
 ///         return try await next(request)
 ///     }
 /// }
@@ -32,6 +32,12 @@ public protocol HTTPClientMiddleware: Sendable {
     /// The rest of the chain, ending at the transport.
     typealias Next = (HTTPClientRequest) async throws -> HTTPClientResponse
 
+    /// Handles one request: change it and call `next`, call `next` several times, or answer without it.
+    ///
+    /// - Parameters:
+    ///   - request: the request as the middleware outside this one passed it on.
+    ///   - next: the rest of the chain; call it to send a request on.
+    /// - Returns: the response for the middleware outside this one (or for ``HTTPClient/send(_:)``).
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse
 }
 

@@ -16,16 +16,16 @@ import HTTPTypes
 ///   browsers do; ``keepsMethodOn301And302`` keeps the method and body for 301 and 302 (RFC 9110 §15.4.2–3,
 ///   ASIHTTPRequest's `shouldUseRFC2616RedirectBehaviour`).
 /// - 307 and 308 keep the method and the body (RFC 9110 §15.4.8–9); a one-shot stream body cannot be sent
-///   again and fails with ``HTTPClientError/Code/bodyNotReplayable``.
+///   again and fails with `HTTPClientError.Code.bodyNotReplayable`.
 /// - `Location` is resolved against the URL that answered (RFC 3986 §5.2).
 /// - When the next hop is on another origin (scheme, host or port), `Authorization`, `Proxy-Authorization`,
 ///   `Cookie` (the cookie jar chooses afresh for the new host) and ``sensitiveHeaders`` are removed and stay
 ///   removed for the rest of the chain, as the Fetch standard does.
-/// - https → http is refused with ``HTTPClientError/Code/redirectRefused`` unless ``allowsHTTPSToHTTP``.
+/// - https → http is refused with `HTTPClientError.Code.redirectRefused` unless ``allowsHTTPSToHTTP``.
 public struct RedirectPolicy: Sendable, Hashable {
     /// Follow redirects at all (ASIHTTPRequest's `shouldRedirect`). When false, 3xx responses are returned.
     public var followsRedirects: Bool
-    /// The most redirects followed for one request; one more throws ``HTTPClientError/Code/tooManyRedirects``.
+    /// The most redirects followed for one request; one more throws `HTTPClientError.Code.tooManyRedirects`.
     /// 10: Go's `net/http` and async-http-client; ASIHTTPRequest allowed 5, curl 30 (with `-L`), browsers 20.
     public var maxRedirects: Int
     /// Keep the method and body on 301 and 302 instead of switching to `GET` (ASIHTTPRequest's
@@ -40,6 +40,7 @@ public struct RedirectPolicy: Sendable, Hashable {
     /// ``HTTPClientRequest/sensitiveHeaders`` adds to these per request.
     public var sensitiveHeaders: Set<HTTPField.Name>
 
+    /// Creates a policy; every parameter defaults to the value described on its property.
     public init(
         followsRedirects: Bool = true, maxRedirects: Int = 10, keepsMethodOn301And302: Bool = false,
         allowsHTTPSToHTTP: Bool = false, sensitiveHeaders: Set<HTTPField.Name> = []
@@ -68,6 +69,7 @@ extension HTTPClientResponse {
         /// The redirect's header fields (its `Location`, `Set-Cookie`, …).
         public var headers: HTTPFields
 
+        /// Creates a hop; the redirect middleware records these in ``HTTPClientResponse/history``.
         public init(url: HTTPURL, method: HTTPRequest.Method, status: HTTPResponse.Status, headers: HTTPFields) {
             self.url = url
             self.method = method
@@ -211,7 +213,7 @@ struct RedirectMiddleware: HTTPClientMiddleware {
     /// The response's one `Location` value, or nil without one. `Location` is a singleton field (RFC 9110
     /// §10.2.2: its value is one URI-reference, not a list), so several fields cannot be joined with a comma
     /// into one (that would follow `first,%20second`): repeats of the same value count as one, different
-    /// values are a ``HTTPClientError/Code/malformedResponse`` naming both, and no redirect is followed
+    /// values are a `HTTPClientError.Code.malformedResponse` naming both, and no redirect is followed
     /// (docs/framing.md).
     static func singleLocation(of response: HTTPClientResponse, from base: HTTPURL) throws(HTTPClientError) -> String? {
         let values = response.headers[values: .location]
@@ -229,8 +231,8 @@ struct RedirectMiddleware: HTTPClientMiddleware {
     ///
     /// Servers put raw spaces and UTF-8 in `Location` more often than they should; such bytes are
     /// percent-encoded first (curl and browsers do the same) rather than failing the request. A scheme
-    /// other than http or https is refused (``HTTPClientError/Code/redirectRefused``); a value that is still
-    /// not a URL reference is a ``HTTPClientError/Code/malformedResponse``.
+    /// other than http or https is refused (`HTTPClientError.Code.redirectRefused`); a value that is still
+    /// not a URL reference is a `HTTPClientError.Code.malformedResponse`.
     static func resolve(_ location: String, against base: HTTPURL) throws(HTTPClientError) -> HTTPURL {
         let reference = percentEncodingInvalidBytes(String(Substring(location).trimmingWhitespace()))
         if let scheme = scheme(of: reference), scheme != "http", scheme != "https" {

@@ -25,7 +25,7 @@ protocol ProxyTunnelAuthenticator: Sendable {
 ///
 /// A `407` is answered here, through a ``ProxyTunnelAuthenticator`` (Basic, Digest, or NTLM on the same
 /// connection), since no middleware sees the tunnel's requests. A refusal is a
-/// ``HTTPClientError/Code/proxyFailed`` error that names the status: there is no response to return.
+/// `HTTPClientError.Code.proxyFailed` error that names the status: there is no response to return.
 enum ProxyTunnel {
     static func open<Authenticator: ProxyTunnelAuthenticator>(
         on socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, authenticator: Authenticator,

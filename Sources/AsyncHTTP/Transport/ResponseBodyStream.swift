@@ -6,7 +6,7 @@ import Synchronization
 /// (drained or closed).
 ///
 /// Ownership: one consumer task reads at a time. A second task calling ``next()`` while a read is in progress
-/// gets ``HTTPClientError/Code/bodyInUse`` instead of racing the first; the `reading` flag is an atomic
+/// gets `HTTPClientError.Code.bodyInUse` instead of racing the first; the `reading` flag is an atomic
 /// exchange, and every other field is touched only by the reader that holds it (or by `deinit`).
 final class ResponseBodyStream: @unchecked Sendable {
     // @unchecked: `done` and `chunks` are touched only by the task that won the `reading` exchange, or by deinit.

@@ -3,8 +3,8 @@
 /// them; the parser only reports which one, in ``HTTP1ResponseHead/transferCoding``).
 ///
 /// The same zlib stream and decompression-bomb limits as the compression middleware (``Inflater``,
-/// ``DecompressionLimits``): corrupt or truncated data is ``HTTPClientError/Code/decompressionFailed``, a bomb
-/// ``HTTPClientError/Code/bodyLimitExceeded``. Coded bytes are fed in slices of
+/// ``DecompressionLimits``): corrupt or truncated data is `HTTPClientError.Code.decompressionFailed`, a bomb
+/// `HTTPClientError.Code.bodyLimitExceeded`. Coded bytes are fed in slices of
 /// ``CompressionMiddleware/inputSliceSize``, so one step yields a bounded amount even at deflate's worst ratio.
 ///
 /// Ownership: one per response, used by the task holding the connection's lease.
