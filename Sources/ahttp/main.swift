@@ -447,7 +447,7 @@ func run() async -> Int32 {
     let client = HTTPClient(configuration: configuration)
     if let output = options.archiveOutput {
         let status = await runArchive(client: client, url: options.urls[0], output: output, silent: options.silent)
-        try? await client.shutdown()
+        await client.shutdown()
         return status
     }
 

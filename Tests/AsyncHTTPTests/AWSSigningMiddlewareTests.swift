@@ -29,7 +29,7 @@ final class AWSSigningMiddlewareTests: XCTestCase {
         let response = try await client.send(request)
         let echoed = try await response.body.collect(upTo: 1 << 20)
         let echo = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(echoed)) as? [String: Any])
-        try await client.shutdown()
+        await client.shutdown()
         let headers = try XCTUnwrap(echo["headers"] as? [String: String])
         XCTAssertEqual(headers["X-Amz-Security-Token"], credentials.sessionToken)
         XCTAssertEqual(headers["X-Amz-Date"], "20251124T160000Z")

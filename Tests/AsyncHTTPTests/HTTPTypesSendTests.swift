@@ -22,7 +22,7 @@ final class HTTPTypesSendTests: XCTestCase {
     func testMethodAuthorityPathQueryHeadersAndBodyReachTheServer() async throws {
         let base = try Peers.httpbin()
         let client = HTTPClient()
-        defer { Task { try await client.shutdown() } }
+        defer { Task { await client.shutdown() } }
         var fields = HTTPFields()
         fields[.contentType] = "application/json"
         fields[HTTPField.Name("X-Types-Test")!] = "one"
@@ -44,7 +44,7 @@ final class HTTPTypesSendTests: XCTestCase {
     func testResponseStatusReasonAndHeaderFieldsComeBackAsHTTPResponse() async throws {
         let base = try Peers.httpbin()
         let client = HTTPClient()
-        defer { Task { try await client.shutdown() } }
+        defer { Task { await client.shutdown() } }
         let (teapot, teapotBody) = try await client.send(
             HTTPRequest(method: .get, scheme: "http", authority: authority(of: base), path: "/status/418"))
         XCTAssertEqual(teapot.status.code, 418)
@@ -64,7 +64,7 @@ final class HTTPTypesSendTests: XCTestCase {
     func testHeadHasAnEmptyBody() async throws {
         let base = try Peers.httpbin()
         let client = HTTPClient()
-        defer { Task { try await client.shutdown() } }
+        defer { Task { await client.shutdown() } }
         let (response, body) = try await client.send(
             HTTPRequest(method: .head, scheme: "http", authority: authority(of: base), path: "/bytes/100"))
         XCTAssertEqual(response.status, .ok)
@@ -87,7 +87,7 @@ final class HTTPTypesSendTests: XCTestCase {
         var configuration = HTTPClient.Configuration()
         configuration.middleware = [Stamp()]
         let client = HTTPClient(configuration: configuration)
-        defer { Task { try await client.shutdown() } }
+        defer { Task { await client.shutdown() } }
         let (response, body) = try await client.send(
             HTTPRequest(method: .get, scheme: "http", authority: authority(of: base),
                         path: "/redirect-to?url=%2Fanything%2Fafter"))
@@ -102,7 +102,7 @@ final class HTTPTypesSendTests: XCTestCase {
         var tls = TLSConfiguration()
         tls.trustRoots = .file(nginx.caFile)
         let client = HTTPClient(configuration: .init(tls: tls))
-        defer { Task { try await client.shutdown() } }
+        defer { Task { await client.shutdown() } }
         let (response, body) = try await client.send(
             HTTPRequest(method: .get, scheme: "https", authority: "localhost:\(nginx.httpsPort)", path: "/small.txt"))
         XCTAssertEqual(response.status, .ok)
@@ -135,7 +135,7 @@ final class HTTPTypesSendTests: XCTestCase {
             let echoed = try await body.collect(upTo: 1 << 20)
             XCTAssertEqual(echoed, payload)
         }
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -197,7 +197,7 @@ final class HTTPTypesSendTests: XCTestCase {
     /// A refused request throws from `send` before any connection is made.
     func testSendThrowsBeforeConnecting() async throws {
         let client = HTTPClient()
-        defer { Task { try await client.shutdown() } }
+        defer { Task { await client.shutdown() } }
         do {
             _ = try await client.send(HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:9", path: "*"))
             XCTFail("sent a request with the asterisk form")

@@ -24,7 +24,7 @@ final class OpenAPIGeneratedClientTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        try await httpClient?.shutdown()
+        await httpClient?.shutdown()
     }
 
     func testQueryAndHeaderParameters() async throws {

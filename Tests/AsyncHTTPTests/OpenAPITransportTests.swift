@@ -79,7 +79,7 @@ final class OpenAPITransportTests: XCTestCase {
         XCTAssertEqual(head.headerFields[.contentLength], "1000")
         XCTAssertNil(headBody, "a HEAD response has no body")
 
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -105,7 +105,7 @@ final class OpenAPITransportTests: XCTestCase {
         let knownEcho = try await Self.collect(knownBody)
         XCTAssertEqual(knownEcho.bytes, payload)
 
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -122,7 +122,7 @@ final class OpenAPITransportTests: XCTestCase {
         } catch let error as HTTPClientError {
             XCTAssertEqual(error.code, .invalidRequest, "\(error)")
         }
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -150,7 +150,7 @@ final class OpenAPITransportTests: XCTestCase {
         XCTAssertNil(TestPattern.firstMismatch(in: unknownRead.bytes))
         XCTAssertGreaterThan(unknownRead.chunks, 1)
 
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -173,7 +173,7 @@ final class OpenAPITransportTests: XCTestCase {
                 XCTAssertTrue([.connectionClosed, .ioFailure].contains(error.code), "\(error)")
             }
             XCTAssertLessThan(start.duration(to: .now), Self.bound)
-            try await client.shutdown()
+            await client.shutdown()
             server.stop()
         }
     }
@@ -199,7 +199,7 @@ final class OpenAPITransportTests: XCTestCase {
         }
         XCTAssertLessThan(start.duration(to: .now), Self.bound)
         XCTAssertEqual(server.requestsServed, 0, "no response to a request whose body never completed")
-        try await client.shutdown()
+        await client.shutdown()
         try await server.waitUntilAllConnectionsClosed()
         try await server.shutdown()
     }
@@ -225,7 +225,7 @@ final class OpenAPITransportTests: XCTestCase {
         }
         XCTAssertLessThan(start.duration(to: .now), Self.bound)
         try await server.waitUntilAllConnectionsClosed()
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -258,7 +258,7 @@ final class OpenAPITransportTests: XCTestCase {
         XCTAssertLessThan(start.duration(to: .now), Self.bound)
         try await server.waitUntilAllConnectionsClosed()
         XCTAssertEqual(server.requestsServed, 0)
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -302,7 +302,7 @@ final class OpenAPITransportTests: XCTestCase {
         XCTAssertLessThan(start.duration(to: .now), Self.bound)
         try await server.waitUntilAllConnectionsClosed()
         XCTAssertEqual(server.requestsServed, 0)
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -325,7 +325,7 @@ final class OpenAPITransportTests: XCTestCase {
         XCTAssertEqual(ok.status, .ok)
         let hello = try await Self.collect(okBody)
         XCTAssertEqual(hello.bytes, Array("hello".utf8))
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -341,7 +341,7 @@ final class OpenAPITransportTests: XCTestCase {
         XCTAssertTrue(text.contains("target: /headers?a=1\n"), text)
         XCTAssertTrue(text.contains("X-Operation: listHeaders\n"), text)
         XCTAssertTrue(text.contains("Accept: text/plain\n"), text)
-        try await client.shutdown()
+        await client.shutdown()
         try await server.shutdown()
     }
 
@@ -368,7 +368,7 @@ final class OpenAPITransportTests: XCTestCase {
         } catch let error as HTTPClientError {
             XCTAssertEqual(error.code, .bodyNotReplayable, "\(error)")
         }
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     // MARK: The URL

@@ -199,7 +199,7 @@ final class S3IntegrationTests: XCTestCase {
         let object = try await s3.getObject(bucket: bucket, key: "large.bin")
         let awaited5 = try await object.body.collect(upTo: 32 << 20)
         XCTAssertEqual(awaited5, bytes)
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     func testMultipartUploadResumesAndSkipsStoredParts() async throws {
@@ -226,7 +226,7 @@ final class S3IntegrationTests: XCTestCase {
         let resuming = S3Client(configuration: s3.configuration, client: client)
         let result = try await resuming.uploadFile(bucket: bucket, key: "resume.bin", path: file.path, resumingUploadID: uploadID)
         XCTAssertEqual(parts.started, 2, "part 1 was sent again")
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertTrue(result.eTag?.hasSuffix("-3\"") ?? false)
         let awaited7 = try await s3.getObject(bucket: bucket, key: "resume.bin").body.collect(upTo: 32 << 20)
         XCTAssertEqual(awaited7, bytes)
@@ -298,7 +298,7 @@ final class S3IntegrationTests: XCTestCase {
         _ = try await s3.putObject(bucket: bucket, key: "k.txt", body: .bytes(Array("virtual".utf8)))
         let awaited10 = try await pathStyle.getObject(bucket: bucket, key: "k.txt").body.collect(upTo: 100)
         XCTAssertEqual(awaited10, Array("virtual".utf8))
-        try await client.shutdown()
+        await client.shutdown()
     }
 }
 

@@ -169,7 +169,7 @@ final class UploadIntegrationTests: XCTestCase {
         let response = try await client.send(request)
         XCTAssertEqual(response.status.code, 201)
         _ = try await response.body.collect(upTo: 1 << 20)
-        try await client.shutdown()
+        await client.shutdown()
         XCTAssertEqual([UInt8](try Data(contentsOf: URL(fileURLWithPath: stored))), expected)
         XCTAssertEqual(totals.withLock { $0.max() }, expected.count)
         XCTAssertEqual(totals.withLock { $0 }, totals.withLock { $0 }.sorted(), "upload progress never runs backwards")

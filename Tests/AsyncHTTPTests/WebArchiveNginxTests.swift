@@ -20,7 +20,7 @@ final class WebArchiveNginxTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        try await client?.shutdown()
+        await client?.shutdown()
         scratch?.remove()
     }
 
@@ -183,7 +183,7 @@ final class WebArchiveNginxTests: XCTestCase {
         var options = WebArchiveOptions()
         options.origins = .any
         let result = try await WebArchiver(client: caching, options: options).archive(site.url + "/", to: .downloadCache)
-        try await caching.shutdown()
+        await caching.shutdown()
         XCTAssertEqual(result.document, try site.file("/index.html"))  // the page as sent: references untouched
         XCTAssertEqual(result.archived.count, 14)
 
@@ -214,7 +214,7 @@ final class WebArchiveNginxTests: XCTestCase {
         never.cachePolicy = .dontLoad
         let notStored = try await reader.send(never)
         XCTAssertEqual(notStored.status.code, 504)
-        try await reader.shutdown()
+        await reader.shutdown()
     }
 
     func testThePageAndItsResourcesGoThroughTheClientsCookieJar() async throws {

@@ -27,7 +27,7 @@ final class WebArchiveRenderTests: XCTestCase {
         let directory = scratch.path + "/page"
         _ = try await archiver.archive(site.url + "/", to: .singleFile(single))
         _ = try await archiver.archive(site.url + "/", to: .directory(directory))
-        try await client.shutdown()
+        await client.shutdown()
 
         var shots = 0
         /// The screenshot's path, or nil when Chromium could not load the page; and what Chromium printed.
