@@ -16,12 +16,18 @@ let package = Package(
     products: [
         .library(name: "AsyncHTTP", targets: ["AsyncHTTP"]),
         .executable(name: "ahttp", targets: ["ahttp"]),
+        // Telemetry adapters (issue 18), each its own product so the core links neither dependency.
+        .library(name: "AsyncHTTPTracing", targets: ["AsyncHTTPTracing"]),
+        .library(name: "AsyncHTTPMetrics", targets: ["AsyncHTTPMetrics"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // Telemetry adapters: AsyncHTTPTracing and AsyncHTTPMetrics.
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -74,6 +80,22 @@ let package = Package(
             // a resource's generated `Bundle.module` accessor would link Foundation into every user's program.
             exclude: ["Resources"]
         ),
+        // Telemetry adapters (issue 18): swift-distributed-tracing spans and swift-metrics instruments over the
+        // core's middleware and observer hooks. Neither links Foundation.
+        .target(
+            name: "AsyncHTTPTracing",
+            dependencies: [
+                "AsyncHTTP",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
+        .target(
+            name: "AsyncHTTPMetrics",
+            dependencies: [
+                "AsyncHTTP",
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
         .executableTarget(
             name: "ahttp",
             dependencies: ["AsyncHTTP"]
@@ -88,6 +110,10 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "AsyncHTTPTracing",
+                "AsyncHTTPMetrics",
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             resources: [.copy("Resources")]
         ),

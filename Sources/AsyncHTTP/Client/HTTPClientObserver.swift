@@ -65,6 +65,9 @@ public struct HTTPClientEvent: Sendable {
         public var tlsSessionResumed: Bool
         /// `scheme://host:port` of the origin, and the proxy if there is one.
         public var route: String
+        /// The socket's peer: `address:port` (`[address]:port` for IPv6, `unix:path` for a Unix socket). The
+        /// proxy's address when there is one. Tracing reports it as `network.peer.address`.
+        public var remoteAddress: String = ""
     }
 
     /// Times since the request was queued; nil for a phase not reached.
