@@ -233,6 +233,15 @@ final class TracingTests: XCTestCase {
         XCTAssertEqual(clientSpans().count, 2, "a dropped body ends its span")
     }
 
+    func testTracedBodyStillDecompressesAndEndsTheSpanAtItsEnd() async throws {
+        let response = try await client.send(HTTPClientRequest(url: try Peers.httpbin() + "/gzip"))
+        XCTAssertTrue(clientSpans().isEmpty, "the span is open while the body is unread")
+        let json = try JSONSerialization.jsonObject(with: Data(try await response.body.collect(upTo: 1 << 20))) as? [String: Any]
+        XCTAssertEqual(json?["gzipped"] as? Bool, true)
+        XCTAssertEqual(clientSpans().count, 1)
+        XCTAssertEqual(clientSpans().first?.int("http.response.status_code"), 200)
+    }
+
     func testNoOpTracerSendsNoTraceContext() async throws {
         var configuration = HTTPClient.Configuration()
         configuration.proxy = .none
