@@ -1,7 +1,7 @@
 import AsyncHTTP
 import CoreMetrics
 
-/// swift-metrics instruments for an ``AsyncHTTP/HTTPClient``: requests by method and status class, errors by
+/// swift-metrics instruments for an `HTTPClient`: requests by method and status class, errors by
 /// kind, request durations, body bytes both ways, and the connection pool's gauges.
 ///
 /// Off by default; one line turns the request metrics on, and one task reports the pool:
@@ -39,7 +39,7 @@ public struct HTTPClientMetrics: Sendable {
 
     var resolvedFactory: any MetricsFactory { factory ?? MetricsSystem.factory }
 
-    /// Records the pool's gauges once (``AsyncHTTP/HTTPClient/poolStatistics()``).
+    /// Records the pool's gauges once (`HTTPClient.poolStatistics()`).
     public func recordPool(of client: HTTPClient) async {
         let statistics = await client.poolStatistics()
         let factory = resolvedFactory
@@ -63,7 +63,7 @@ public struct HTTPClientMetrics: Sendable {
 
 extension HTTPClient.Configuration {
     /// Turns the request metrics on for a client made from this configuration: appends ``MetricsMiddleware``
-    /// to ``middleware`` and ``MetricsObserver`` to ``observers``. The pool's gauges are reported by
+    /// to `middleware` and ``MetricsObserver`` to `observers`. The pool's gauges are reported by
     /// ``HTTPClientMetrics/reportPool(of:every:)``.
     ///
     /// ```swift

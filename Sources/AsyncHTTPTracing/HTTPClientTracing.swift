@@ -1,7 +1,7 @@
 import AsyncHTTP
 import Tracing
 
-/// Tracing for an ``AsyncHTTP/HTTPClient``: one OpenTelemetry client span per request sent, the W3C trace
+/// Tracing for an `HTTPClient`: one OpenTelemetry client span per request sent, the W3C trace
 /// context injected into its headers, and a child span for each new connection.
 ///
 /// Off by default. Turn it on with one line on the configuration, then bootstrap a tracer as usual (swift-otel,
@@ -32,7 +32,7 @@ public struct HTTPClientTracing: Sendable {
         self.connectionSpans = connectionSpans
     }
 
-    /// The middleware that makes the request spans; install it last in ``AsyncHTTP/HTTPClient/Configuration/middleware``
+    /// The middleware that makes the request spans; install it last in `HTTPClient.Configuration.middleware`
     /// so that it runs once per hop, around the transport.
     public var middleware: TracingMiddleware { TracingMiddleware(tracer: tracer) }
 
@@ -42,7 +42,7 @@ public struct HTTPClientTracing: Sendable {
 
 extension HTTPClient.Configuration {
     /// Turns tracing on for a client made from this configuration: appends ``TracingMiddleware`` to
-    /// ``middleware`` and, for connection spans, ``TracingObserver`` to ``observers``.
+    /// `middleware` and, for connection spans, ``TracingObserver`` to `observers`.
     ///
     /// ```swift
     /// var configuration = HTTPClient.Configuration()

@@ -20,7 +20,7 @@ import Tracing
 /// | `network.peer.address`, `network.peer.port` | the socket's peer (with ``TracingObserver``) |
 /// | `network.protocol.version` | `1.1` or `1.0` |
 /// | `http.response.status_code` | the status |
-/// | `error.type` | the ``AsyncHTTP/HTTPClientError/Code`` name, or the status code for a 4xx or 5xx |
+/// | `error.type` | the `HTTPClientError.Code` name, or the status code for a 4xx or 5xx |
 ///
 /// The span's status is `error` for a failure and for a 4xx or 5xx response. It ends when the response body
 /// ends (read to its end, failed, or dropped), or at once for a response without a body.

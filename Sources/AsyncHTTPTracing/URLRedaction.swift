@@ -1,6 +1,6 @@
 import AsyncHTTP
 
-/// `url.full` as the conventions ask: no userinfo (``AsyncHTTP/HTTPURL/redactedDescription`` drops it, and the
+/// `url.full` as the conventions ask: no userinfo (`HTTPURL.redactedDescription` drops it, and the
 /// fragment), and the value of each query parameter whose name looks like a secret replaced by `REDACTED`.
 enum URLRedaction {
     /// Names compared case-insensitively. The conventions' list (`AWSAccessKeyId`, `Signature`, `sig`,
