@@ -37,7 +37,7 @@ public struct HTTPClientTracing: Sendable {
     public var middleware: TracingMiddleware { TracingMiddleware(tracer: tracer) }
 
     /// The observer that adds connection spans and retry events to the request span the middleware made.
-    public var observer: TracingObserver { TracingObserver() }
+    public var observer: TracingObserver { TracingObserver(tracer: tracer) }
 }
 
 extension HTTPClient.Configuration {

@@ -253,6 +253,37 @@ final class TracingTests: XCTestCase {
         XCTAssertFalse(text.lowercased().contains("traceparent"), text)
     }
 
+    func testObserversThatAllDeclineLeaveTheRequestUnobserved() async throws {
+        final class Declining: HTTPClientObserver, @unchecked Sendable {
+            // @unchecked: `count` is behind `Locked`.
+            let observing: Bool
+            let count = Locked(0)
+            init(observing: Bool) { self.observing = observing }
+            var isObserving: Bool { observing }
+            func observe(_ event: HTTPClientEvent) { count.withLock { $0 += 1 } }
+        }
+        XCTAssertFalse(TracingObserver(tracer: NoOpTracer()).isObserving)
+        XCTAssertTrue(TracingObserver(tracer: tracer).isObserving)
+
+        let (httpPort, _, _) = try Peers.nginx()
+        let declining = Declining(observing: false)
+        var configuration = HTTPClient.Configuration()
+        configuration.proxy = .none
+        configuration.observers = [declining]
+        let quiet = HTTPClient(configuration: configuration)
+        _ = try await quiet.send(HTTPClientRequest(url: "http://127.0.0.1:\(httpPort)/small.txt")).body.collect(upTo: 1 << 20)
+        try await quiet.shutdown()
+        XCTAssertEqual(declining.count.withLock { $0 }, 0, "no observer wants it: no events")
+
+        let watching = Declining(observing: true)
+        configuration.observers = [declining, watching]
+        let observed = HTTPClient(configuration: configuration)
+        _ = try await observed.send(HTTPClientRequest(url: "http://127.0.0.1:\(httpPort)/small.txt")).body.collect(upTo: 1 << 20)
+        try await observed.shutdown()
+        XCTAssertGreaterThan(watching.count.withLock { $0 }, 0)
+        XCTAssertEqual(declining.count.withLock { $0 }, watching.count.withLock { $0 }, "one observing: all see the events")
+    }
+
     func testURLRedactionKeepsOrdinaryParametersAndRedactsSecretOnes() throws {
         let url = try HTTPURL("https://u:p@example.com:8443/a?q=1&Signature=abc&sig=x&X%2DAmz%2DSignature=y&flag&empty=#frag")
         XCTAssertEqual(URLRedaction.fullURL(url),

@@ -21,6 +21,16 @@ import HTTPTypes
 /// until it is asked for.
 public protocol HTTPClientObserver: Sendable {
     func observe(_ event: HTTPClientEvent)
+
+    /// Whether this observer wants the events of the request being sent now; read once per ``HTTPClient/send(_:)``.
+    /// True by default. When every observer of a client answers false (a tracing observer with no tracer
+    /// bootstrapped), the request is not observed at all and costs what it costs with no observers.
+    var isObserving: Bool { get }
+}
+
+extension HTTPClientObserver {
+    /// Always observing.
+    public var isObserving: Bool { true }
 }
 
 /// One thing that happened to a request.
@@ -118,6 +128,8 @@ final class RequestObservation: @unchecked Sendable {
         for request: HTTPClientRequest, requestID: () -> UInt64, observers: [any HTTPClientObserver]
     ) -> RequestObservation? {
         let handler = request.progressHandler
+        // Observers that all decline this request count as none (see `HTTPClientObserver.isObserving`).
+        let observers = observers.contains { $0.isObserving } ? observers : []
         guard !observers.isEmpty || handler != nil else { return nil }
         return RequestObservation(
             requestID: requestID(), observers: observers,
