@@ -20,6 +20,9 @@ let package = Package(
         .library(name: "AsyncHTTPWebArchive", targets: ["AsyncHTTPWebArchive"]),
         // AsyncHTTPS3: AWS Signature Version 4 and Amazon S3 operations (docs/s3.md).
         .library(name: "AsyncHTTPS3", targets: ["AsyncHTTPS3"]),
+        // Telemetry adapters (issue 18), each its own product so the core links neither dependency.
+        .library(name: "AsyncHTTPTracing", targets: ["AsyncHTTPTracing"]),
+        .library(name: "AsyncHTTPMetrics", targets: ["AsyncHTTPMetrics"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
@@ -29,6 +32,9 @@ let package = Package(
         // Documentation (scripts/docs.sh): `swift package generate-documentation`, a command plugin that no
         // target links; it builds nothing unless the command is run.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // Telemetry adapters: AsyncHTTPTracing and AsyncHTTPMetrics.
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -91,6 +97,22 @@ let package = Package(
             name: "AsyncHTTPS3",
             dependencies: ["AsyncHTTP", "CLibXML2", "COpenSSL"]
         ),
+        // Telemetry adapters (issue 18): swift-distributed-tracing spans and swift-metrics instruments over the
+        // core's middleware and observer hooks. Neither links Foundation.
+        .target(
+            name: "AsyncHTTPTracing",
+            dependencies: [
+                "AsyncHTTP",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
+        .target(
+            name: "AsyncHTTPMetrics",
+            dependencies: [
+                "AsyncHTTP",
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
         .executableTarget(
             name: "ahttp",
             dependencies: ["AsyncHTTP", "AsyncHTTPWebArchive", "AsyncHTTPS3"]
@@ -110,6 +132,10 @@ let package = Package(
                 // AsyncHTTPOpenAPI: the transport, and the runtime its generated test client (OpenAPIGenerated/) imports.
                 "AsyncHTTPOpenAPI",
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                "AsyncHTTPTracing",
+                "AsyncHTTPMetrics",
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             resources: [.copy("Resources")]
         ),

@@ -171,7 +171,7 @@ extension HTTPClient {
                 }
                 return result(written: false, size: 0, received: 0, resumedFrom: 0)
             case .startOver(let reason):
-                configuration.logger.debug("download of \(destination) starts over: \(reason)")
+                configuration.logger(for: .requestStatus).debug("download of \(destination) starts over: \(reason)")
                 try partial.truncate(to: 0)
                 LocalFiles.remove(sidecarPath)
                 if round == 1 { throw HTTPClientError.malformedResponse("download of \(destination): \(reason)") }

@@ -273,6 +273,8 @@ extension HTTPClientRequest {
     public mutating func setForm(_ form: MultipartForm, encoding: FormTextEncoding = .utf8) throws(HTTPClientError) {
         let (body, contentType) = try form.makeBody(encoding: encoding)
         self.body = body
+        self[FormSummaryOption.self] = FormSummary(
+            kind: "multipart", fieldNames: form.parts.map(\.name), fileNames: form.parts.compactMap(\.filename), length: body.length)
         headers[.contentType] = contentType
         if method == .get { method = .post }
     }

@@ -91,6 +91,8 @@ extension HTTPClientRequest {
     /// any other method you chose (PUT, PATCH) stays.
     public mutating func setForm(_ form: URLEncodedForm, encoding: FormTextEncoding = .utf8) {
         body = .bytes(form.encoded(encoding: encoding))
+        self[FormSummaryOption.self] = FormSummary(
+            kind: "urlencoded", fieldNames: form.fields.map(\.name), fileNames: [], length: body?.length)
         var type = "application/x-www-form-urlencoded"
         if encoding != .utf8 { type += "; charset=\(encoding.charsetName)" }
         headers[.contentType] = type

@@ -32,6 +32,10 @@ extension HTTPClient {
         /// Request lifecycle and connection reuse at `debug` and `trace` (ASIHTTPRequest's
         /// `DEBUG_REQUEST_STATUS` and `DEBUG_PERSISTENT_CONNECTIONS`).
         public var logger = Logger(label: "AsyncHTTP")
+        /// The topics whose `debug` and `trace` lines are written when the ``logger``'s level lets them through:
+        /// all by default. Every line of a request carries its number (`ahttp.request`) and its topic
+        /// (`ahttp.topic`); see ``HTTPClient/LogTopic`` for ASIHTTPRequest's `DEBUG_*` switches.
+        public var logTopics: Set<HTTPClient.LogTopic> = HTTPClient.LogTopic.all
         /// Middleware run in front of the pool, outermost first, after the built-in chain
         /// (the built-in members are listed where the chain is built: `HTTPClient+Middleware.swift`).
         public var middleware: [any HTTPClientMiddleware] = []

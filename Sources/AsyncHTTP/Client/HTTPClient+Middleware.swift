@@ -35,7 +35,7 @@ extension HTTPClient {
         if let cache = configuration.cache {
             chain.append(CacheMiddleware(cache: cache))
         }
-        chain.append(ThrottleMiddleware(flow: flow))
+        chain.append(ThrottleMiddleware(flow: flow, logger: configuration.logger(for: .throttling)))
         return chain
     }
 }

@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 
 /// An HTTP/1.x client: connection pooling, TLS, timeouts and streaming bodies over
@@ -38,6 +39,8 @@ public final class HTTPClient: Sendable {
     private let isShared: Bool
     private let isShutDown = Atomic<Bool>(false)
     private let requestIDs = Atomic<UInt64>(0)
+    /// The `form-data` topic's logger (see ``LogTopic``).
+    private let formLogger: Logger
 
     /// Creates a client with its own connection pool.
     ///
@@ -55,10 +58,13 @@ public final class HTTPClient: Sendable {
     }
 
     private init(configuration: Configuration = .init(), isShared: Bool) {
+        // Every component logs through the wrapped handler, which adds the request's number to each line.
+        let configuration = configuration.requestScopedLogging
         self.configuration = configuration
+        formLogger = configuration.logger(for: .formData)
         self.isShared = isShared
         configurationProblem = Result { () throws(HTTPClientError) in try configuration.validate() }.failure
-        authenticator = Authenticator(configuration: configuration.authentication, logger: configuration.logger)
+        authenticator = Authenticator(configuration: configuration.authentication, logger: configuration.logger(for: .authentication))
         let proxies = ProxyRouter(configuration.proxy)
         transport = HTTP1Transport(configuration: configuration, proxies: proxies, tunnelAuthenticator: authenticator)
         middleware = Self.builtInMiddleware(configuration, authenticator: authenticator, proxies: proxies, flow: transport.flow)
@@ -74,11 +80,18 @@ public final class HTTPClient: Sendable {
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
         guard !isShutDown.load(ordering: .relaxed) else { throw HTTPClientError.shutdown }
         if let configurationProblem { throw configurationProblem }
-        guard let observation = RequestObservation.make(
-            for: request, requestID: { requestIDs.add(1, ordering: .relaxed).newValue }, observers: configuration.observers)
-        else { return try await run(request) }
-        observation.queued(method: request.method, url: (try? request.httpURL().redactedDescription) ?? "(invalid URL)")
-        return try await RequestObservation.$current.withValue(observation) { try await observation.watching { try await run(request) } }
+        // One number per send: in every log line of the request (`ahttp.request`) and in its observer events.
+        let requestID = requestIDs.add(1, ordering: .relaxed).newValue
+        return try await RequestLogContext.$requestID.withValue(requestID) {
+            if formLogger.logLevel <= .debug, let form = request[FormSummaryOption.self] {
+                formLogger.debug("\(request.method) body: \(form.description)")
+            }
+            guard let observation = RequestObservation.make(
+                for: request, requestID: { requestID }, observers: configuration.observers)
+            else { return try await run(request) }
+            observation.queued(method: request.method, url: (try? request.httpURL().redactedDescription) ?? "(invalid URL)")
+            return try await RequestObservation.$current.withValue(observation) { try await observation.watching { try await run(request) } }
+        }
     }
 
     /// The chain, outermost first, ending at the transport.
@@ -127,6 +140,29 @@ public final class HTTPClient: Sendable {
 
     /// How many TLS handshakes resumed a cached session instead of a full handshake.
     public var tlsSessionsResumed: Int { transport.connector.tlsSessionsResumed }
+
+    /// The connection pool's state right now, summed over every host: for gauges (the `AsyncHTTPMetrics`
+    /// product reports them) and diagnostics. Reading it takes one hop to the pool's actor and changes nothing.
+    public func poolStatistics() async -> PoolStatistics { await transport.pool.statistics }
+
+    /// A snapshot of the connection pool (``HTTPClient/poolStatistics()``).
+    public struct PoolStatistics: Sendable, Hashable {
+        /// Keep-alive connections parked, waiting for a request.
+        public var idleConnections = 0
+        /// Connections carrying a request now, counting those still being opened (a reserved slot).
+        public var leasedConnections = 0
+        /// Requests waiting for a connection because their host is at ``Configuration/maxConnectionsPerHost``.
+        public var waitingRequests = 0
+        /// Idle plus leased.
+        public var openConnections: Int { idleConnections + leasedConnections }
+
+        /// A snapshot with the given counts (for tests of code that reads one).
+        public init(idleConnections: Int = 0, leasedConnections: Int = 0, waitingRequests: Int = 0) {
+            self.idleConnections = idleConnections
+            self.leasedConnections = leasedConnections
+            self.waitingRequests = waitingRequests
+        }
+    }
 }
 
 extension Result {

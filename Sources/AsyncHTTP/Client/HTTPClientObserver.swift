@@ -22,6 +22,16 @@ import HTTPTypes
 public protocol HTTPClientObserver: Sendable {
     /// Called for each event, synchronously, in order for one request. Keep it short; never block.
     func observe(_ event: HTTPClientEvent)
+
+    /// Whether this observer wants the events of the request being sent now; read once per ``HTTPClient/send(_:)``.
+    /// True by default. When every observer of a client answers false (a tracing observer with no tracer
+    /// bootstrapped), the request is not observed at all and costs what it costs with no observers.
+    var isObserving: Bool { get }
+}
+
+extension HTTPClientObserver {
+    /// Always observing.
+    public var isObserving: Bool { true }
 }
 
 /// One thing that happened to a request.
@@ -68,6 +78,9 @@ public struct HTTPClientEvent: Sendable {
         public var tlsSessionResumed: Bool
         /// `scheme://host:port` of the origin, and the proxy if there is one.
         public var route: String
+        /// The socket's peer: `address:port` (`[address]:port` for IPv6, `unix:path` for a Unix socket). The
+        /// proxy's address when there is one. Tracing reports it as `network.peer.address`.
+        public var remoteAddress: String = ""
     }
 
     /// Times since the request was queued; nil for a phase not reached.
@@ -118,6 +131,8 @@ final class RequestObservation: @unchecked Sendable {
         for request: HTTPClientRequest, requestID: () -> UInt64, observers: [any HTTPClientObserver]
     ) -> RequestObservation? {
         let handler = request.progressHandler
+        // Observers that all decline this request count as none (see `HTTPClientObserver.isObserving`).
+        let observers = observers.contains { $0.isObserving } ? observers : []
         guard !observers.isEmpty || handler != nil else { return nil }
         return RequestObservation(
             requestID: requestID(), observers: observers,

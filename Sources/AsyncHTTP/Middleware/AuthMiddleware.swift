@@ -115,6 +115,7 @@ struct AuthMiddleware: HTTPClientMiddleware {
             // Read the challenge's body so its connection can carry the retry (NTLM needs that very connection).
             _ = try? await response.body.collect(upTo: Self.drainLimit)
             request.headers[field] = answer.value
+            request.resendCount += 1
         }
         throw HTTPClientError(.authenticationFailed, "authentication with \(url.host) did not settle after 32 rounds")
     }

@@ -147,6 +147,7 @@ struct RedirectMiddleware: HTTPClientMiddleware {
             RequestObservation.current?.redirect(status: response.status.code, location: step.url.redactedDescription)
 
             var nextRequest = current
+            nextRequest.resendCount += 1
             // The fragment is never sent, but response.url keeps it (see `resolve`).
             nextRequest.url = step.url.description + (step.url.fragment.map { "#" + $0 } ?? "")
             nextRequest.cacheParsedURL(step.url)

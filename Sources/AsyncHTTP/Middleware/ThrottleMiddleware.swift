@@ -1,3 +1,5 @@
+import Logging
+
 /// The throttle step (sixth and innermost of the built-in chain): gives a request with its own
 /// ``HTTPClientRequest/maxBandwidthPerSecond`` a bucket of its own for the transport to pace its bytes with.
 ///
@@ -8,6 +10,8 @@
 /// and every authentication round is paced, and nothing above it (the cache) is.
 struct ThrottleMiddleware: HTTPClientMiddleware {
     let flow: NetworkFlow
+    /// The `throttling` topic's logger (ASIHTTPRequest's `DEBUG_THROTTLING`).
+    var logger: Logger? = nil
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         guard let limit = request.maxBandwidthPerSecond else { return try await next(request) }
@@ -15,6 +19,7 @@ struct ThrottleMiddleware: HTTPClientMiddleware {
             throw HTTPClientError(.invalidRequest, "maxBandwidthPerSecond is \(limit); it must be positive (nil for no limit of its own)")
         }
         var request = request
+        logger?.debug("request limited to \(limit) bytes/s", metadata: ["url": "\(HTTPURL.redacting(request.url))"])
         request[PacerOption.self] = flow.pacer(requestLimit: limit)
         return try await next(request)
     }

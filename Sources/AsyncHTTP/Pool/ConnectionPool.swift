@@ -136,6 +136,17 @@ actor ConnectionPool {
     /// Idle connections across all keys (for tests and diagnostics).
     var idleCount: Int { machines.values.reduce(0) { $0 + $1.idle.count } }
 
+    /// The counts behind ``HTTPClient/poolStatistics()``: read-only, summed over every key.
+    var statistics: HTTPClient.PoolStatistics {
+        var result = HTTPClient.PoolStatistics()
+        for machine in machines.values {
+            result.idleConnections += machine.idle.count
+            result.leasedConnections += machine.leased
+            result.waitingRequests += machine.waiters.count
+        }
+        return result
+    }
+
     private func waiterGaveUp(_ key: ConnectionKey, _ id: UInt64, _ error: HTTPClientError) {
         guard var machine = machines[key], machine.waiterLeft(id) else { return }
         machines[key] = machine

@@ -22,6 +22,8 @@ final class HTTP1Transport: Sendable {
         var userAgent: String?
         var logger: Logger
         var observing: Bool
+        /// The `persistent-connections` topic's logger (reuse lines); nil logs them with ``logger``.
+        var connectionLogger: Logger? = nil
         /// The client's `--resolve`, `--connect-to` and Unix socket settings.
         var targets = ConnectionTargets()
         var expectContinue: ExpectContinuePolicy = .default
@@ -58,16 +60,19 @@ final class HTTP1Transport: Sendable {
             settings: .init(
                 inactivityTimeout: configuration.inactivityTimeout, totalTimeout: configuration.totalTimeout,
                 retriesOnTimeout: configuration.retriesOnTimeout, maxConnectionsPerHost: limit,
-                userAgent: configuration.userAgent, logger: configuration.logger,
+                userAgent: configuration.userAgent, logger: configuration.logger(for: .requestStatus),
                 observing: !configuration.observers.isEmpty,
+                connectionLogger: configuration.logger(for: .persistentConnections),
                 targets: ConnectionTargets(resolve: configuration.resolve, connectTo: configuration.connectTo,
                                            unixSocket: configuration.unixSocket),
                 expectContinue: configuration.expectContinue),
-            pool: ConnectionPool(limit: limit, idleTimeout: configuration.idleTimeout, logger: configuration.logger, now: now),
+            pool: ConnectionPool(limit: limit, idleTimeout: configuration.idleTimeout,
+                                 logger: configuration.logger(for: .persistentConnections), now: now),
             connector: Connector(
                 settings: .init(tls: configuration.tls, connectTimeout: configuration.connectTimeout,
                                 userAgent: configuration.userAgent, limits: configuration.parserLimits,
-                                transferDecodingLimits: configuration.compression.limits, logger: configuration.logger,
+                                transferDecodingLimits: configuration.compression.limits,
+                                logger: configuration.logger(for: .persistentConnections),
                                 connectionAttemptDelay: configuration.connectionAttemptDelay,
                                 dnsCacheTimeout: configuration.dnsCacheTimeout),
                 tunnelAuthenticator: tunnelAuthenticator),
@@ -183,7 +188,7 @@ final class HTTP1Transport: Sendable {
         connection.pacer = flow.pacer
         observation?.connectionAcquired(.init(
             id: connection.id, reused: connection.wasReused, tlsSessionResumed: connection.tls?.sessionWasReused ?? false,
-            route: key.description))
+            route: key.description, remoteAddress: connection.socket.remote.description))
         do {
             try connection.startRequest(method: request.method, persistent: request.persistentConnection)
             let early = try await request.write(to: connection, deadlines: deadlines, observation: observation)
@@ -254,7 +259,7 @@ final class HTTP1Transport: Sendable {
     private func acquire(
         _ key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines
     ) async throws(HTTPClientError) -> HTTP1Lease {
-        let logger = settings.logger
+        let logger = settings.connectionLogger ?? settings.logger
         var fresh = fresh
         // Bounded: each round either returns or closes one idle connection that looked dead; after as many
         // rounds as the pool can hold idle connections, a fresh lease (which never reuses) ends it.

@@ -14,6 +14,8 @@ final class ResponseBodyStream: @unchecked Sendable {
     private let deadlines: Deadlines
     private let logger: Logger
     private let observation: RequestObservation?
+    /// The request's number for the log lines written after `send` returned (its task-local is gone by then).
+    private let requestID: UInt64?
     /// Counts this response in the client's transfers in flight until the body ends, fails or is dropped.
     private var transfer: NetworkActivity.Transfer?
     /// Chunks that arrived with the head, handed out first.
@@ -35,6 +37,7 @@ final class ResponseBodyStream: @unchecked Sendable {
         self.deadlines = deadlines
         self.logger = logger
         self.observation = observation
+        self.requestID = RequestLogContext.requestID
     }
 
     func next() async throws(HTTPClientError) -> ArraySlice<UInt8>? {
@@ -69,8 +72,17 @@ final class ResponseBodyStream: @unchecked Sendable {
         }
         done = true
         transfer = nil
-        logger.trace("response complete", metadata: ["connection": "\(connection.id)", "reusable": "\(connection.isReusable)"])
-        await lease.responseEnded()
+        logger.trace("response complete", metadata: [
+            "connection": "\(connection.id)", "reusable": "\(connection.isReusable)",
+            HTTPClient.requestIDMetadataKey: requestID.map { "\($0)" } ?? "-",
+        ])
+        // The pool logs the connection's return (parked, closed) in this task, after `send` returned: give its
+        // lines the request's number too, when they can be written at all.
+        if logger.logLevel <= .debug, let requestID {
+            await RequestLogContext.$requestID.withValue(requestID) { await lease.responseEnded() }
+        } else {
+            await lease.responseEnded()
+        }
         observation?.finished()
         return nil
     }
@@ -84,7 +96,7 @@ final class ResponseBodyStream: @unchecked Sendable {
         // Dropped unread: drain a small remainder so the connection can be reused; otherwise close.
         if !done {
             observation?.bodyDropped()
-            lease.settleDropped(drainLimit: Self.drainLimit, logger: logger)
+            lease.settleDropped(drainLimit: Self.drainLimit, logger: logger, requestID: requestID)
         }
     }
 }

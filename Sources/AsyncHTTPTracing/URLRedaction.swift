@@ -1,0 +1,47 @@
+import AsyncHTTP
+
+/// `url.full` as the conventions ask: no userinfo (`HTTPURL.redactedDescription` drops it, and the
+/// fragment), and the value of each query parameter whose name looks like a secret replaced by `REDACTED`.
+enum URLRedaction {
+    /// Names compared case-insensitively. The conventions' list (`AWSAccessKeyId`, `Signature`, `sig`,
+    /// `X-Goog-Signature`), S3's presigned-URL parameters, and the usual names of tokens and keys.
+    static let secretNames: Set<String> = [
+        "awsaccesskeyid", "signature", "sig", "x-goog-signature", "x-goog-credential",
+        "x-amz-signature", "x-amz-credential", "x-amz-security-token",
+        "token", "access_token", "refresh_token", "id_token", "auth", "authorization",
+        "key", "api_key", "apikey", "api-key", "password", "passwd", "pwd", "secret", "client_secret", "code",
+    ]
+
+    static func fullURL(_ url: HTTPURL) -> String {
+        let text = url.redactedDescription
+        guard url.query != nil, let mark = text.firstIndex(of: "?") else { return text }
+        let query = text[text.index(after: mark)...]
+        return text[...mark] + redactQuery(query)
+    }
+
+    static func redactQuery(_ query: Substring) -> String {
+        query.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
+            guard let equals = pair.firstIndex(of: "=") else { return String(pair) }
+            let name = pair[..<equals]
+            guard secretNames.contains(decoded(name).lowercased()) else { return String(pair) }
+            return name + "=REDACTED"
+        }.joined(separator: "&")
+    }
+
+    /// The name with `%XX` decoded enough to compare (`X%2DAmz%2DSignature`).
+    private static func decoded(_ name: Substring) -> String {
+        guard name.contains("%") else { return String(name) }
+        var bytes: [UInt8] = []
+        var iterator = Array(name.utf8)[...]
+        while let byte = iterator.popFirst() {
+            if byte == UInt8(ascii: "%"), iterator.count >= 2,
+               let value = UInt8(String(decoding: iterator.prefix(2), as: UTF8.self), radix: 16) {
+                bytes.append(value)
+                iterator = iterator.dropFirst(2)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
