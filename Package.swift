@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // ahttp (the CLI) only: its argument parsing, help and shell completions. The library does not link it.
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .systemLibrary(
@@ -76,7 +78,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "ahttp",
-            dependencies: ["AsyncHTTP"]
+            dependencies: [
+                "AsyncHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .testTarget(
             name: "AsyncHTTPTests",

@@ -141,32 +141,9 @@ func applyBodies(_ options: Options, to request: inout HTTPClientRequest) throws
     }
 }
 
-/// -o naming a device or FIFO (`/dev/null`, `/dev/stdout`): written as a stream, since a rename would replace
-/// the device itself.
-func streamedOutput(_ options: Options) -> String? {
-    guard let output = options.output, isSpecialFile(output) else { return nil }
-    return output
-}
-
 func isSpecialFile(_ path: String) -> Bool {
     var info = stat()
     return stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG && (info.st_mode & S_IFMT) != S_IFDIR
-}
-
-/// The file -o or -O names for `url`, written atomically; nil when the body goes to stdout or a device.
-func outputPath(_ options: Options, url: String) throws -> String? {
-    if let output = options.output { return isSpecialFile(output) ? nil : output }
-    guard options.bodies.remoteName else { return nil }
-    let withoutQuery = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
-    let withoutFragment = withoutQuery.split(separator: "#", maxSplits: 1).first.map(String.init) ?? withoutQuery
-    let whole = Substring(withoutFragment)
-    let afterScheme = whole.range(of: "://").map { String(whole[$0.upperBound...]) } ?? withoutFragment
-    guard let slash = afterScheme.lastIndex(of: "/") else {
-        throw UsageError(message: "-O: '\(url)' has no file name in its path")
-    }
-    let name = String(afterScheme[afterScheme.index(after: slash)...])
-    guard !name.isEmpty, name != ".", name != ".." else { throw UsageError(message: "-O: '\(url)' has no file name in its path") }
-    return name
 }
 
 /// -o / -O: the body goes to `path` atomically (a temporary file beside, renamed into place when complete); a
@@ -175,9 +152,6 @@ func downloadToFile(
     _ client: HTTPClient, _ request: HTTPClientRequest, path: String, options: Options
 ) async throws -> (status: Int, size: Int, url: String, redirects: Int) {
     let result = try await client.download(request, to: path, options: DownloadOptions(resume: options.bodies.resume))
-    if !result.written && !options.silent {
-        printError("\(HTTPURL.redacting(request.url)): HTTP \(result.status.code); \(path) left as it was")
-    }
     if (options.includeHeaders || options.headOnly) && result.written {
         var head = "HTTP/1.1 \(result.status.code) \(result.status.reasonPhrase)\r\n"
         head += result.headers.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
@@ -185,15 +159,6 @@ func downloadToFile(
     }
     return (result.status.code, result.bytesReceived, result.url.description, 0)
 }
-
-/// The options' usage lines.
-let bodiesUsage = """
-  -F name=value | name=@FILE[;type=T][;filename=N] | name=<FILE   multipart/form-data (files streamed from disk)
-  --form-string name=value, --data-urlencode [name=]TEXT|[name]@FILE, --data-binary @FILE (streamed)
-  -T FILE PUTs FILE from disk; -o FILE is written atomically (temporary file, then rename; an HTTP error
-  status leaves FILE alone, exit 22); -O names it from the URL; -C - resumes FILE.part (Range + If-Range)
-  --expect100-timeout SECONDS (default 1; bodies of 1 MiB or more wait for 100 Continue)
-"""
 
 /// Runs `applyBodies`, printing a failure; curl's exit code for it, or nil when the request is ready.
 func applyBodiesReporting(_ options: Options, to request: inout HTTPClientRequest) -> Int32? {
