@@ -93,6 +93,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // ahttp's pure parts (config files, -w, headers, URL targets) as unit tests.
+                "ahttp",
             ],
             resources: [.copy("Resources")]
         ),
