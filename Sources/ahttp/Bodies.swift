@@ -149,15 +149,48 @@ func isSpecialFile(_ path: String) -> Bool {
 /// -o / -O: the body goes to `path` atomically (a temporary file beside, renamed into place when complete); a
 /// non-2xx status leaves the file alone. Returns the response's status code and the bytes received.
 func downloadToFile(
-    _ client: HTTPClient, _ request: HTTPClientRequest, path: String, options: Options
+    _ client: HTTPClient, _ request: HTTPClientRequest, path: String, options: Options, heads: () -> String
 ) async throws -> (status: Int, size: Int, url: String, redirects: Int) {
     let result = try await client.download(request, to: path, options: DownloadOptions(resume: options.bodies.resume))
     if (options.includeHeaders || options.headOnly) && result.written {
-        var head = "HTTP/1.1 \(result.status.code) \(result.status.reasonPhrase)\r\n"
-        head += result.headers.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
-        printStdout(head)
+        // As curl: -i puts the heads in the output file, before the body.
+        var head = heads()
+        if head.isEmpty {
+            head = "HTTP/1.1 \(result.status.code) \(result.status.reasonPhrase)\r\n"
+                + result.headers.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
+        }
+        try prependAtomically(Array(head.utf8), to: path)
     }
     return (result.status.code, result.bytesReceived, result.url.description, 0)
+}
+
+/// Rewrites `path` as `prefix` followed by its old content, through a temporary file beside it and a rename, so
+/// the file is never seen half-written.
+func prependAtomically(_ prefix: [UInt8], to path: String) throws {
+    let temporary = path + ".ahttp-head-\(getpid())"
+    let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+    guard output >= 0 else { throw UsageError(message: "cannot write '\(temporary)': \(String(cString: strerror(errno)))", exitCode: 23) }
+    var renamed = false
+    defer {
+        close(output)
+        if !renamed { unlink(temporary) }
+    }
+    let input = open(path, O_RDONLY | O_CLOEXEC)
+    guard input >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
+    defer { close(input) }
+    try writeAll(output, prefix[...])
+    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
+        if count == 0 { break }
+        try writeAll(output, buffer[0..<count])
+    }
+    guard fsync(output) == 0, rename(temporary, path) == 0 else {
+        throw UsageError(message: "cannot write '\(path)': \(String(cString: strerror(errno)))", exitCode: 23)
+    }
+    renamed = true
 }
 
 /// Runs `applyBodies`, printing a failure; curl's exit code for it, or nil when the request is ready.

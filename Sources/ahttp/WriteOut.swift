@@ -146,6 +146,8 @@ struct TransferOutcome {
     var verifyResult: Int
     /// `%{cache_status}` (ahttp's own): hit, miss, revalidated or stale; empty without --cache.
     var cacheStatus = ""
+    /// The response's head, for a response no event reported (a cache hit).
+    var finalHead: ReceivedHead?
 }
 
 /// The variables -w knows, for one transfer.
@@ -155,7 +157,7 @@ func writeOutValues(_ outcome: TransferOutcome, _ record: TransferRecorder.Recor
     let seconds = Double(total.components.seconds) + Double(total.components.attoseconds) / 1e18
     let speed = seconds > 0 ? Int(Double(outcome.bodyBytes) / seconds) : 0
     let uploadSpeed = seconds > 0 ? Int(Double(record.uploaded) / seconds) : 0
-    let head = record.heads.last
+    let head = record.heads.last ?? outcome.finalHead
     let url = try? HTTPURL(outcome.effectiveURL)
     let redirectURL = head.flatMap { head in
         (300..<400).contains(head.status.code) ? head.headers[.location].flatMap { try? url?.resolving($0) } : nil
@@ -297,7 +299,7 @@ func formatWriteOut(_ format: String, values: [(String, WriteOutValue)], head: R
 
 /// -w: the format's pieces written to standard output and standard error.
 func writeOut(_ format: String, _ outcome: TransferOutcome, _ record: TransferRecorder.Record) {
-    for (stream, text) in formatWriteOut(format, values: writeOutValues(outcome, record), head: record.heads.last) {
+    for (stream, text) in formatWriteOut(format, values: writeOutValues(outcome, record), head: record.heads.last ?? outcome.finalHead) {
         try? writeAll(stream == .stdout ? 1 : 2, Array(text.utf8)[...])
     }
 }

@@ -342,7 +342,9 @@ func run() async -> Int32 {
             switch destination {
             case .file(let path):
                 outcome.outputFile = path
-                let download = try await downloadToFile(client, request, path: path, options: options)
+                let download = try await downloadToFile(client, request, path: path, options: options) {
+                    heads(recorder.record, fallback: nil)
+                }
                 outcome.status = download.status
                 outcome.bodyBytes = download.size
                 outcome.effectiveURL = target.shown(download.url)
@@ -363,6 +365,7 @@ func run() async -> Int32 {
                 outcome.status = response.status.code
                 outcome.effectiveURL = target.shown(response.url.description)
                 outcome.cacheStatus = cacheStatusText(response)
+                outcome.finalHead = ReceivedHead(status: response.status, version: response.version, headers: response.headers)
                 let headText = heads(recorder.record, fallback: response)
                 try headerDump?.write(headText)
                 if options.includeHeaders || options.headOnly { try sink.write(headText) }

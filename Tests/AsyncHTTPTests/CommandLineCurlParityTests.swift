@@ -202,6 +202,8 @@ final class CommandLineCurlParityTests: XCTestCase {
                 files: ["a.txt", "b.txt"]),
             Row(name: "three URLs, one -o: the others go to stdout", arguments: ["-s", "-o", "a.txt", "{httpbin}/base64/b25l", "{httpbin}/base64/dHdv", "{httpbin}/base64/dGhyZWU="],
                 files: ["a.txt"]),
+            Row(name: "-i with -o puts the head in the file", arguments: ["-s", "-i", "-o", "with-head.txt", "{httpbin}/base64/Ym9keQ=="],
+                files: ["with-head.txt"]),
             Row(name: "-O names the file from the URL", arguments: ["-s", "-O", "{nginx}/small.txt"], files: ["small.txt"]),
             Row(name: "--create-dirs", arguments: ["-s", "--create-dirs", "-o", "deep/er/out.txt", "{nginx}/small.txt"], files: ["deep/er/out.txt"]),
             Row(name: "-o into a missing directory: exit 23", arguments: ["-s", "-o", "missing/out.txt", "{nginx}/small.txt"],
