@@ -65,13 +65,17 @@ final class CommandLineCurlParityTests: XCTestCase {
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        // Bounded: no row takes more than a few seconds; a hung tool is killed after 30 s and fails the row.
-        let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
+        // Bounded: no row takes more than a few seconds; a hung tool is killed after 30 s and fails the row. The
+        // watchdog holds the process weakly: a cancelled work item is kept until its time comes, and must not keep
+        // the process and its pipes (descriptors other tests count) alive that long.
+        let watchdog = DispatchWorkItem { [weak process] in if let process, process.isRunning { process.terminate() } }
         DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         watchdog.cancel()
+        try? out.fileHandleForReading.close()
+        try? err.fileHandleForReading.close()
         return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
     }
 
