@@ -463,5 +463,7 @@ struct VerboseHeads: HTTPClientObserver {
 
 // `_exit`, not `exit`: every byte went out through write(2), so there is no stdio buffer to flush, and
 // skipping the C atexit destructors keeps them from racing the event-loop thread, which never stops.
+// As curl: a reader that went away (`ahttp URL | head -c1`) is a write error (23), not death by SIGPIPE.
+signal(SIGPIPE, SIG_IGN)
 let status = await run()
 _exit(status)

@@ -337,6 +337,22 @@ final class CommandLineCurlSurfaceTests: XCTestCase {
         XCTAssertFalse(outsidePath.contains("hunter2") || trace.contains("dmljOmh1bnRlcjI="), trace)
     }
 
+    func testAReaderThatGoesAwayIsAWriteErrorAsInCurl() throws {
+        let url = "http://127.0.0.1:\(try Peers.nginx().httpPort)/big.bin"
+        var statuses: [String: Int32] = [:]
+        for (tool, path) in [("curl", "/usr/bin/curl"), ("ahttp", ahttpExecutable().path)] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-c", "\"$0\" -s \"$1\" | head -c 1 > /dev/null; exit ${PIPESTATUS[0]}", path, url]
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            statuses[tool] = process.terminationStatus
+        }
+        XCTAssertEqual(statuses["curl"], 23)
+        XCTAssertEqual(statuses["ahttp"], 23, "CURLE_WRITE_ERROR, not 141 (killed by SIGPIPE)")
+    }
+
     func testURLPasswordIsNeverEchoed() throws {
         let base = try Peers.httpbin()
         let port = base.split(separator: ":").last.map(String.init) ?? ""
