@@ -35,6 +35,8 @@ let package = Package(
         // Telemetry adapters: AsyncHTTPTracing and AsyncHTTPMetrics.
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        // ahttp (the CLI) only: its argument parsing, help and shell completions. The library does not link it.
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .systemLibrary(
@@ -115,7 +117,12 @@ let package = Package(
         ),
         .executableTarget(
             name: "ahttp",
-            dependencies: ["AsyncHTTP", "AsyncHTTPWebArchive", "AsyncHTTPS3"]
+            dependencies: [
+                "AsyncHTTP",
+                "AsyncHTTPWebArchive",
+                "AsyncHTTPS3",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .testTarget(
             name: "AsyncHTTPTests",
@@ -136,6 +143,8 @@ let package = Package(
                 "AsyncHTTPMetrics",
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                // ahttp's pure parts (config files, -w, headers, URL targets) as unit tests.
+                "ahttp",
             ],
             resources: [.copy("Resources")]
         ),

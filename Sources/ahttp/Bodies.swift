@@ -141,59 +141,57 @@ func applyBodies(_ options: Options, to request: inout HTTPClientRequest) throws
     }
 }
 
-/// -o naming a device or FIFO (`/dev/null`, `/dev/stdout`): written as a stream, since a rename would replace
-/// the device itself.
-func streamedOutput(_ options: Options) -> String? {
-    guard let output = options.output, isSpecialFile(output) else { return nil }
-    return output
-}
-
 func isSpecialFile(_ path: String) -> Bool {
     var info = stat()
     return stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG && (info.st_mode & S_IFMT) != S_IFDIR
 }
 
-/// The file -o or -O names for `url`, written atomically; nil when the body goes to stdout or a device.
-func outputPath(_ options: Options, url: String) throws -> String? {
-    if let output = options.output { return isSpecialFile(output) ? nil : output }
-    guard options.bodies.remoteName else { return nil }
-    let withoutQuery = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
-    let withoutFragment = withoutQuery.split(separator: "#", maxSplits: 1).first.map(String.init) ?? withoutQuery
-    let whole = Substring(withoutFragment)
-    let afterScheme = whole.range(of: "://").map { String(whole[$0.upperBound...]) } ?? withoutFragment
-    guard let slash = afterScheme.lastIndex(of: "/") else {
-        throw UsageError(message: "-O: '\(url)' has no file name in its path")
-    }
-    let name = String(afterScheme[afterScheme.index(after: slash)...])
-    guard !name.isEmpty, name != ".", name != ".." else { throw UsageError(message: "-O: '\(url)' has no file name in its path") }
-    return name
-}
-
 /// -o / -O: the body goes to `path` atomically (a temporary file beside, renamed into place when complete); a
 /// non-2xx status leaves the file alone. Returns the response's status code and the bytes received.
 func downloadToFile(
-    _ client: HTTPClient, _ request: HTTPClientRequest, path: String, options: Options
+    _ client: HTTPClient, _ request: HTTPClientRequest, path: String, options: Options, heads: () -> String
 ) async throws -> (status: Int, size: Int, url: String, redirects: Int) {
     let result = try await client.download(request, to: path, options: DownloadOptions(resume: options.bodies.resume))
-    if !result.written && !options.silent {
-        printError("\(HTTPURL.redacting(request.url)): HTTP \(result.status.code); \(path) left as it was")
-    }
     if (options.includeHeaders || options.headOnly) && result.written {
-        var head = "HTTP/1.1 \(result.status.code) \(result.status.reasonPhrase)\r\n"
-        head += result.headers.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
-        printStdout(head)
+        // As curl: -i puts the heads in the output file, before the body.
+        var head = heads()
+        if head.isEmpty {
+            head = "HTTP/1.1 \(result.status.code) \(result.status.reasonPhrase)\r\n"
+                + result.headers.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
+        }
+        try prependAtomically(Array(head.utf8), to: path)
     }
     return (result.status.code, result.bytesReceived, result.url.description, 0)
 }
 
-/// The options' usage lines.
-let bodiesUsage = """
-  -F name=value | name=@FILE[;type=T][;filename=N] | name=<FILE   multipart/form-data (files streamed from disk)
-  --form-string name=value, --data-urlencode [name=]TEXT|[name]@FILE, --data-binary @FILE (streamed)
-  -T FILE PUTs FILE from disk; -o FILE is written atomically (temporary file, then rename; an HTTP error
-  status leaves FILE alone, exit 22); -O names it from the URL; -C - resumes FILE.part (Range + If-Range)
-  --expect100-timeout SECONDS (default 1; bodies of 1 MiB or more wait for 100 Continue)
-"""
+/// Rewrites `path` as `prefix` followed by its old content, through a temporary file beside it and a rename, so
+/// the file is never seen half-written.
+func prependAtomically(_ prefix: [UInt8], to path: String) throws {
+    let temporary = path + ".ahttp-head-\(getpid())"
+    let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+    guard output >= 0 else { throw UsageError(message: "cannot write '\(temporary)': \(String(cString: strerror(errno)))", exitCode: 23) }
+    var renamed = false
+    defer {
+        close(output)
+        if !renamed { unlink(temporary) }
+    }
+    let input = open(path, O_RDONLY | O_CLOEXEC)
+    guard input >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
+    defer { close(input) }
+    try writeAll(output, prefix[...])
+    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
+        if count == 0 { break }
+        try writeAll(output, buffer[0..<count])
+    }
+    guard fsync(output) == 0, rename(temporary, path) == 0 else {
+        throw UsageError(message: "cannot write '\(path)': \(String(cString: strerror(errno)))", exitCode: 23)
+    }
+    renamed = true
+}
 
 /// Runs `applyBodies`, printing a failure; curl's exit code for it, or nil when the request is ready.
 func applyBodiesReporting(_ options: Options, to request: inout HTTPClientRequest) -> Int32? {

@@ -1,15 +1,18 @@
-// ahttp: a curl-like command line over AsyncHTTP.
+// ahttp: a curl-like command line over AsyncHTTP (docs/cli.md).
 //
-//   ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v] [-s] [-k]
-//         [--cacert FILE] [-m SECONDS] [-w FORMAT] [-L] [--max-redirs N] [-b FILE|DATA] [-c FILE]
-//         [--compressed] [-u USER:PASS] [--basic|--digest|--ntlm|--anyauth] [--oauth2-bearer TOKEN]
-//         [-x PROXY] [-U USER:PASS] [--socks5 HOST:PORT] [--socks5-hostname HOST:PORT] [--noproxy LIST]
-//         [-E CERT] [--key KEY] URL [URL…]
+//   Arguments.swift   the options, declared for swift-argument-parser, grouped as curl's --help groups them
+//   ConfigFile.swift  -K files, spliced into the arguments before parsing
+//   Options.swift     what the arguments ask for, resolved and checked
+//   Target.swift      one URL made ready: scheme, credentials, query, its -o
+//   WriteOut.swift    -w, -D and -i's heads, from an observer of the client's events
+//   Trace.swift       --trace-ascii
+//   Bodies.swift, Flow.swift, Cache.swift   bodies on disk; rate, progress, -Z, --retry; the cache
 //
-// Several URLs are fetched in order over the same pool, as curl does. The exit status is 0 whatever
-// the HTTP status, and curl's number for a transport, TLS or protocol failure (6, 7, 28, 35, 60, …),
-// with a one-line message on stderr.
+// Several URLs are fetched in order over the same pool, as curl does. The exit status is 0 whatever the HTTP
+// status (22 with -f), and curl's number for a transport, TLS or protocol failure (6, 7, 28, 35, 60, …), with a
+// one-line message on stderr; with several URLs, the last transfer's.
 
+import ArgumentParser
 import AsyncHTTP
 import HTTPTypes
 
@@ -18,58 +21,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-struct Options {
-    var method: HTTPRequest.Method?
-    var headOnly = false
-    var headers: [(String, String)] = []
-    var data: [UInt8]?
-    var output: String?
-    var includeHeaders = false
-    var verbose = false
-    var silent = false
-    var insecure = false
-    var caFile: String?
-    var maxTime: Double?
-    var writeOut: String?
-    /// -L: follow redirects (curl does not by default).
-    var followRedirects = false
-    var maxRedirects: Int?
-    /// -b: cookie files to read, and `name=value` strings to send as they are.
-    var cookieFiles: [String] = []
-    var cookieStrings: [String] = []
-    /// -c: where to write every cookie at the end, session cookies too (as curl).
-    var cookieJarFile: String?
-    /// --compressed: ask for gzip/deflate and decode (curl sends no Accept-Encoding without it).
-    var compressed = false
-    /// -u: credentials for the server. With no scheme option they go out as Basic before any challenge, as curl.
-    var user: HTTPCredentials?
-    /// --basic / --digest / --ntlm / --anyauth: which scheme answers (curl's default is Basic, sent at once).
-    var authSchemes: Set<HTTPAuthenticationScheme>?
-    var bearer: String?
-    /// -x, --socks5, --socks5-hostname: the proxy (the last one given wins, as curl).
-    var proxy: ProxyConfiguration?
-    var proxyUser: HTTPCredentials?
-    var noProxy: String?
-    var certificate: String?
-    var key: String?
-    /// --resolve, --connect-to, --unix-socket / --abstract-unix-socket, --happy-eyeballs-timeout-ms.
-    var resolve: [ResolveOverride] = []
-    var connectTo: [ConnectToOverride] = []
-    var unixSocket: UnixSocketAddress?
-    var happyEyeballsDelay: Int?
-    var awsSigV4: String?  // --aws-sigv4 (AWSSigV4Option.swift)
-    /// --cache DIR, --cache-policy NAME: the download cache (see Cache.swift).
-    var cacheDirectory: String?
-    var cachePolicy: HTTPCachePolicy?
-    /// --archive OUT: the page and its resources for offline reading (ArchiveCommand.swift).
-    var archiveOutput: String?
-    var urls: [String] = []
-    /// -F, --data-urlencode, --data-binary @file, -T, -O, -C -, --expect100-timeout (Bodies.swift).
-    var bodies = BodyOptions()
-    /// --limit-rate, -#, -Z, --parallel-max, --fail-early, --retry* (Flow.swift).
-    var flow = FlowOptions()
-}
 
 /// `user:password`, with `DOMAIN\user` for NTLM, as curl's -u and -U take it. No colon: an empty password
 /// (curl would prompt).
@@ -99,131 +50,6 @@ struct UsageError: Error {
     var exitCode: Int32 = 2
 }
 
-func parse(_ arguments: [String]) throws -> Options {
-    var options = Options()
-    var index = 0
-    func value(_ flag: String) throws -> String {
-        index += 1
-        guard index < arguments.count else { throw UsageError(message: "option \(flag): requires a value") }
-        return arguments[index]
-    }
-    while index < arguments.count {
-        let argument = arguments[index]
-        switch argument {
-        case "-X", "--request":
-            let name = try value(argument)
-            guard let method = HTTPRequest.Method(name) else { throw UsageError(message: "invalid method '\(name)'") }
-            options.method = method
-        case "-I", "--head": options.headOnly = true
-        case "-H", "--header":
-            let line = try value(argument)
-            guard let colon = line.firstIndex(of: ":") else { throw UsageError(message: "header '\(line)' has no colon") }
-            let name = String(line[..<colon])
-            let fieldValue = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
-            options.headers.append((name, String(fieldValue)))
-        case "--data-binary" where index + 1 < arguments.count && arguments[index + 1].hasPrefix("@")
-            && options.bodies.dataBinaryFile == nil && options.data == nil:
-            options.bodies.dataBinaryFile = String(try value(argument).dropFirst())
-        case "--data-urlencode": options.data = joinData(options.data, try dataURLEncode(try value(argument)))
-        case "-F", "--form": options.bodies.formParts.append(try parseFormPart(try value(argument), literal: false))
-        case "--form-string": options.bodies.formParts.append(try parseFormPart(try value(argument), literal: true))
-        case "-T", "--upload-file": options.bodies.uploadFile = try value(argument)
-        case "-O", "--remote-name": options.bodies.remoteName = true
-        case "-C", "--continue-at":
-            guard try value(argument) == "-" else { throw UsageError(message: "-C: only '-C -' (resume from the partial file) is supported") }
-            options.bodies.resume = true
-        case "--expect100-timeout":
-            let text = try value(argument)
-            guard let seconds = Double(text), seconds >= 0 else { throw UsageError(message: "invalid --expect100-timeout '\(text)'") }
-            options.bodies.expect100Timeout = seconds
-        case "-d", "--data", "--data-binary":
-            let text = try value(argument)
-            var bytes: [UInt8]
-            if text.hasPrefix("@") {
-                bytes = try readFile(String(text.dropFirst()))
-                // curl's -d strips CR and LF from files; --data-binary keeps them.
-                if argument != "--data-binary" { bytes.removeAll { $0 == 0x0D || $0 == 0x0A } }
-            } else {
-                bytes = Array(text.utf8)
-            }
-            if let existing = options.data { options.data = existing + Array("&".utf8) + bytes } else { options.data = bytes }
-        case "-o", "--output": options.output = try value(argument)
-        case "-i", "--include": options.includeHeaders = true
-        case "-v", "--verbose": options.verbose = true
-        case "-s", "--silent": options.silent = true
-        case "-k", "--insecure": options.insecure = true
-        case "--cacert": options.caFile = try value(argument)
-        case "-m", "--max-time":
-            let text = try value(argument)
-            guard let seconds = Double(text), seconds > 0 else { throw UsageError(message: "invalid --max-time '\(text)'") }
-            options.maxTime = seconds
-        case "-w", "--write-out": options.writeOut = try value(argument)
-        case "-L", "--location": options.followRedirects = true
-        case "--max-redirs":
-            let text = try value(argument)
-            guard let count = Int(text), count >= -1 else { throw UsageError(message: "invalid --max-redirs '\(text)'") }
-            options.maxRedirects = count == -1 ? Int.max : count  // curl: -1 means no limit
-        case "-b", "--cookie":
-            // curl: an argument with '=' is cookie data to send; otherwise a file to read.
-            let text = try value(argument)
-            if text.contains("=") { options.cookieStrings.append(text) } else { options.cookieFiles.append(text) }
-        case "-c", "--cookie-jar": options.cookieJarFile = try value(argument)
-        case "--compressed": options.compressed = true
-        case "-u", "--user": options.user = parseUser(try value(argument))
-        case "--basic": options.authSchemes = [.basic]
-        case "--digest": options.authSchemes = [.digest]
-        case "--ntlm": options.authSchemes = [.ntlm]
-        case "--anyauth": options.authSchemes = Set(HTTPAuthenticationScheme.allCases)
-        case "--oauth2-bearer": options.bearer = try value(argument)
-        case "--aws-sigv4": options.awsSigV4 = try value(argument)
-        case "-x", "--proxy": options.proxy = try parseProxy(try value(argument), kind: nil)
-        case "-U", "--proxy-user": options.proxyUser = parseUser(try value(argument))
-        case "--socks5": options.proxy = try parseProxy(try value(argument), kind: .socks5)
-        case "--socks5-hostname": options.proxy = try parseProxy(try value(argument), kind: .socks5h)
-        case "--noproxy": options.noProxy = try value(argument)
-        case "-E", "--cert":
-            let text = try value(argument)
-            guard !text.contains(":") else {
-                throw UsageError(message: "-E: encrypted keys (CERT:PASSWORD) are not supported; give an unencrypted key with --key")
-            }
-            options.certificate = text
-        case "--key": options.key = try value(argument)
-        case "--limit-rate": options.flow.limitRate = try parseRate(try value(argument))
-        case "-#", "--progress-bar": options.flow.progressBar = true
-        case "-Z", "--parallel": options.flow.parallel = true
-        case "--parallel-max": options.flow.parallelMax = try parseCount(try value(argument), argument, range: 1...300)
-        case "--fail-early": options.flow.failEarly = true
-        case "--retry": options.flow.retry = try parseCount(try value(argument), argument, range: 0...1_000_000)
-        case "--retry-delay": options.flow.retryDelay = try parsePositiveSeconds(try value(argument), argument)
-        case "--retry-max-time": options.flow.retryMaxTime = try parsePositiveSeconds(try value(argument), argument)
-        case "--resolve": options.resolve.append(try targetOption { try ResolveOverride(try value(argument)) })
-        case "--connect-to": options.connectTo.append(try targetOption { try ConnectToOverride(try value(argument)) })
-        case "--unix-socket": options.unixSocket = .path(try value(argument))
-        case "--abstract-unix-socket": options.unixSocket = .abstract(try value(argument))
-        case "--happy-eyeballs-timeout-ms":
-            let text = try value(argument)
-            guard let milliseconds = Int(text), milliseconds >= 10 else {
-                throw UsageError(message: "--happy-eyeballs-timeout-ms: '\(text)' is not a whole number of at least 10")
-            }
-            options.happyEyeballsDelay = milliseconds
-        case "--cache": options.cacheDirectory = try value(argument)
-        case "--cache-policy": options.cachePolicy = try parseCachePolicy(try value(argument))
-        case "--archive": options.archiveOutput = try value(argument)
-        case "-h", "--help":
-            printStdout(usage + "\n" + bodiesUsage + "\n")
-            exit(0)
-        default:
-            if argument.hasPrefix("-") && argument.count > 1 {
-                throw UsageError(message: "unknown option '\(argument)'")
-            }
-            options.urls.append(argument)
-        }
-        index += 1
-    }
-    guard !options.urls.isEmpty else { throw UsageError(message: "no URL specified") }
-    return options
-}
-
 /// A --resolve or --connect-to value, its error as a usage error.
 func targetOption<Value>(_ parse: () throws -> Value) throws -> Value {
     do {
@@ -232,29 +58,6 @@ func targetOption<Value>(_ parse: () throws -> Value) throws -> Value {
         throw UsageError(message: error.message, exitCode: 49)  // CURLE_SETOPT_OPTION_SYNTAX
     }
 }
-
-let usage = """
-usage: ahttp [-X METHOD] [-I] [-H 'Name: value']… [-d DATA] [-o FILE] [-i] [-v] [-s] [-k]
-             [--cacert FILE] [-m SECONDS] [-w FORMAT] [-L] [--max-redirs N] [-b FILE|NAME=VALUE]
-             [-c FILE] [--compressed] [-u USER:PASS] [--basic|--digest|--ntlm|--anyauth]
-             [--oauth2-bearer TOKEN] [-x [SCHEME://]HOST[:PORT]] [-U USER:PASS] [--socks5 HOST[:PORT]]
-             [--socks5-hostname HOST[:PORT]] [--noproxy LIST] [-E CERT.pem] [--key KEY.pem]
-             [--limit-rate RATE] [-#] [-Z [--parallel-max N] [--fail-early]] [--retry N [--retry-delay S]
-             [--retry-max-time S]]
-             [--resolve HOST:PORT:ADDR[,ADDR]] [--connect-to HOST1:PORT1:HOST2:PORT2]
-             [--unix-socket PATH] [--abstract-unix-socket NAME] [--happy-eyeballs-timeout-ms MS]
-             [--cache DIR] [--cache-policy NAME[,NAME]] URL [URL…]
-  -L follows redirects (at most 10, or --max-redirs; never https → http)
-  -b reads a Netscape cookies.txt (curl's format) or sends NAME=VALUE; -c writes all cookies there at the end
-  -u sends Basic at once unless --digest, --ntlm or --anyauth is given (DOMAIN\\user for NTLM)
-  -x takes http://, socks5:// or socks5h:// proxies; without -x, http_proxy/https_proxy/all_proxy/no_proxy apply
-  --limit-rate takes bytes per second with K, M or G; -Z runs the URLs at once (up to --parallel-max, 50)
-  --retry retries timeouts, failed lookups and 408/429/500/502/503/504, after 1 s doubling (or --retry-delay)
-  -w knows %{http_code} %{size_download} %{num_connects} %{num_redirects} %{url_effective} %{time_total}
-     %{cache_status} and \\n
-  --cache keeps responses in DIR (RFC 9111); --cache-policy takes ASIHTTPRequest's names: askServerIfModifiedWhenStale,
-     askServerIfModified, onlyLoadIfNotCached, dontLoad, fallbackToCacheIfLoadFails, doNotRead, doNotWrite
-"""
 
 func readFile(_ path: String) throws -> [UInt8] {
     guard let file = fopen(path, "rb") else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))") }
@@ -283,6 +86,12 @@ final class Sink {
             fd = 1
             ownsFile = false
         }
+    }
+    /// Standard output, not closed.
+    static var standardOutput: Sink { Sink(fd: 1) }
+    private init(fd: Int32) {
+        self.fd = fd
+        ownsFile = false
     }
     func write(_ bytes: ArraySlice<UInt8>) throws {
         try writeAll(fd, bytes)
@@ -316,7 +125,8 @@ func printStdout(_ text: String) {
 /// curl's exit codes, so scripts written for curl keep working.
 func curlExitCode(_ error: HTTPClientError) -> Int32 {
     switch error.code {
-    case .invalidURL: 3
+    // curl: 1 for a scheme it was built without (CURLE_UNSUPPORTED_PROTOCOL), 3 for a malformed URL.
+    case .invalidURL: error.message.hasPrefix("unsupported scheme") ? 1 : 3
     case .dnsFailure: 6
     case .connectFailed: 7
     case .malformedResponse: 8
@@ -335,24 +145,6 @@ func curlExitCode(_ error: HTTPClientError) -> Int32 {
     case .redirectRefused, .bodyNotReplayable, .bodyInUse: 1
     case .invalidConfiguration: 2  // CURLE_FAILED_INIT
     }
-}
-
-func formatWriteOut(_ format: String, values: [String: String]) -> String {
-    var result = ""
-    var rest = Substring(format)
-    while let start = rest.range(of: "%{") {
-        result += rest[..<start.lowerBound]
-        guard let end = rest[start.upperBound...].firstIndex(of: "}") else {
-            result += rest[start.lowerBound...]
-            rest = ""
-            break
-        }
-        let name = String(rest[start.upperBound..<end])
-        result += values[name] ?? ""
-        rest = rest[rest.index(after: end)...]
-    }
-    result += rest
-    return result.replacingOccurrences(of: "\\n", with: "\n").replacingOccurrences(of: "\\t", with: "\t")
 }
 
 extension String {
@@ -384,31 +176,73 @@ extension Substring {
     }
 }
 
-func run() async -> Int32 {
-    let options: Options
+/// What ahttp does after parsing, or the status to exit with.
+enum CommandLineOutcome {
+    case run(Options)
+    case exit(Int32)
+}
+
+/// The command line read as curl reads it: `-K` files spliced in, `--help CATEGORY`, then ArgumentParser. Help,
+/// completion scripts and usage errors are printed here.
+func parseCommandLine(_ raw: [String]) -> CommandLineOutcome {
+    if let at = raw.firstIndex(where: { $0 == "--help" || $0 == "-h" }), at + 1 < raw.count,
+       let text = categoryHelp(raw[at + 1], fullHelp: AhttpCommand.helpMessage(columns: 110)) {
+        printStdout(text)
+        return .exit(0)
+    }
+    let command: AhttpCommand
     do {
-        options = try parse(Array(CommandLine.arguments.dropFirst()))
+        let arguments = try expandConfigFiles(raw)
+        command = try AhttpCommand.parse(arguments)
     } catch let error as UsageError {
         printError(error.message)
-        guard error.exitCode == 2 else { return error.exitCode }
-        try? writeAll(2, Array((usage + "\n").utf8)[...])
-        return 2
+        return .exit(error.exitCode)
+    } catch {
+        if AhttpCommand.exitCode(for: error) == .success {
+            printStdout(AhttpCommand.fullMessage(for: error) + "\n")
+            return .exit(0)
+        }
+        // ArgumentParser's message, in curl's lower case ("unknown option '--x'"), and curl's status 2.
+        var message = AhttpCommand.message(for: error)
+        if let first = message.first { message = first.lowercased() + message.dropFirst() }
+        printError(message)
+        printError("try 'ahttp --help' or 'ahttp --help all' for more information")
+        return .exit(2)
+    }
+    do {
+        return .run(try command.options())
+    } catch let error as UsageError {
+        printError(error.message)
+        if error.exitCode == 2 { printError("try 'ahttp --help' for more information") }
+        return .exit(error.exitCode)
     } catch {
         printError("\(error)")
-        return 2
+        return .exit(2)
+    }
+}
+
+func run() async -> Int32 {
+    let options: Options
+    switch parseCommandLine(Array(CommandLine.arguments.dropFirst())) {
+    case .exit(let status): return status
+    case .run(let parsed): options = parsed
     }
 
     var configuration = HTTPClient.Configuration()
     if options.insecure { configuration.tls.certificateVerification = false }
     if let caFile = options.caFile { configuration.tls.trustRoots = .file(caFile) }
     if let maxTime = options.maxTime { configuration.totalTimeout = .milliseconds(Int64(maxTime * 1000)) }
+    if let connectTimeout = options.connectTimeout { configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000)) }
     configuration.resolve = options.resolve
     configuration.connectTo = options.connectTo
     configuration.unixSocket = options.unixSocket
     if let delay = options.happyEyeballsDelay { configuration.connectionAttemptDelay = .milliseconds(delay) }
     configuration.redirectPolicy.followsRedirects = options.followRedirects
-    if let maxRedirects = options.maxRedirects { configuration.redirectPolicy.maxRedirects = maxRedirects }
+    // curl's default limit is 50 redirects (CURLOPT_MAXREDIRS in the tool).
+    configuration.redirectPolicy.maxRedirects = options.maxRedirects ?? 50
     configuration.compression.acceptsCompressedResponses = options.compressed
+    if let agent = options.userAgent { configuration.userAgent = agent.isEmpty ? nil : agent }
+    if options.headers.contains(where: { $0.remove && $0.name.lowercased() == "user-agent" }) { configuration.userAgent = nil }
     // As curl: the cookie engine runs only with a cookie file to read (-b FILE) or write (-c).
     var jar: CookieJar?
     if !options.cookieFiles.isEmpty || options.cookieJarFile != nil {
@@ -422,9 +256,9 @@ func run() async -> Int32 {
     if let certificate = options.certificate {
         configuration.tls.clientCertificate = .init(certificateFile: certificate, privateKeyFile: options.key ?? certificate)
     }
-    // As curl: credentials given with -u go where the user sent them, plain http included.
+    // As curl: credentials given with -u (or in a URL) go where the user sent them, plain http included.
     // (--oauth2-bearer too: curl sends the token wherever the user points it.)
-    if options.user != nil || options.bearer != nil { configuration.authentication.allowsBasicOverPlainHTTP = true }
+    configuration.authentication.allowsBasicOverPlainHTTP = true
     if var proxy = options.proxy {
         if let proxyUser = options.proxyUser { proxy.credentials = proxyUser }
         configuration.proxy = .proxy(proxy, bypass: options.noProxy ?? "")
@@ -433,49 +267,81 @@ func run() async -> Int32 {
         setenv("no_proxy", noProxy, 1)
         unsetenv("NO_PROXY")
     }
+    let recorder = TransferRecorder()
+    configuration.observers.append(recorder)
     if options.verbose { configuration.observers.append(VerboseHeads()) }
+    if let path = options.traceASCII {
+        do { configuration.observers.append(try TraceASCII(path: path)) } catch let error as UsageError {
+            printError(error.message)
+            return 23
+        } catch { return 23 }
+    }
     if let directory = options.cacheDirectory {
         do { configuration.cache = try makeCache(directory: directory) } catch let error as UsageError {
             printError(error.message)
             return 23  // CURLE_WRITE_ERROR
         } catch { return 23 }
     }
-    if let provider = options.awsSigV4 {  // --aws-sigv4: -u is the key pair, signed, never sent as Basic
-        do { configuration.middleware.append(try awsSigV4Middleware(provider: provider, user: options.user, firstURL: options.urls.first)) }
-        catch { printError(error.message); return error.exitCode }
+    let headerDump: Sink?
+    do { headerDump = try options.dumpHeader.map { try Sink(path: $0 == "-" ? nil : $0) } } catch let error as UsageError {
+        printError(error.message)
+        return 23
+    } catch { return 23 }
+    if let provider = options.awsSigV4 {
+        do {
+            configuration.middleware.append(try awsSigV4Middleware(provider: provider, user: options.user, firstURL: options.urls.first))
+        } catch {
+            printError(error.message)
+            return error.exitCode
+        }
     }
     let client = HTTPClient(configuration: configuration)
+    let stdout = Sink.standardOutput
     if let output = options.archiveOutput {
-        let status = await runArchive(client: client, url: options.urls[0], output: output, silent: options.silent)
+        guard let url = options.urls.first else {
+            printError("--archive: no URL given")
+            return 2
+        }
+        let status = await runArchive(client: client, url: TransferTarget(url, options: options).url, output: output, silent: options.silent)
         await client.shutdown()
         return status
     }
 
-    let sink: Sink
-    // -o and -O are written atomically by `downloadToFile` (Bodies.swift), not through the sink.
-    do { sink = try Sink(path: streamedOutput(options)) } catch let error as UsageError {
-        printError(error.message)
-        return 23
-    } catch { return 23 }
-
     var status: Int32 = 0
     var parallelRequests: [HTTPClientRequest] = []
-    for url in options.urls {
-        var request = HTTPClientRequest(url: url)
+    for (index, rawURL) in options.urls.enumerated() {
+        if options.flow.failEarly, !options.flow.parallel, status != 0 { break }
+        recorder.reset()
+        let target = TransferTarget(rawURL, options: options)
+        var request = HTTPClientRequest(url: target.url)
         if options.headOnly { request.method = .head }
-        if let data = options.data {
+        if let data = options.data, !options.getWithQuery {
             request.method = .post
             request.body = .bytes(data)
-            request.headers[.contentType] = "application/x-www-form-urlencoded"
+            request.headers[.contentType] = options.json ? "application/json" : "application/x-www-form-urlencoded"
         }
+        if options.json { request.headers[.accept] = "application/json" }
         if let failure = applyBodiesReporting(options, to: &request) {
             status = failure
             continue
         }
         if let method = options.method { request.method = method }
-        for (name, value) in options.headers { request.setHeader(name, value) }
+        if request.headers[.accept] == nil { request.headers[.accept] = "*/*" }  // curl's default
+        if let referer = options.referer { request.headers[.referer] = referer }
+        if options.http10 { request.version = .http1_0 }
+        var seen: Set<String> = []
+        for header in options.headers {
+            let lowered = header.name.lowercased()
+            if header.remove {
+                if let name = HTTPField.Name(header.name) { request.headers[name] = nil }
+            } else if seen.insert(lowered).inserted {
+                request.setHeader(header.name, header.value)
+            } else {
+                request.addHeader(header.name, header.value)
+            }
+        }
         for cookies in options.cookieStrings { request.addHeader("Cookie", cookies) }
-        if let user = options.user, options.awsSigV4 == nil {
+        if let user = target.credentials ?? options.user, options.awsSigV4 == nil {
             request.credentials = user
             request.authenticationSchemes = options.authSchemes
             request.sendsCredentialsPreemptively = options.authSchemes == nil || options.authSchemes == [.basic]
@@ -485,58 +351,75 @@ func run() async -> Int32 {
         options.prepareFlow(&request)
         if options.flow.parallel { parallelRequests.append(request); continue }
 
-        let start = ContinuousClock.now
+        var outcome = TransferOutcome(effectiveURL: target.shown(target.url), method: request.method.rawValue, status: nil,
+                                      bodyBytes: 0, exitCode: 0, errorMessage: "", outputFile: nil, verifyResult: 0)
+        var result: Int32 = 0
         do {
-            let connectionsBefore = client.connectionsOpened
-            if let path = try outputPath(options, url: url) {
-                let outcome = try await downloadToFile(client, request, path: path, options: options)
-                if !(200..<300).contains(outcome.status) { status = 22 }  // the file was left alone: say so, as curl -f
-                if let format = options.writeOut {
-                    let elapsed = start.duration(to: .now)
-                    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                    printStdout(formatWriteOut(format, values: [
-                        "http_code": String(outcome.status), "response_code": String(outcome.status),
-                        "size_download": String(outcome.size), "url_effective": outcome.url,
-                        "num_connects": String(client.connectionsOpened - connectionsBefore), "time_total": String(seconds),
-                    ]))
+            let destination = try target.destination(index: index, options: options)
+            switch destination {
+            case .file(let path):
+                outcome.outputFile = path
+                let download = try await downloadToFile(client, request, path: path, options: options) {
+                    heads(recorder.record, fallback: nil)
                 }
-                continue
-            }
-            let response = try await sendRetrying(request, client: client, options: options)
-            let headText = responseHeadText(response)
-            if options.includeHeaders || options.headOnly { try sink.write(headText) }
-            var size = 0
-            for try await chunk in response.body {
-                size += chunk.count
-                try sink.write(chunk)
-            }
-            if let format = options.writeOut {
-                let elapsed = start.duration(to: .now)
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                let values = [
-                    "http_code": String(response.status.code),
-                    "response_code": String(response.status.code),
-                    "size_download": String(size),
-                    "num_connects": String(client.connectionsOpened - connectionsBefore),
-                    "url_effective": response.url.description,
-                    "num_redirects": String(response.history.count),
-                    "time_total": String(seconds),
-                    "cache_status": cacheStatusText(response),
-                ]
-                printStdout(formatWriteOut(format, values: values))
+                outcome.status = download.status
+                outcome.bodyBytes = download.size
+                outcome.effectiveURL = target.shown(download.url)
+                try headerDump?.write(heads(recorder.record, fallback: nil))
+                if !(200..<300).contains(download.status) {  // the file was left alone: say so, as curl -f
+                    result = 22
+                    outcome.errorMessage = "The requested URL returned error: \(download.status) (\(path) left as it was)"
+                }
+            case .stdout, .stream:
+                let sink: Sink
+                if case .stream(let path) = destination {
+                    sink = try Sink(path: path)
+                    outcome.outputFile = path
+                } else {
+                    sink = stdout
+                }
+                let response = try await sendRetrying(request, client: client, options: options)
+                outcome.status = response.status.code
+                outcome.effectiveURL = target.shown(response.url.description)
+                outcome.cacheStatus = cacheStatusText(response)
+                outcome.finalHead = ReceivedHead(status: response.status, version: response.version, headers: response.headers)
+                let headText = heads(recorder.record, fallback: response)
+                try headerDump?.write(headText)
+                if options.includeHeaders || options.headOnly { try sink.write(headText) }
+                let failed = response.status.code >= 400 && (options.fail || options.failWithBody)
+                if failed {
+                    result = 22
+                    outcome.errorMessage = "The requested URL returned error: \(response.status.code)"
+                }
+                if !failed || options.failWithBody {
+                    for try await chunk in response.body {
+                        outcome.bodyBytes += chunk.count
+                        try sink.write(chunk)
+                    }
+                }
             }
         } catch let error as HTTPClientError {
-            if !options.silent { printError("\(HTTPURL.redacting(url)): \(error)") }
-            status = curlExitCode(error)
+            result = curlExitCode(error)
+            outcome.errorMessage = "\(error)"
+            if error.code == .certificateInvalid { outcome.verifyResult = 1 }
         } catch let error as UsageError {
-            printError(error.message)
-            status = 23
+            result = error.exitCode == 2 ? 23 : error.exitCode
+            outcome.errorMessage = error.message
         } catch {
-            if !options.silent { printError("\(HTTPURL.redacting(url)): \(error)") }
-            status = 1
+            result = 1
+            outcome.errorMessage = "\(error)"
         }
+        if result != 0, options.showsErrors {
+            printError(result == 22 ? "(22) \(outcome.errorMessage)" : "\(HTTPURL.redacting(target.shown(target.url))): \(outcome.errorMessage)")
+        }
+        outcome.exitCode = result
+        if let format = options.writeOut { writeOut(format, outcome, recorder.record) }
+        status = result  // curl: the last transfer's result
     }
-    if options.flow.parallel { status = await runParallel(parallelRequests, client: client, sink: sink, options: options) }
+    if options.flow.parallel {
+        let sink = Sink.standardOutput
+        status = await runParallel(parallelRequests, client: client, sink: sink, options: options)
+    }
     if options.cookieJarFile != nil, let jar {
         do { try await jar.save() } catch {
             printError("cannot write cookies: \(error)")
@@ -547,9 +430,16 @@ func run() async -> Int32 {
     return status
 }
 
+/// The heads to show for -i and -D: every head of the transfer (redirect hops and authentication rounds, as curl
+/// shows them), or the response's own when no event reported one (a cached response).
+func heads(_ record: TransferRecorder.Record, fallback: HTTPClientResponse?) -> String {
+    if !record.heads.isEmpty { return record.heads.map(\.text).joined() }
+    guard let response = fallback else { return "" }
+    return ReceivedHead(status: response.status, version: response.version, headers: response.headers).text
+}
+
 func responseHeadText(_ response: HTTPClientResponse) -> String {
-    "HTTP/\(response.version.major).\(response.version.minor) \(response.status.code) \(response.status.reasonPhrase)\r\n"
-        + response.headers.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
+    ReceivedHead(status: response.status, version: response.version, headers: response.headers).text
 }
 
 /// `-b` files read and the `-c` file written, as curl uses them: every `-b` file is loaded, and `-c`
@@ -577,13 +467,7 @@ struct VerboseHeads: HTTPClientObserver {
     func observe(_ event: HTTPClientEvent) {
         switch event.kind {
         case .headSent(let bytes):
-            let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false).dropLast()
-            let shown = lines.map { line -> Substring in
-                guard let colon = line.firstIndex(of: ":"), let name = HTTPField.Name(String(line[..<colon])) else { return line }
-                let field = HTTPField(name: name, value: String(line[line.index(after: colon)...].drop { $0 == " " }))
-                return HTTPFields([field]).redactingSecrets().first.map { "\($0.name): \($0.value)"[...] } ?? line
-            }
-            try? writeAll(2, Array(shown.map { "> " + $0 + "\n" }.joined().utf8)[...])
+            try? writeAll(2, Array(redactedHeadLines(bytes).map { "> " + $0 + "\n" }.joined().utf8)[...])
         case .headReceived(let status, let version, let headers):
             let lines = ["HTTP/\(version.major).\(version.minor) \(status.code) \(status.reasonPhrase)"]
                 + headers.redactingSecrets().map { "\($0.name): \($0.value)" } + [""]
@@ -596,5 +480,7 @@ struct VerboseHeads: HTTPClientObserver {
 
 // `_exit`, not `exit`: every byte went out through write(2), so there is no stdio buffer to flush, and
 // skipping the C atexit destructors keeps them from racing the event-loop thread, which never stops.
+// As curl: a reader that went away (`ahttp URL | head -c1`) is a write error (23), not death by SIGPIPE.
+signal(SIGPIPE, SIG_IGN)
 let status = await run()
 _exit(status)

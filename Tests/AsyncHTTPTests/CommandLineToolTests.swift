@@ -18,7 +18,9 @@ final class CommandLineToolTests: XCTestCase {
     }
 
     func testSeveralURLsShareTheConnectionAndWriteOutReports() throws {
-        let result = try ahttp(["-s", "-o", "/dev/null", "-w", "%{http_code} %{size_download} %{num_connects}\\n",
+        // As curl: the n-th -o is for the n-th URL.
+        let result = try ahttp(["-s", "-o", "/dev/null", "-o", "/dev/null", "-o", "/dev/null",
+                                "-w", "%{http_code} %{size_download} %{num_connects}\\n",
                                 server.url("/hello"), server.url("/bytes?n=5000"), server.url("/status/404")])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(result.stdout, "200 5 1\n200 5000 0\n404 0 0\n")
@@ -43,7 +45,8 @@ final class CommandLineToolTests: XCTestCase {
         XCTAssertEqual(refused.status, 7, "curl: couldn't connect")
         XCTAssertTrue(refused.stderr.contains("connectFailed"), refused.stderr)
         XCTAssertEqual(refused.stderr.split(separator: "\n").count, 1, "one line")
-        XCTAssertEqual(try ahttp(["ftp://127.0.0.1/"]).status, 3, "curl: malformed URL")
+        XCTAssertEqual(try ahttp(["ftp://127.0.0.1/"]).status, 1, "curl: unsupported protocol (a scheme ahttp does not speak)")
+        XCTAssertEqual(try ahttp(["http://exa mple/"]).status, 3, "curl: malformed URL")
         XCTAssertEqual(try ahttp(["-m", "0.2", server.url("/slow-head?ms=3000")]).status, 28, "curl: timeout")
         XCTAssertEqual(try ahttp(["-H", "X-A: b\rc", server.url("/hello")]).status, 43)
     }

@@ -15,7 +15,7 @@ final class LoggingTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        for client in clients { try await client.shutdown() }
+        for client in clients { await client.shutdown() }
         clients = []
     }
 

@@ -21,7 +21,7 @@ final class MetricsTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        try await client?.shutdown()
+        await client?.shutdown()
     }
 
     private func makeClient(_ change: (inout HTTPClient.Configuration) -> Void = { _ in }) -> HTTPClient {

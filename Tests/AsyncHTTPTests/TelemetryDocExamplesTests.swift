@@ -38,7 +38,7 @@ final class TelemetryDocExamplesTests: XCTestCase {
         }
         gauges.cancel()
         await gauges.value
-        try await client.shutdown()
+        await client.shutdown()
 
         let refresh = try XCTUnwrap(tracer.finished.first { $0.operationName == "refresh" })
         let get = try XCTUnwrap(tracer.finished.first { $0.kind == .client })

@@ -80,7 +80,7 @@ final class TracingTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        try await client?.shutdown()
+        await client?.shutdown()
     }
 
     private func clientSpans() -> [FinishedInMemorySpan] { tracer.finished.filter { $0.kind == .client } }
@@ -247,7 +247,7 @@ final class TracingTests: XCTestCase {
         configuration.proxy = .none
         configuration.enableTracing(HTTPClientTracing(tracer: NoOpTracer()))
         let plain = HTTPClient(configuration: configuration)
-        defer { Task { try? await plain.shutdown() } }
+        defer { Task { await plain.shutdown() } }
         let response = try await plain.send(HTTPClientRequest(url: try Peers.httpbin() + "/headers"))
         let text = String(decoding: try await response.body.collect(upTo: 1 << 20), as: UTF8.self)
         XCTAssertFalse(text.lowercased().contains("traceparent"), text)
@@ -272,14 +272,14 @@ final class TracingTests: XCTestCase {
         configuration.observers = [declining]
         let quiet = HTTPClient(configuration: configuration)
         _ = try await quiet.send(HTTPClientRequest(url: "http://127.0.0.1:\(httpPort)/small.txt")).body.collect(upTo: 1 << 20)
-        try await quiet.shutdown()
+        await quiet.shutdown()
         XCTAssertEqual(declining.count.withLock { $0 }, 0, "no observer wants it: no events")
 
         let watching = Declining(observing: true)
         configuration.observers = [declining, watching]
         let observed = HTTPClient(configuration: configuration)
         _ = try await observed.send(HTTPClientRequest(url: "http://127.0.0.1:\(httpPort)/small.txt")).body.collect(upTo: 1 << 20)
-        try await observed.shutdown()
+        await observed.shutdown()
         XCTAssertGreaterThan(watching.count.withLock { $0 }, 0)
         XCTAssertEqual(declining.count.withLock { $0 }, watching.count.withLock { $0 }, "one observing: all see the events")
     }

@@ -1,0 +1,310 @@
+// What the command line asked for, resolved: `AhttpCommand` (Arguments.swift) is what ArgumentParser read;
+// `Options` is what the transfers use, with values checked, files named by `@` read, and curl's rules for order
+// applied (data joined in the order given, the last proxy option winning).
+
+import AsyncHTTP
+import HTTPTypes
+
+struct Options {
+    var method: HTTPRequest.Method?
+    var headOnly = false
+    /// -H, in order; an empty value with `remove` set is curl's `Name:` (drop the header ahttp would send).
+    var headers: [(name: String, value: String, remove: Bool)] = []
+    var data: [UInt8]?
+    /// --json was given: Content-Type and Accept are application/json.
+    var json = false
+    /// -G: the data goes into the URL's query.
+    var getWithQuery = false
+    /// --url-query parts, already encoded, joined with '&'.
+    var urlQuery: [String] = []
+    /// -o values, the n-th for the n-th URL.
+    var outputs: [String] = []
+    /// How many -O were given (each names the next URL's file after the URLs -o took); all with --remote-name-all.
+    var remoteNames = 0
+    var remoteNameAll = false
+    var createDirs = false
+    var dumpHeader: String?
+    var includeHeaders = false
+    var verbose = false
+    var silent = false
+    var showError = false
+    var traceASCII: String?
+    var insecure = false
+    var caFile: String?
+    var maxTime: Double?
+    var connectTimeout: Double?
+    var writeOut: String?
+    /// -A: nil keeps AsyncHTTP's User-Agent; "" sends none.
+    var userAgent: String?
+    var referer: String?
+    var http10 = false
+    /// -f: an HTTP error (≥ 400) writes no body and exits 22; --fail-with-body writes it and exits 22.
+    var fail = false
+    var failWithBody = false
+    /// -L: follow redirects (curl does not by default).
+    var followRedirects = false
+    var maxRedirects: Int?
+    /// -b: cookie files to read, and `name=value` strings to send as they are.
+    var cookieFiles: [String] = []
+    var cookieStrings: [String] = []
+    /// -c: where to write every cookie at the end, session cookies too (as curl).
+    var cookieJarFile: String?
+    /// --compressed: ask for gzip/deflate and decode (curl sends no Accept-Encoding without it).
+    var compressed = false
+    /// -u: credentials for the server. With no scheme option they go out as Basic before any challenge, as curl.
+    var user: HTTPCredentials?
+    /// --basic / --digest / --ntlm / --anyauth: which scheme answers (curl's default is Basic, sent at once).
+    var authSchemes: Set<HTTPAuthenticationScheme>?
+    var bearer: String?
+    /// --aws-sigv4: -u is the key pair, and every request is signed (AWSSigV4Option.swift), never sent as Basic.
+    var awsSigV4: String?
+    /// --archive OUT: the page and its resources for offline reading (ArchiveCommand.swift).
+    var archiveOutput: String?
+    /// -x, --socks5, --socks5-hostname: the proxy (the last one given wins, as curl).
+    var proxy: ProxyConfiguration?
+    var proxyUser: HTTPCredentials?
+    var noProxy: String?
+    var certificate: String?
+    var key: String?
+    /// --resolve, --connect-to, --unix-socket / --abstract-unix-socket, --happy-eyeballs-timeout-ms.
+    var resolve: [ResolveOverride] = []
+    var connectTo: [ConnectToOverride] = []
+    var unixSocket: UnixSocketAddress?
+    var happyEyeballsDelay: Int?
+    /// --cache DIR, --cache-policy NAME: the download cache (see Cache.swift).
+    var cacheDirectory: String?
+    var cachePolicy: HTTPCachePolicy?
+    var urls: [String] = []
+    /// -F, --data-urlencode, --data-binary @file, -T, -O, -C -, --expect100-timeout (Bodies.swift).
+    var bodies = BodyOptions()
+    /// --limit-rate, -#, -Z, --parallel-max, --fail-early, --retry* (Flow.swift).
+    var flow = FlowOptions()
+
+    /// Whether an error message is shown: always, unless -s without -S.
+    var showsErrors: Bool { !silent || showError }
+    /// The body goes to a file (for the progress meter): some -o or -O.
+    var output: String? { outputs.first ?? (remoteNames > 0 || remoteNameAll ? "-O" : nil) }
+}
+
+/// A warning on stderr, as curl prints them (`Warning: …`), unless -s.
+func warn(_ text: String, _ options: Options?) {
+    if options?.silent == true { return }
+    try? writeAll(2, Array("Warning: \(text)\n".utf8)[...])
+}
+
+extension AhttpCommand {
+    /// The options resolved, or a `UsageError` saying which value was wrong.
+    func options() throws -> Options {
+        var options = Options()
+        // --- http
+        if let name = http.method {
+            guard let method = HTTPRequest.Method(name) else { throw UsageError(message: "invalid method '\(name)'") }
+            options.method = method
+        }
+        for line in http.headers {
+            if line.hasPrefix("@") {
+                let text = String(decoding: try readFile(String(line.dropFirst())), as: UTF8.self)
+                for header in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) where !header.isEmpty {
+                    options.headers.append(try parseHeader(String(header)))
+                }
+            } else {
+                options.headers.append(try parseHeader(line))
+            }
+        }
+        options.userAgent = http.userAgent
+        options.referer = http.referer
+        options.headOnly = http.head
+        options.getWithQuery = http.get
+        options.followRedirects = http.location
+        if let text = http.maxRedirs {
+            guard let count = Int(text), count >= -1 else { throw UsageError(message: "invalid --max-redirs '\(text)'") }
+            options.maxRedirects = count == -1 ? Int.max : count  // curl: -1 means no limit
+        }
+        for text in http.cookies {
+            // curl: an argument with '=' is cookie data to send; otherwise a file to read.
+            if text.contains("=") { options.cookieStrings.append(text) } else { options.cookieFiles.append(text) }
+        }
+        options.cookieJarFile = http.cookieJar
+        options.compressed = http.compressed
+        options.http10 = http.http10 && !http.http11
+        options.urlQuery = try http.urlQuery.map(encodeURLQuery)
+        options.fail = http.fail
+        options.failWithBody = http.failWithBody
+
+        // --- post, in the order given
+        try resolveData(into: &options)
+
+        // -F and --form-string parts, in the order given.
+        let parts = post.form.map { ($0, false) } + post.formString.map { ($0, true) }
+        options.bodies.formParts = try parts.sorted { $0.0.sequence < $1.0.sequence }.map { try parseFormPart($0.0.text, literal: $0.1) }
+
+        // --- upload
+        options.bodies.uploadFile = upload.uploadFile
+        if let text = upload.expect100Timeout {
+            guard let seconds = Double(text), seconds >= 0 else { throw UsageError(message: "invalid --expect100-timeout '\(text)'") }
+            options.bodies.expect100Timeout = seconds
+        }
+
+        // --- output
+        options.outputs = output.output.sorted { $0.sequence < $1.sequence }.map(\.text)
+        options.remoteNames = output.remoteName
+        options.remoteNameAll = output.remoteNameAll
+        options.bodies.remoteName = output.remoteName > 0 || output.remoteNameAll
+        options.createDirs = output.createDirs
+        options.dumpHeader = output.dumpHeader
+        options.includeHeaders = output.include
+        if let format = output.writeOut {
+            options.writeOut = format.hasPrefix("@") ? String(decoding: try readFile(String(format.dropFirst())), as: UTF8.self) : format
+        }
+        if let text = output.continueAt {
+            guard text == "-" else { throw UsageError(message: "-C: only '-C -' (resume from the partial file) is supported") }
+            options.bodies.resume = true
+        }
+
+        // --- connection and dns
+        if let text = connection.maxTime {
+            guard let seconds = Double(text), seconds > 0 else { throw UsageError(message: "invalid --max-time '\(text)'") }
+            options.maxTime = seconds
+        }
+        if let text = connection.connectTimeout {
+            guard let seconds = Double(text), seconds > 0 else { throw UsageError(message: "invalid --connect-timeout '\(text)'") }
+            options.connectTimeout = seconds
+        }
+        if let text = connection.limitRate { options.flow.limitRate = try parseRate(text) }
+        if let path = connection.unixSocket { options.unixSocket = .path(path) }
+        if let name = connection.abstractUnixSocket { options.unixSocket = .abstract(name) }
+        if let text = connection.happyEyeballsTimeout {
+            guard let milliseconds = Int(text), milliseconds >= 10 else {
+                throw UsageError(message: "--happy-eyeballs-timeout-ms: '\(text)' is not a whole number of at least 10")
+            }
+            options.happyEyeballsDelay = milliseconds
+        }
+        options.resolve = try dns.resolve.map { text in try targetOption { try ResolveOverride(text) } }
+        options.connectTo = try dns.connectTo.map { text in try targetOption { try ConnectToOverride(text) } }
+
+        // --- auth
+        if let text = auth.user { options.user = parseUser(text) }
+        switch auth.scheme {
+        case .basic: options.authSchemes = [.basic]
+        case .digest: options.authSchemes = [.digest]
+        case .ntlm: options.authSchemes = [.ntlm]
+        case .anyauth: options.authSchemes = Set(HTTPAuthenticationScheme.allCases)
+        case nil: break
+        }
+        options.bearer = auth.bearer
+        options.awsSigV4 = auth.awsSigV4
+        options.archiveOutput = output.archive
+
+        // --- tls
+        options.insecure = tls.insecure
+        options.caFile = tls.caCert
+        if let text = tls.cert {
+            guard !text.contains(":") else {
+                throw UsageError(message: "-E: encrypted keys (CERT:PASSWORD) are not supported; give an unencrypted key with --key")
+            }
+            options.certificate = text
+        }
+        options.key = tls.key
+
+        // --- proxy: the last of -x, --socks5, --socks5-hostname wins
+        let proxies = proxy.proxy.map { ($0, ProxyConfiguration.Kind?.none) } + proxy.socks5.map { ($0, .socks5) }
+            + proxy.socks5Hostname.map { ($0, .socks5h) }
+        if let (value, kind) = proxies.max(by: { $0.0.sequence < $1.0.sequence }) {
+            options.proxy = try parseProxy(value.text, kind: kind)
+        }
+        if let text = proxy.proxyUser { options.proxyUser = parseUser(text) }
+        options.noProxy = proxy.noProxy
+
+        // --- verbose
+        options.verbose = verbose.verbose
+        options.silent = verbose.silent
+        options.showError = verbose.showError
+        options.traceASCII = verbose.traceASCII
+        options.flow.progressBar = verbose.progressBar
+
+        // --- curl
+        options.flow.parallel = curl.parallel
+        if let text = curl.parallelMax { options.flow.parallelMax = try parseCount(text, "--parallel-max", range: 1...300) }
+        options.flow.failEarly = curl.failEarly
+        if let text = curl.retry { options.flow.retry = try parseCount(text, "--retry", range: 0...1_000_000) }
+        if let text = curl.retryDelay { options.flow.retryDelay = try parsePositiveSeconds(text, "--retry-delay") }
+        if let text = curl.retryMaxTime { options.flow.retryMaxTime = try parsePositiveSeconds(text, "--retry-max-time") }
+
+        // --- cache
+        options.cacheDirectory = cache.cache
+        if let text = cache.cachePolicy { options.cachePolicy = try parseCachePolicy(text) }
+
+        // --- URLs: --url values, then the plain arguments (ArgumentParser reads plain arguments last)
+        options.urls = (connection.url + urls).sorted { $0.sequence < $1.sequence }.map(\.text)
+        guard !options.urls.isEmpty else { throw UsageError(message: "no URL specified") }
+        return options
+    }
+
+    /// -d, --data-ascii, --data-raw, --data-binary, --data-urlencode and --json, joined in the order given: with
+    /// '&' as curl joins them, --json pieces with nothing between them. A --data-binary @FILE given first is
+    /// streamed from disk (Bodies.swift).
+    private func resolveData(into options: inout Options) throws {
+        enum Kind { case data, raw, binary, urlencode, json }
+        let items = (post.data.map { ($0, Kind.data) } + post.dataASCII.map { ($0, .data) } + post.dataRaw.map { ($0, .raw) }
+            + post.dataBinary.map { ($0, .binary) } + post.dataURLEncode.map { ($0, .urlencode) } + post.json.map { ($0, .json) })
+            .sorted { $0.0.sequence < $1.0.sequence }
+        var previous: Kind?
+        for (index, (value, kind)) in items.enumerated() {
+            let text = value.text
+            if index == 0, kind == .binary, text.hasPrefix("@"), text != "@-" {
+                options.bodies.dataBinaryFile = String(text.dropFirst())
+                previous = kind
+                continue
+            }
+            var bytes: [UInt8]
+            switch kind {
+            case .data, .binary, .json:
+                if text.hasPrefix("@") {
+                    bytes = readDataFile(String(text.dropFirst()), options)
+                    // curl's -d strips CR and LF from files; --data-binary and --json keep them.
+                    if kind == .data { bytes.removeAll { $0 == 0x0D || $0 == 0x0A } }
+                } else {
+                    bytes = Array(text.utf8)
+                }
+            case .raw:
+                bytes = Array(text.utf8)
+            case .urlencode:
+                bytes = try dataURLEncode(text)
+            }
+            if kind == .json { options.json = true }
+            if let existing = options.data {
+                options.data = existing + (kind == .json && previous == .json ? [] : Array("&".utf8)) + bytes
+            } else {
+                options.data = bytes
+            }
+            previous = kind
+        }
+    }
+}
+
+/// A file named by `-d @FILE`: curl warns and sends an empty body when it cannot be read.
+private func readDataFile(_ path: String, _ options: Options) -> [UInt8] {
+    do {
+        return try readFile(path == "-" ? "/dev/stdin" : path)
+    } catch {
+        warn("Couldn't read data from file \"\(path)\", this makes an empty POST.", options)
+        return []
+    }
+}
+
+/// `-H` as curl reads it: `Name: value`; `Name:` removes a header ahttp would send; `Name;` sends it empty.
+func parseHeader(_ line: String) throws -> (name: String, value: String, remove: Bool) {
+    if let colon = line.firstIndex(of: ":") {
+        let name = String(line[..<colon])
+        let value = String(line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" })
+        return (name, value, value.isEmpty)
+    }
+    if line.hasSuffix(";") { return (String(line.dropLast()), "", false) }
+    throw UsageError(message: "header '\(line)' has no colon")
+}
+
+/// `--url-query`: as `--data-urlencode` encodes, except that a leading '+' sends the rest as it is.
+func encodeURLQuery(_ text: String) throws -> String {
+    if text.hasPrefix("+") { return String(text.dropFirst()) }
+    return String(decoding: try dataURLEncode(text), as: UTF8.self)
+}

@@ -1,0 +1,139 @@
+// One URL of the command line, made ready as curl makes it: a missing scheme means http://, the userinfo becomes
+// that URL's credentials (and leaves the URL, so nothing downstream can echo the password), -G data and
+// --url-query parts join the query, and the n-th -o (or -O) names its output.
+
+import AsyncHTTP
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where one URL's body goes.
+enum Destination {
+    case stdout
+    /// A device or FIFO (`/dev/null`): written as a stream, since a rename would replace the device itself.
+    case stream(String)
+    /// A regular file: written atomically (Bodies.swift).
+    case file(String)
+}
+
+struct TransferTarget {
+    /// The URL to send: scheme added, userinfo removed, query extended.
+    var url: String
+    /// The URL's `user:password@`, as -u for this URL.
+    var credentials: HTTPCredentials?
+    /// The user name from the URL, shown in -w's %{url_effective} as curl shows it, without the password.
+    var user: String?
+
+    init(_ raw: String, options: Options) {
+        // curl: no scheme means http:// (it guesses others from the host name; ahttp speaks only http(s)).
+        var url = raw.contains("://") ? raw : "http://" + raw
+        if let (userinfo, range) = Self.userinfo(in: url) {
+            let credentials = parseUser(userinfo.split(separator: ":", maxSplits: 1).map { percentDecoded(String($0)) }
+                .joined(separator: ":"))
+            self.credentials = credentials
+            user = userinfo.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
+            url.removeSubrange(range)
+        }
+        var query: [String] = options.urlQuery
+        if options.getWithQuery, let data = options.data { query.insert(String(decoding: data, as: UTF8.self), at: 0) }
+        if !query.isEmpty {
+            let fragmentStart = url.firstIndex(of: "#") ?? url.endIndex
+            let fragment = url[fragmentStart...]
+            var base = String(url[..<fragmentStart])
+            if !base.contains("?") {
+                // A URL without a path gets one before its query: http://host?q is http://host/?q.
+                if let schemeEnd = Substring(base).range(of: "://"), !base[schemeEnd.upperBound...].contains("/") { base += "/" }
+                base += "?" + query.joined(separator: "&")
+            } else {
+                base += (base.hasSuffix("?") || base.hasSuffix("&") ? "" : "&") + query.joined(separator: "&")
+            }
+            url = base + fragment
+        }
+        self.url = url
+    }
+
+    /// `text` as shown to the user: the URL's user name put back (never the password), as curl's %{url_effective}.
+    func shown(_ text: String) -> String {
+        guard let user, let schemeEnd = Substring(text).range(of: "://") else { return HTTPURL.redacting(text) }
+        return String(text[..<schemeEnd.upperBound]) + user + "@" + String(text[schemeEnd.upperBound...])
+    }
+
+    /// The userinfo of `url` and the range to remove (`user:password@`).
+    static func userinfo(in url: String) -> (String, Range<String.Index>)? {
+        guard let schemeEnd = Substring(url).range(of: "://") else { return nil }
+        let rest = url[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return nil }
+        return (String(rest[..<at]), schemeEnd.upperBound..<rest.index(after: at))
+    }
+
+    /// The n-th URL's output: the n-th -o, else the next -O (or --remote-name-all), else standard output.
+    func destination(index: Int, options: Options) throws -> Destination {
+        var path: String?
+        if index < options.outputs.count {
+            path = options.outputs[index]
+        } else if options.remoteNameAll || index - options.outputs.count < options.remoteNames {
+            path = try remoteFileName(url)
+        }
+        guard let path, path != "-" else { return .stdout }
+        if isSpecialFile(path) { return .stream(path) }
+        try prepareDirectory(for: path, create: options.createDirs)
+        return .file(path)
+    }
+}
+
+/// -O: the last segment of the URL's path.
+func remoteFileName(_ url: String) throws -> String {
+    let withoutQuery = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
+    let withoutFragment = withoutQuery.split(separator: "#", maxSplits: 1).first.map(String.init) ?? withoutQuery
+    let whole = Substring(withoutFragment)
+    let afterScheme = whole.range(of: "://").map { String(whole[$0.upperBound...]) } ?? withoutFragment
+    guard let slash = afterScheme.lastIndex(of: "/") else {
+        throw UsageError(message: "-O: '\(HTTPURL.redacting(url))' has no file name in its path", exitCode: 23)
+    }
+    let name = String(afterScheme[afterScheme.index(after: slash)...])
+    guard !name.isEmpty, name != ".", name != ".." else {
+        throw UsageError(message: "-O: '\(HTTPURL.redacting(url))' has no file name in its path", exitCode: 23)
+    }
+    return name
+}
+
+/// The directory `path` goes in must exist: --create-dirs makes it (mode 0750, as curl), otherwise a missing one
+/// is curl's write error (23) before anything is sent.
+func prepareDirectory(for path: String, create: Bool) throws {
+    guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+    let directory = String(path[..<slash])
+    var info = stat()
+    if stat(directory, &info) == 0 { return }
+    guard create else {
+        throw UsageError(message: "cannot write '\(path)': the directory '\(directory)' does not exist (--create-dirs makes it)",
+                         exitCode: 23)
+    }
+    var built = directory.hasPrefix("/") ? "" : "."
+    for component in directory.split(separator: "/") {
+        built += "/" + component
+        if mkdir(built, 0o750) != 0 && errno != EEXIST {
+            throw UsageError(message: "--create-dirs: cannot create '\(built)': \(String(cString: strerror(errno)))", exitCode: 23)
+        }
+    }
+}
+
+/// `%41` → `A`: a URL's userinfo is percent-encoded (RFC 3986 §3.2.1); invalid escapes are kept as they are.
+func percentDecoded(_ text: String) -> String {
+    var bytes: [UInt8] = []
+    var utf8 = Array(text.utf8)[...]
+    while let byte = utf8.first {
+        utf8 = utf8.dropFirst()
+        if byte == UInt8(ascii: "%"), utf8.count >= 2,
+           let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16) {
+            bytes.append(value)
+            utf8 = utf8.dropFirst(2)
+        } else {
+            bytes.append(byte)
+        }
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}

@@ -1,0 +1,399 @@
+import Foundation
+import XCTest
+
+/// The done-criterion of the CLI: a table of curl invocations, each run with Debian's `curl` and with `ahttp`
+/// against the same local servers (httpbin, nginx, the fault server), comparing standard output, the exit status,
+/// the files written (-o, -D, --create-dirs) and, for rows run with -s, whether anything was written to stderr.
+///
+/// What legitimately differs is normalised, in both outputs alike, and nothing else:
+/// - `Date:` header values (and `"date"` in `%{header_json}`): the two runs may straddle a second.
+/// - The User-Agent each tool sends by default (`curl/7.88.1`, `AsyncHTTP/x.y.z`), where httpbin echoes it.
+/// - Timing and speed values of `-w` (`%{time_*}`, `%{speed_*}`): their shape is compared (`<seconds>`,
+///   `<number>`), never their value.
+/// - A multipart boundary (random in both) and the Content-Length it changes.
+/// - One deliberate difference, on its row: curl echoes a URL's password in `%{url_effective}`; ahttp never does,
+///   so curl's `user:password@` is normalised to `user@` before comparing, and ahttp's output is checked not to
+///   hold the password.
+/// Each tool runs in a directory of its own (its -o files are compared afterwards), with HOME pointing at an
+/// empty directory so no ~/.curlrc applies, and with no proxy variables.
+final class CommandLineCurlParityTests: XCTestCase {
+    struct Row {
+        var name: String
+        var arguments: [String]
+        /// Files (relative to the working directory) both tools must write identically.
+        var files: [String] = []
+        /// Compare whether stderr is empty (for rows run with -s or -sS, where curl writes no meter).
+        var stderrPresence = false
+        /// Extra normalisation for this row, applied to both outputs.
+        var normalise: (String) -> String = { $0 }
+        /// Normalisation applied to curl's output only (a deliberate difference, documented on the row).
+        var curlOnly: (String) -> String = { $0 }
+        /// Files to create in both working directories first.
+        var inputs: [String: String] = [:]
+    }
+
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var files: [String: String]
+    }
+
+    /// Placeholders in a row's arguments: {httpbin}, {nginx}, {nginxs}, {ca}, {dead}, {port} (httpbin's port).
+    func substitute(_ text: String, _ values: [String: String]) -> String {
+        var result = text
+        for (key, value) in values { result = result.replacingOccurrences(of: "{\(key)}", with: value) }
+        return result
+    }
+
+    func run(_ executable: String, _ arguments: [String], in directory: URL, home: URL) throws -> (Int32, String, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        var environment = ProcessInfo.processInfo.environment
+        for name in ["http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"] {
+            environment[name] = nil
+        }
+        environment["HOME"] = home.path
+        environment["XDG_CONFIG_HOME"] = home.path
+        environment["CURL_HOME"] = home.path
+        process.environment = environment
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Bounded: no row takes more than a few seconds; a hung tool is killed after 30 s and fails the row. The
+        // watchdog holds the process weakly: a cancelled work item is kept until its time comes, and must not keep
+        // the process and its pipes (descriptors other tests count) alive that long.
+        let watchdog = DispatchWorkItem { [weak process] in if let process, process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        watchdog.cancel()
+        try? out.fileHandleForReading.close()
+        try? err.fileHandleForReading.close()
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+
+    func runBoth(_ row: Row, values: [String: String]) throws -> (curl: Run, ahttp: Run) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("parity-\(UUID().uuidString)")
+        addTeardownBlock { try? FileManager.default.removeItem(at: root) }
+        var runs: [Run] = []
+        for (tool, executable) in [("curl", "/usr/bin/curl"), ("ahttp", ahttpExecutable().path)] {
+            let directory = root.appendingPathComponent(tool)
+            let home = root.appendingPathComponent(tool + "-home")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+            for (name, content) in row.inputs {
+                try Data(substitute(content, values).utf8).write(to: directory.appendingPathComponent(name))
+            }
+            let arguments = row.arguments.map { substitute($0, values) }
+            let (status, stdout, stderr) = try run(executable, arguments, in: directory, home: home)
+            var files: [String: String] = [:]
+            for name in row.files {
+                let path = directory.appendingPathComponent(name).path
+                files[name] = FileManager.default.fileExists(atPath: path)
+                    ? String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self) : "<missing>"
+            }
+            runs.append(Run(status: status, stdout: stdout, stderr: stderr, files: files))
+        }
+        return (runs[0], runs[1])
+    }
+
+    /// What legitimately differs between the two tools (see the type's comment), for every row.
+    static func normaliseCommon(_ text: String) -> String {
+        var result = text
+        result = result.replacingOccurrences(of: #"(?m)^([Dd]ate: ).*?(\r?)$"#, with: "$1<date>$2", options: .regularExpression)
+        result = result.replacingOccurrences(of: #""date":\["[^"]*"\]"#, with: #""date":["<date>"]"#, options: .regularExpression)
+        result = result.replacingOccurrences(of: #"curl/7\.88\.1|AsyncHTTP/[0-9.]+"#, with: "<agent>", options: .regularExpression)
+        result = result.replacingOccurrences(of: #"boundary=[-A-Za-z0-9'()+_,./:=?]+"#, with: "boundary=<b>", options: .regularExpression)
+        return result
+    }
+
+    func check(_ rows: [Row], values: [String: String], file: StaticString = #filePath, line: UInt = #line) throws {
+        for row in rows {
+            let (curl, ahttp) = try runBoth(row, values: values)
+            func clean(_ text: String, curlSide: Bool) -> String {
+                row.normalise(Self.normaliseCommon(curlSide ? row.curlOnly(text) : text))
+            }
+            let context = "[\(row.name)] \(row.arguments.joined(separator: " "))\ncurl stderr: \(curl.stderr)\nahttp stderr: \(ahttp.stderr)"
+            XCTAssertEqual(ahttp.status, curl.status, "exit status \(context)", file: file, line: line)
+            XCTAssertEqual(clean(ahttp.stdout, curlSide: false), clean(curl.stdout, curlSide: true), "stdout \(context)", file: file, line: line)
+            for name in row.files {
+                XCTAssertEqual(clean(ahttp.files[name] ?? "", curlSide: false), clean(curl.files[name] ?? "", curlSide: true),
+                               "file \(name) \(context)", file: file, line: line)
+            }
+            if row.stderrPresence {
+                XCTAssertEqual(ahttp.stderr.isEmpty, curl.stderr.isEmpty, "stderr written or not \(context)", file: file, line: line)
+            }
+        }
+    }
+
+    func peerValues() throws -> [String: String] {
+        let httpbin = try Peers.httpbin()
+        let nginx = try Peers.nginx()
+        return [
+            "httpbin": httpbin,
+            "port": httpbin.split(separator: ":").last.map(String.init) ?? "",
+            "nginx": "http://127.0.0.1:\(nginx.httpPort)",
+            "nginxs": "https://localhost:\(nginx.httpsPort)",
+            "nginxport": String(nginx.httpPort),
+            "ca": nginx.caFile,
+            "dead": "http://127.0.0.1:\(try unusedPort())/",
+        ]
+    }
+
+    static func seconds(_ text: String) -> String {
+        text.replacingOccurrences(of: #"[0-9]+\.[0-9]{6}"#, with: "<seconds>", options: .regularExpression)
+    }
+
+    /// Requests, bodies and the flags curl users type every day, against httpbin and nginx.
+    func testEverydayFlagsMatchCurl() throws {
+        let agent = ["-A", "parity/1"]
+        try check([
+            Row(name: "plain GET", arguments: agent + ["-s", "{httpbin}/get?a=1&b=two"], stderrPresence: true),
+            Row(name: "combined short flags -sSfL", arguments: agent + ["-sSfL", "{httpbin}/redirect/2"], stderrPresence: true),
+            Row(name: "combined flags ending in a value option: -sSo FILE", arguments: ["-sSo", "out.txt", "{nginx}/small.txt"],
+                files: ["out.txt"], stderrPresence: true),
+            Row(name: "a value joined to its short option: -oFILE", arguments: ["-s", "-oout.txt", "{nginx}/small.txt"], files: ["out.txt"]),
+            Row(name: "-- ends the options", arguments: agent + ["-s", "--", "{httpbin}/get"]),
+            Row(name: "a URL without a scheme is http", arguments: agent + ["-s", "127.0.0.1:{port}/get"]),
+            Row(name: "-G puts -d into the query", arguments: agent + ["-s", "-G", "-d", "a=1", "-d", "b=x y", "{httpbin}/get"]),
+            Row(name: "-d and --data-urlencode joined in order", arguments: agent + ["-s", "-d", "a=1", "--data-urlencode", "b=x y&z", "{httpbin}/post"]),
+            Row(name: "--data-urlencode and -d joined in order", arguments: agent + ["-s", "--data-urlencode", "b=x y", "-d", "a=1", "{httpbin}/post"]),
+            Row(name: "-d @file strips CR and LF; --data-binary keeps them", arguments: agent + ["-s", "-d", "@body.txt", "{httpbin}/post"],
+                inputs: ["body.txt": "line=1\r\nnext=2\n"]),
+            Row(name: "--data-binary @file", arguments: agent + ["-s", "--data-binary", "@body.txt", "-H", "Content-Type: text/plain", "{httpbin}/post"],
+                inputs: ["body.txt": "line one\r\nline two\n"]),
+            Row(name: "--json sets the JSON headers", arguments: agent + ["-s", "--json", #"{"k":1}"#, "{httpbin}/post"]),
+            Row(name: "--json pieces are concatenated", arguments: agent + ["-s", "--json", #"{"a":"#, "--json", "[1,2]}", "{httpbin}/post"]),
+            Row(name: "-X PUT with -d", arguments: agent + ["-s", "-X", "PUT", "-d", "v=1", "{httpbin}/put"]),
+            // curl sends `Expect: 100-continue` with every -T; ahttp only for bodies of 1 MiB or more (docs/cli.md).
+            Row(name: "-T uploads a file with PUT", arguments: agent + ["-s", "-H", "Expect:", "-T", "up.txt", "{httpbin}/put"], inputs: ["up.txt": "uploaded\n"]),
+            Row(name: "-F multipart fields", arguments: agent + ["-s", "-F", "a=1", "-F", "b=two words", "{httpbin}/post"],
+                normalise: { $0.replacingOccurrences(of: #""Content-Length": "[0-9]+""#, with: "\"Content-Length\": \"<n>\"", options: .regularExpression) }),
+            Row(name: "-A and -e", arguments: ["-s", "-A", "agent/9", "-e", "http://from.example/page", "{httpbin}/headers"]),
+            Row(name: "repeated -H sends both; 'Name:' removes Accept", arguments: agent + ["-s", "-H", "X-A: 1", "-H", "X-A: 2", "-H", "Accept:", "{httpbin}/headers"]),
+            Row(name: "-H @file", arguments: agent + ["-s", "-H", "@headers.txt", "{httpbin}/headers"], inputs: ["headers.txt": "X-One: 1\nX-Two: 2\n"]),
+            Row(name: "--url-query, encoded and '+' as is", arguments: agent + ["-s", "--url-query", "q=a b", "--url-query", "+raw=%41", "{httpbin}/get?x=1"]),
+            Row(name: "-b NAME=VALUE", arguments: agent + ["-s", "-b", "flavour=oat; size=2", "{httpbin}/cookies"]),
+            // AsyncHTTP decodes gzip and deflate; curl also offers br and zstd.
+            Row(name: "--compressed", arguments: agent + ["-s", "--compressed", "{httpbin}/gzip"],
+                normalise: { $0.replacingOccurrences(of: #""Accept-Encoding": "[^"]*""#, with: "\"Accept-Encoding\": \"<codings>\"", options: .regularExpression) }),
+            Row(name: "-i shows the head", arguments: ["-s", "-i", "{httpbin}/response-headers?X-Thing=1"]),
+            Row(name: "-I sends HEAD", arguments: ["-s", "-I", "{nginx}/small.txt"]),
+            Row(name: "-i with -L shows every hop's head", arguments: agent + ["-s", "-i", "-L", "{httpbin}/redirect/1"]),
+            Row(name: "--http1.0", arguments: ["-s", "--http1.0", "-w", "%{http_code}", "{nginx}/small.txt"]),
+            Row(name: "--resolve", arguments: agent + ["-s", "--resolve", "parity.test:{port}:127.0.0.1", "http://parity.test:{port}/headers"]),
+            Row(name: "--connect-to", arguments: agent + ["-s", "--connect-to", "parity.test:80:127.0.0.1:{port}", "http://parity.test/headers"]),
+            Row(name: "--connect-timeout and --max-time that are not reached", arguments: ["-s", "--connect-timeout", "5", "-m", "20", "{nginx}/small.txt"]),
+            Row(name: "-u sends Basic at once", arguments: ["-s", "-u", "ann:pw", "{httpbin}/basic-auth/ann/pw"]),
+            Row(name: "credentials in the URL count as -u", arguments: ["-s", "http://ann:pw@127.0.0.1:{port}/basic-auth/ann/pw"]),
+            Row(name: "--digest", arguments: ["-s", "--digest", "-u", "dan:pw", "{httpbin}/digest-auth/auth/dan/pw"]),
+            Row(name: "https with --cacert", arguments: ["-s", "--cacert", "{ca}", "{nginxs}/small.txt"]),
+            Row(name: "https with -k", arguments: ["-s", "-k", "{nginxs}/small.txt"]),
+        ], values: try peerValues())
+    }
+
+    /// Several URLs, -o paired with them in order, -O, --create-dirs, -D, -K.
+    func testOutputsAndConfigFilesMatchCurl() throws {
+        try check([
+            Row(name: "two URLs, two -o, paired in order", arguments: ["-s", "-o", "a.txt", "{nginx}/small.txt", "-o", "b.txt", "{httpbin}/base64/aGVsbG8="],
+                files: ["a.txt", "b.txt"]),
+            Row(name: "three URLs, one -o: the others go to stdout", arguments: ["-s", "-o", "a.txt", "{httpbin}/base64/b25l", "{httpbin}/base64/dHdv", "{httpbin}/base64/dGhyZWU="],
+                files: ["a.txt"]),
+            Row(name: "-i with -o puts the head in the file", arguments: ["-s", "-i", "-o", "with-head.txt", "{httpbin}/base64/Ym9keQ=="],
+                files: ["with-head.txt"]),
+            Row(name: "-O names the file from the URL", arguments: ["-s", "-O", "{nginx}/small.txt"], files: ["small.txt"]),
+            Row(name: "--create-dirs", arguments: ["-s", "--create-dirs", "-o", "deep/er/out.txt", "{nginx}/small.txt"], files: ["deep/er/out.txt"]),
+            Row(name: "-o into a missing directory: exit 23", arguments: ["-s", "-o", "missing/out.txt", "{nginx}/small.txt"],
+                files: ["missing/out.txt"], stderrPresence: true),
+            Row(name: "-D FILE", arguments: ["-s", "-D", "head.txt", "-o", "/dev/null", "{httpbin}/response-headers?X-Dumped=yes"], files: ["head.txt"]),
+            Row(name: "-D - writes the head to stdout", arguments: ["-s", "-D", "-", "{httpbin}/base64/Ym9keQ=="]),
+            Row(name: "-D with -L dumps every hop", arguments: ["-s", "-A", "parity/1", "-L", "-D", "head.txt", "-o", "/dev/null", "{httpbin}/redirect/2"], files: ["head.txt"]),
+            Row(name: "-K config file: bare names, quotes, '=' and ':'", arguments: ["-K", "cfg"],
+                files: ["from-config.txt"],
+                inputs: ["cfg": """
+                    # a comment, then options in each of curl's spellings
+                    silent
+                    --show-error
+                    url = "{httpbin}/base64/Y29uZmln"
+                    -o from-config.txt
+                    user-agent: "quoted \\"agent\\""
+                    url {httpbin}/headers
+
+                    """]),
+            Row(name: "-K with command-line options around it", arguments: ["-s", "-K", "cfg", "-A", "after/1", "{httpbin}/user-agent"],
+                inputs: ["cfg": "header = \"X-From-Config: 1\"\n"]),
+            Row(name: "-w @file", arguments: ["-s", "-o", "/dev/null", "-w", "@format.txt", "{httpbin}/status/202"],
+                inputs: ["format.txt": "code=%{http_code}\\n"]),
+        ], values: try peerValues())
+    }
+
+    /// -w variables: the ones with stable values compared exactly, timings and speeds by shape.
+    func testWriteOutVariablesMatchCurl() throws {
+        try check([
+            Row(name: "-w %{http_code}", arguments: ["-s", "-o", "/dev/null", "-w", "%{http_code}", "{httpbin}/status/201"]),
+            Row(name: "-w for several URLs: connections reused",
+                arguments: ["-s", "-o", "/dev/null", "-o", "/dev/null", "-w", "%{http_code} %{num_connects} %{size_download}\\n", "{nginx}/small.txt", "{nginx}/small.txt"]),
+            Row(name: "-w response facts",
+                arguments: ["-s", "-o", "/dev/null", "-w", "%{response_code}|%{content_type}|%{method}|%{scheme}|%{num_headers}|%{http_version}|%{exitcode}|%%|%{ssl_verify_result}", "{nginx}/small.txt"]),
+            Row(name: "-w redirects", arguments: ["-s", "-L", "-o", "/dev/null", "-w", "%{num_redirects} %{url_effective}", "{httpbin}/redirect/2"]),
+            Row(name: "-w redirect_url without -L", arguments: ["-s", "-o", "/dev/null", "-w", "%{redirect_url}", "{httpbin}/redirect-to?url=/get"]),
+            Row(name: "-w timings by shape",
+                arguments: ["-s", "-o", "/dev/null", "-w", "%{time_connect} %{time_appconnect} %{time_pretransfer} %{time_starttransfer} %{time_total}", "{nginx}/small.txt"],
+                normalise: Self.seconds),
+            Row(name: "-w https timings by shape",
+                arguments: ["-s", "--cacert", "{ca}", "-o", "/dev/null", "-w", "%{time_connect} %{time_appconnect} %{ssl_verify_result}", "{nginxs}/small.txt"],
+                normalise: Self.seconds),
+            Row(name: "-w speed by shape", arguments: ["-s", "-o", "/dev/null", "-w", "%{speed_download} %{size_download}", "{nginx}/small.txt"],
+                normalise: { $0.replacingOccurrences(of: #"^[0-9]+ "#, with: "<number> ", options: .regularExpression) }),
+            Row(name: "-w %{header_json}", arguments: ["-s", "-o", "/dev/null", "-w", "%{header_json}", "{httpbin}/response-headers?X-A=1&X-A=2"]),
+            Row(name: "-w %header{name}", arguments: ["-s", "-o", "/dev/null", "-w", "%header{content-type}", "{nginx}/small.txt"]),
+            Row(name: "-w %{url_effective} never shows the password (curl's is normalised)",
+                arguments: ["-s", "-o", "/dev/null", "-w", "%{url_effective} %{http_code}", "http://ann:pw@127.0.0.1:{port}/basic-auth/ann/pw"],
+                curlOnly: { $0.replacingOccurrences(of: "ann:pw@", with: "ann@") }),
+            Row(name: "-w on a failed transfer", arguments: ["-s", "-w", "%{http_code} %{exitcode}", "{dead}"]),
+        ], values: try peerValues())
+    }
+
+    func testWriteOutJSONHasCurlsKeysAndValues() throws {
+        let values = try peerValues()
+        let row = Row(name: "%{json}", arguments: ["-s", "-o", "/dev/null", "-w", "%{json}", "{nginx}/small.txt"])
+        let (curl, ahttp) = try runBoth(row, values: values)
+        let curlJSON = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(curl.stdout.utf8)) as? [String: Any], curl.stdout)
+        let ahttpJSON = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(ahttp.stdout.utf8)) as? [String: Any], ahttp.stdout)
+        for key in ["http_code", "response_code", "num_connects", "size_download", "exitcode", "method", "url_effective",
+                    "num_redirects", "content_type", "scheme", "http_version", "ssl_verify_result", "num_headers"] {
+            XCTAssertEqual("\(ahttpJSON[key] ?? "<none>")", "\(curlJSON[key] ?? "<none>")", key)
+        }
+        for key in ["time_connect", "time_appconnect", "time_starttransfer", "time_total", "speed_download"] {
+            XCTAssertNotNil(ahttpJSON[key] as? NSNumber, "\(key) is a number: \(ahttp.stdout)")
+            XCTAssertNotNil(curlJSON[key] as? NSNumber, key)
+        }
+    }
+
+    /// curl's exit status for each failure, the same from both tools.
+    func testFailuresExitWithCurlsCodes() throws {
+        let values = try peerValues()
+        try check([
+            Row(name: "-f on 404: exit 22, no body", arguments: ["-s", "-f", "{nginx}/missing"], stderrPresence: true),
+            Row(name: "-sSf on 404 shows the error", arguments: ["-sSf", "{nginx}/missing"], stderrPresence: true),
+            Row(name: "-f -i on 404: the head, exit 22", arguments: ["-s", "-f", "-i", "{httpbin}/status/404"]),
+            Row(name: "--fail-with-body on 404: body and exit 22", arguments: ["-s", "--fail-with-body", "{nginx}/missing"]),
+            Row(name: "without -f a 404 is exit 0", arguments: ["-s", "{nginx}/missing"]),
+            Row(name: "the last URL's result is the exit status", arguments: ["-s", "{dead}", "{nginx}/small.txt"]),
+            Row(name: "…and a failing last URL sets it", arguments: ["-s", "{nginx}/small.txt", "{dead}"]),
+            Row(name: "connection refused: 7", arguments: ["-s", "{dead}"], stderrPresence: true),
+            Row(name: "-sS shows the connect error", arguments: ["-sS", "{dead}"], stderrPresence: true),
+            Row(name: "name not found: 6", arguments: ["-s", "http://no-such-host.invalid/"]),
+            Row(name: "malformed URL: 3", arguments: ["-s", "http://exa mple.com/"]),
+            Row(name: "unsupported scheme: 1", arguments: ["-s", "htp://example.com/"]),
+            Row(name: "timeout: 28", arguments: ["-s", "-m", "1", "{httpbin}/delay/3"]),
+            Row(name: "too many redirects: 47", arguments: ["-s", "-L", "--max-redirs", "1", "{httpbin}/redirect/3"]),
+            Row(name: "unknown option: 2", arguments: ["--no-such-option", "{httpbin}/get"]),
+            Row(name: "no URL: 2", arguments: ["-s"]),
+            Row(name: "an option without its value: 2", arguments: ["{httpbin}/get", "-o"]),
+            Row(name: "TLS to a plain-http port: 35", arguments: ["-s", "https://127.0.0.1:{nginxport}/"]),
+            Row(name: "untrusted certificate: 60", arguments: ["-s", "{nginxs}/small.txt"]),
+            Row(name: "-d @missing warns and posts nothing", arguments: ["-s", "-A", "p/1", "-d", "@nope.txt", "{httpbin}/post"]),
+            Row(name: "-T missing file: 26", arguments: ["-s", "-T", "nope.txt", "{httpbin}/put"]),
+        ], values: values)
+    }
+
+    /// Failures only a misbehaving server produces: the fault server answers curl and ahttp the same way.
+    func testServerFaultsExitWithCurlsCodes() throws {
+        let empty = try FaultServer(script: FaultScript([[.close]]))
+        defer { empty.stop() }
+        let partial = try FaultServer(script: FaultScript([[.send("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this"), .close]]))
+        defer { partial.stop() }
+        let values = ["empty": "http://127.0.0.1:\(empty.port)/", "partial": "http://127.0.0.1:\(partial.port)/"]
+        try check([
+            Row(name: "empty reply: 52", arguments: ["-s", "{empty}"]),
+            Row(name: "a body cut short: 18", arguments: ["-s", "{partial}"]),
+        ], values: values)
+    }
+}
+
+/// What ahttp does where curl is not the reference: its own checks.
+final class CommandLineCurlSurfaceTests: XCTestCase {
+    func testTraceASCIIWritesCurlsLayoutWithoutSecrets() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("trace-\(UUID().uuidString).txt").path
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: file) }
+        let result = try runAhttp(["-s", "--trace-ascii", file, "-u", "vic:hunter2", "-o", "/dev/null", try Peers.httpbin() + "/basic-auth/vic/hunter2"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let trace = try String(contentsOfFile: file, encoding: .utf8)
+        XCTAssertTrue(trace.contains("=> Send header, "), trace)
+        XCTAssertTrue(trace.contains("0000: GET /basic-auth/vic/hunter2 HTTP/1.1"), trace)
+        XCTAssertTrue(trace.contains("<= Recv header, "), trace)
+        XCTAssertTrue(trace.contains("0000: HTTP/1.1 200 OK"), trace)
+        XCTAssertTrue(trace.contains("Authorization: Basic <redacted>"), trace)
+        // The password is in httpbin's path by design; anywhere else it would be a leak.
+        let outsidePath = trace.replacingOccurrences(of: "/basic-auth/vic/hunter2", with: "/basic-auth/vic/<path>")
+        XCTAssertFalse(outsidePath.contains("hunter2") || trace.contains("dmljOmh1bnRlcjI="), trace)
+    }
+
+    func testAReaderThatGoesAwayIsAWriteErrorAsInCurl() throws {
+        let url = "http://127.0.0.1:\(try Peers.nginx().httpPort)/big.bin"
+        var statuses: [String: Int32] = [:]
+        for (tool, path) in [("curl", "/usr/bin/curl"), ("ahttp", ahttpExecutable().path)] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-c", "\"$0\" -s \"$1\" | head -c 1 > /dev/null; exit ${PIPESTATUS[0]}", path, url]
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            statuses[tool] = process.terminationStatus
+        }
+        XCTAssertEqual(statuses["curl"], 23)
+        XCTAssertEqual(statuses["ahttp"], 23, "CURLE_WRITE_ERROR, not 141 (killed by SIGPIPE)")
+    }
+
+    func testURLPasswordIsNeverEchoed() throws {
+        let base = try Peers.httpbin()
+        let port = base.split(separator: ":").last.map(String.init) ?? ""
+        let url = "http://vic:s3cret-pw@127.0.0.1:\(port)/basic-auth/vic/s3cret-pw"
+        let verbose = try runAhttp(["-v", "-o", "/dev/null", "-w", "%{url_effective} %{json}", url])
+        XCTAssertEqual(verbose.status, 0, verbose.stderr)
+        XCTAssertTrue(verbose.stdout.hasPrefix("http://vic@127.0.0.1:\(port)/basic-auth/vic/s3cret-pw "), verbose.stdout)
+        let failed = try runAhttp(["-v", "-w", "%{url_effective}", "http://vic:s3cret-pw@127.0.0.1:\(try unusedPort())/x"])
+        XCTAssertEqual(failed.status, 7)
+        for output in [verbose.stdout, verbose.stderr, failed.stdout, failed.stderr] {
+            XCTAssertFalse(output.contains("s3cret-pw@") || output.contains(":s3cret-pw"), output)
+        }
+    }
+
+    func testHelpIsGroupedAndCompletionScriptsAreGenerated() throws {
+        let help = try runAhttp(["--help"])
+        XCTAssertEqual(help.status, 0)
+        for title in ["HTTP:", "POST:", "OUTPUT:", "CONNECTION:", "AUTH:", "TLS:", "PROXY:", "VERBOSE:"] {
+            XCTAssertTrue(help.stdout.uppercased().contains("\n" + title), "\(title) in \(help.stdout)")
+        }
+        let output = try runAhttp(["--help", "output"])
+        XCTAssertEqual(output.status, 0)
+        XCTAssertTrue(output.stdout.contains("--dump-header"), output.stdout)
+        XCTAssertFalse(output.stdout.contains("--proxy"), "one category only: \(output.stdout)")
+        for shell in ["bash", "zsh", "fish"] {
+            let script = try runAhttp(["--generate-completion-script", shell])
+            XCTAssertEqual(script.status, 0, script.stderr)
+            XCTAssertTrue(script.stdout.contains("write-out"), "\(shell): \(script.stdout.prefix(300))")
+        }
+    }
+
+    func testConfigFilesNestAndStopAtTenLevels() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cfg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
+        let loop = directory.appendingPathComponent("loop.cfg").path
+        try "config = \"\(loop)\"\n".write(toFile: loop, atomically: true, encoding: .utf8)
+        let result = try runAhttp(["-K", loop])
+        XCTAssertEqual(result.status, 2)
+        XCTAssertTrue(result.stderr.contains("nested more than 10 deep"), result.stderr)
+        let missing = try runAhttp(["-K", directory.appendingPathComponent("none.cfg").path])
+        XCTAssertEqual(missing.status, 26, missing.stderr)
+    }
+}
