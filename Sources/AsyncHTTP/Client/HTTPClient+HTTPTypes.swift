@@ -18,7 +18,7 @@ extension HTTPClient {
     /// let request = HTTPRequest(method: .post, scheme: "https", authority: "api.example.com", path: "/v1/items",
     ///                           headerFields: [.contentType: "application/json"])
     /// let (response, body) = try await client.send(request, body: .bytes(Array(#"{"name":"pen"}"#.utf8)))
-    /// guard response.status == .created else { … }
+    /// guard response.status == .created else { return }
     /// let bytes = try await body.collect(upTo: 1 << 20)
     /// ```
     ///

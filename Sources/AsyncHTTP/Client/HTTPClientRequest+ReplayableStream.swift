@@ -8,7 +8,7 @@ extension HTTPClientRequest.Body {
     /// `HTTPBody` whose `iterationBehavior` is `.multiple` (the AsyncHTTPOpenAPI transport uses this).
     ///
     /// ```swift
-    /// let bytes: [UInt8] = …
+    /// let bytes = [UInt8](repeating: 0, count: 1 << 20)
     /// request.body = .replayableStream(length: .known(bytes.count)) {
     ///     AsyncStream { continuation in      // made afresh for each send
     ///         for start in stride(from: 0, to: bytes.count, by: 65_536) {
