@@ -60,11 +60,12 @@ final class CommandLineAWSSigV4Tests: XCTestCase {
         let date = try XCTUnwrap(headers["X-Amz-Date"])
         XCTAssertNil(headers["X-Amz-Content-Sha256"], "only S3 gets the payload header")
         let expected = try botocoreSign([[
-            "method": "POST", "url": url, "headers": [["Content-Type", "application/json"]],
+            // The CLI sends curl's default `Accept: */*`, and the middleware signs every header it sends.
+            "method": "POST", "url": url, "headers": [["Accept", "*/*"], ["Content-Type", "application/json"]],
             "body_hex": Array(body.utf8).map { String(format: "%02x", $0) }.joined(), "region": "eu-west-1",
             "service": "execute-api", "access_key": "AKIACLITEST", "secret_key": "cli/secret+KEY", "timestamp": date,
         ]])
         XCTAssertEqual(sent, expected[0]["authorization"] as? String)
-        XCTAssertTrue(sent.contains("SignedHeaders=content-type;host;x-amz-date,"), sent)
+        XCTAssertTrue(sent.contains("SignedHeaders=accept;content-type;host;x-amz-date,"), sent)
     }
 }
