@@ -32,7 +32,9 @@ for target in "${targets[@]}"; do
     set -e
     # --warnings-as-errors makes docc fail on its own warnings; a compiler warning met while building the
     # symbol graph does not, so any "warning:" line fails too.
-    if [ "$result" -ne 0 ] || grep -q "warning:" "$log"; then
+    # SwiftPM's notes about a dependency's own layout ("'swift-distributed-tracing': found 1 file(s) which are
+    # unhandled") are not ours to fix and are left out.
+    if [ "$result" -ne 0 ] || grep "warning:" "$log" | grep -vq "^warning: '[^']*': found [0-9]* file(s) which are unhandled"; then
         grep -E "warning:|error:" "$log" | sort -u >&2 || tail -n 40 "$log" >&2
         echo "== docs: $target FAILED (full log: $log)" >&2
         status=1

@@ -135,7 +135,7 @@ public struct AWSSigV4Signer: Sendable {
     ///   - payload: the body's hash, or how it is sent unhashed.
     ///   - date: the signing time (AWS allows 15 minutes of clock skew).
     /// - Returns: the headers to send, with the signature and the intermediate strings.
-    /// - Throws: ``HTTPClientError/Code/invalidURL`` for a URL that does not parse.
+    /// - Throws: `HTTPClientError/Code/invalidURL` for a URL that does not parse.
     public func sign(
         method: String, url: String, headers: HTTPFields, payload: AWSPayload, date: Date
     ) throws(HTTPClientError) -> AWSSignedRequest {
@@ -183,8 +183,8 @@ public struct AWSSigV4Signer: Sendable {
     /// sign the empty body's hash, as botocore does. `headers` lists any header the eventual request must send
     /// with the same value (`host` is always signed).
     ///
-    /// - Throws: ``HTTPClientError/Code/invalidRequest`` when `expires` is not between 1 second and 7 days (the
-    ///   longest S3 accepts), ``HTTPClientError/Code/invalidURL`` for a URL that does not parse.
+    /// - Throws: `HTTPClientError/Code/invalidRequest` when `expires` is not between 1 second and 7 days (the
+    ///   longest S3 accepts), `HTTPClientError/Code/invalidURL` for a URL that does not parse.
     public func presignedURL(
         method: String, url: String, headers: HTTPFields = [:], expires: Duration, date: Date
     ) throws(HTTPClientError) -> String {

@@ -72,7 +72,7 @@ public struct AWSSigningMiddleware: HTTPClientMiddleware {
 
     /// `request` as it would leave this middleware: hashed (or re-framed as signed chunks) and signed.
     ///
-    /// - Throws: ``AsyncHTTP/HTTPClientError/Code/invalidRequest`` for a body that cannot be signed as asked (a
+    /// - Throws: `HTTPClientError/Code/invalidRequest` for a body that cannot be signed as asked (a
     ///   one-shot stream without a length, or for a service other than S3); the body's own read errors.
     public func sign(_ request: HTTPClientRequest) async throws -> HTTPClientRequest {
         var request = request

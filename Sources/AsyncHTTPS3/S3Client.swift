@@ -5,7 +5,7 @@ import Foundation
 #endif
 import AsyncHTTP
 
-/// Amazon S3 (and S3-compatible stores) on top of an ``AsyncHTTP/HTTPClient``: objects in and out, streamed,
+/// Amazon S3 (and S3-compatible stores) on top of an `HTTPClient`: objects in and out, streamed,
 /// from and to files, listings, copies and multipart uploads; every request signed with Signature Version 4.
 /// ASIHTTPRequest's `ASIS3ObjectRequest`, `ASIS3BucketRequest` and friends.
 ///
@@ -21,7 +21,7 @@ import AsyncHTTP
 /// ```
 ///
 /// Errors S3 answers with become ``S3Error`` (code, message, request ID); transport failures stay
-/// ``AsyncHTTP/HTTPClientError``.
+/// `HTTPClientError`.
 public final class S3Client: Sendable {
     /// Where requests go and how they are signed.
     public let configuration: S3Configuration
@@ -172,7 +172,7 @@ public final class S3Client: Sendable {
     }
 
     /// Downloads an object to a file: written beside it and renamed into place only when complete (see
-    /// ``AsyncHTTP/HTTPClient/download(_:to:options:)``; `options.resume` continues a `.part` file).
+    /// `HTTPClient/download(_:to:options:)`; `options.resume` continues a `.part` file).
     ///
     /// - Throws: ``S3Error`` for an error status (the file is left as it was).
     public func downloadObject(bucket: String, key: String, to path: String,

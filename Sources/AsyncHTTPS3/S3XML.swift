@@ -25,7 +25,7 @@ struct XMLNode: Sendable {
 
     /// Parses `bytes` as an XML document and returns its root element.
     ///
-    /// - Throws: ``AsyncHTTP/HTTPClientError/Code/malformedResponse`` naming what `what` was, for a body that is
+    /// - Throws: `HTTPClientError/Code/malformedResponse` naming what `what` was, for a body that is
     ///   not well-formed XML.
     static func parse(_ bytes: [UInt8], what: String) throws(HTTPClientError) -> XMLNode {
         let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)

@@ -11,7 +11,7 @@ public enum WebArchiveOutput: Sendable, Hashable {
     /// file and renamed into place; `index.html` last, so it never names a file that is not complete.
     case directory(String)
     /// Nothing written: the page and every resource are fetched through the client's
-    /// ``HTTPClient/Configuration/cache`` with the ``HTTPCacheStoragePolicy/permanent`` storage policy, and the
+    /// `HTTPClient/Configuration/cache` with the `HTTPCacheStoragePolicy/permanent` storage policy, and the
     /// page keeps its references (ASI's `ASIDontModifyURLs`). Read it later with `.dontLoad` (no network).
     case downloadCache
 }
@@ -48,11 +48,11 @@ public struct WebArchiveOptions: Sendable {
     public var maxDepth = 5
     /// Which origins resources may come from; the page's own only, by default.
     public var origins: WebArchiveOrigins = .sameOrigin
-    /// Resources fetched at once, through one ``HTTPClient/withBatch(_:handler:_:)`` batch. 6: what browsers
+    /// Resources fetched at once, through one `HTTPClient/withBatch(_:handler:_:)` batch. 6: what browsers
     /// open per host.
     public var maxConcurrentRequests = 6
     /// For ``WebArchiveOutput/downloadCache``: how long the stored responses count as fresh
-    /// (``HTTPClientRequest/secondsToCache``), which also makes responses without freshness information
+    /// (`HTTPClientRequest/secondsToCache`), which also makes responses without freshness information
     /// storable. nil leaves freshness to the server. Offline reading with `.dontLoad` serves stale entries too.
     public var secondsToCache: Double? = nil
 

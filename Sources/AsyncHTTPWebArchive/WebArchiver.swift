@@ -6,7 +6,7 @@ import AsyncHTTP
 /// The page is fetched and parsed with libxml2's HTML parser; its resources — `<img src/srcset>`,
 /// `<link rel=stylesheet|icon>`, `<script src>`, `<iframe|frame src>`, `<object data>`, `<embed src>`, and
 /// `url(…)`/`@import` in `<style>`, `style` attributes and the stylesheets themselves, recursively — are fetched
-/// concurrently through one ``HTTPClient/withBatch(_:handler:_:)`` batch of the same client, so its cookies,
+/// concurrently through one `HTTPClient/withBatch(_:handler:_:)` batch of the same client, so its cookies,
 /// credentials, proxy and cache apply. Frames are archived as pages of their own.
 ///
 /// ```swift

@@ -22,8 +22,8 @@ extension HTTPClient {
     /// let bytes = try await body.collect(upTo: 1 << 20)
     /// ```
     ///
-    /// Throws ``HTTPClientError`` as ``send(_:)`` does; a request whose pseudo-header fields cannot make an
-    /// `http`/`https` URL throws ``HTTPClientError/Code/invalidRequest`` or ``HTTPClientError/Code/invalidURL``
+    /// Throws `HTTPClientError` as ``send(_:)`` does; a request whose pseudo-header fields cannot make an
+    /// `http`/`https` URL throws `HTTPClientError/Code/invalidRequest` or `HTTPClientError/Code/invalidURL`
     /// before anything is sent.
     ///
     /// - Parameters:
@@ -49,12 +49,12 @@ extension HTTPClientRequest {
     /// let response = try await client.send(request)
     /// ```
     ///
-    /// Throws ``HTTPClientError/Code/invalidRequest`` when the pseudo-header fields cannot make an origin-form
+    /// Throws `HTTPClientError/Code/invalidRequest` when the pseudo-header fields cannot make an origin-form
     /// request over HTTP/1.x: no `scheme` or `authority`, an authority with userinfo (RFC 9113 §8.3.1 forbids it,
     /// and it would be taken as credentials), a path that does not start with `/` (the asterisk form `*` and a
     /// `CONNECT` request's authority form are not supported), a path with a `#` (a fragment is never sent), or
-    /// the extended-CONNECT `:protocol` field (HTTP/2 and 3 only). Throws ``HTTPClientError/Code/invalidURL``
-    /// for what ``HTTPURL`` refuses (a scheme other than `http`/`https`, a bad port, a space).
+    /// the extended-CONNECT `:protocol` field (HTTP/2 and 3 only). Throws `HTTPClientError/Code/invalidURL`
+    /// for what `HTTPURL` refuses (a scheme other than `http`/`https`, a bad port, a space).
     public init(_ request: HTTPRequest, body: Body? = nil) throws(HTTPClientError) {
         guard let scheme = request.scheme, !scheme.isEmpty else {
             throw .invalidRequest("the HTTPRequest has no scheme (its :scheme pseudo-header field): need http or https")

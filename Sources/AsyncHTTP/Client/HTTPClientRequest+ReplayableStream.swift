@@ -1,7 +1,7 @@
 extension HTTPClientRequest.Body {
     /// A stream of byte chunks that can be sent again: `makeChunks` makes a new sequence for each send, from
     /// the first byte. A redirect (307/308), an authentication retry or a stale-connection retry sends the body
-    /// again instead of failing with ``HTTPClientError/Code/bodyNotReplayable`` as a one-shot
+    /// again instead of failing with `HTTPClientError/Code/bodyNotReplayable` as a one-shot
     /// ``stream(_:length:)`` does.
     ///
     /// For sources that can start over: a buffer in memory sent in pieces, a generator, a swift-openapi-runtime
