@@ -73,7 +73,7 @@ struct MethodDimension {
 /// counted for the current attempt. Found through a task-local while the hop's `next` runs.
 final class MeteredHop: Sendable {
     @TaskLocal static var current: MeteredHop?
-    private let sentTotal = Mutex(0)
+    private let sentTotal = Locked(0)
 
     /// The bytes not counted yet, given the attempt's running `total` (a retry starts again from zero).
     func sentDelta(total: Int) -> Int {

@@ -120,7 +120,7 @@ final class TracedHop: Sendable {
     let span: any Span
     let start: ContinuousClock.Instant
     private let startChild: @Sendable (String, WallInstant) -> any Span
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private struct State {
         var resendCount: Int
@@ -132,7 +132,7 @@ final class TracedHop: Sendable {
         self.span = span
         self.start = start
         self.startChild = startChild
-        self.state = Mutex(State(resendCount: resendCount))
+        self.state = Locked(State(resendCount: resendCount))
     }
 
     /// A new connection: a child span from the hop's start (pool wait, DNS, TCP, TLS) to `time`.

@@ -166,7 +166,7 @@ func runParallel(_ requests: [HTTPClientRequest], client: HTTPClient, sink: Sink
 final class SharedSink: @unchecked Sendable {
     // @unchecked: `sink` is used only while `lock` is held; main hands it over and does not write to it meanwhile.
     private let sink: Sink
-    private let lock = Mutex(())
+    private let lock = Locked(())
     init(_ sink: Sink) { self.sink = sink }
     func write(_ bytes: [UInt8]) throws {
         try lock.withLock { _ in try sink.write(bytes[...]) }
@@ -227,12 +227,12 @@ final class ProgressMeter: Sendable {
     private let bar: Bool
     private let tty: Bool
     private let start = ContinuousClock.now
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(bar: Bool) {
         self.bar = bar
         tty = isatty(2) == 1
-        state = Mutex(State(lastTime: start))
+        state = Locked(State(lastTime: start))
     }
 
     var interval: Duration { tty ? .milliseconds(200) : .seconds(1) }
@@ -311,7 +311,7 @@ final class ParallelMeter: Sendable {
     private let tty = isatty(2) == 1
     private let count: Int
     private let start = ContinuousClock.now
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(bar: Bool, count: Int) {
         self.bar = bar

@@ -25,18 +25,18 @@ import Darwin
 
 final class TraceASCII: HTTPClientObserver {
     /// The file, written only under the lock (one event's lines stay together).
-    private let fd: Mutex<Int32>
+    private let fd: Locked<Int32>
 
     init(path: String) throws {
         if path == "-" {
-            fd = Mutex(1)
+            fd = Locked(1)
             return
         }
         let opened = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard opened >= 0 else {
             throw UsageError(message: "--trace-ascii: cannot write '\(path)': \(String(cString: strerror(errno)))", exitCode: 23)
         }
-        fd = Mutex(opened)
+        fd = Locked(opened)
     }
 
     func observe(_ event: HTTPClientEvent) {

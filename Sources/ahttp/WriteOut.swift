@@ -48,7 +48,7 @@ final class TransferRecorder: HTTPClientObserver {
         var uploaded = 0
         var wireBytesReceived = 0
     }
-    private let state = Mutex(Record())
+    private let state = Locked(Record())
 
     func reset() { state.withLock { $0 = Record() } }
     var record: Record { state.withLock { $0 } }

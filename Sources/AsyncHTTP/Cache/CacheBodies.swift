@@ -18,7 +18,7 @@ final class CacheRecorder: Sendable {
     private let head: CachedResponseHead
     private let storage: HTTPCacheStoragePolicy
     private let expectedLength: Int?
-    private let state = Mutex(State.buffering([]))
+    private let state = Locked(State.buffering([]))
 
     init(cache: HTTPCache, head: CachedResponseHead, storage: HTTPCacheStoragePolicy, expectedLength: Int?) {
         self.cache = cache

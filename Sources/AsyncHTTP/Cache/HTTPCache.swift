@@ -56,11 +56,11 @@ public final class HTTPCache: Sendable {
     let now: @Sendable () -> Double
     private let permanentDirectory: String
     private let sessionDirectory: String
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// Decoded head files by path, each valid while the file keeps its identity: a hit then costs a `stat`
     /// instead of a read, a checksum and a decode. Bounded: at most ``memoLimit`` entries (inline bodies are
     /// at most 16 KiB each).
-    private let memo = Mutex<[String: Memo]>([:])
+    private let memo = Locked<[String: Memo]>([:])
     static let memoLimit = 256
 
     private struct Memo {
@@ -122,7 +122,7 @@ public final class HTTPCache: Sendable {
         self.now = now
         permanentDirectory = self.directory + "/entries"
         sessionDirectory = self.directory + "/session-\(CacheFiles.processID)-\(hexString(secureRandomBytes(6)))"
-        state = Mutex(State())
+        state = Locked(State())
         try CacheFiles.makeDirectory(permanentDirectory)
         removeDeadSessions()
         let entries = scan(.permanent, removingDebris: true)
