@@ -3,13 +3,15 @@
 // Checks, for every URL that parses or resolves:
 // - its `description` ("the URL as normalised", without the fragment) parses again, to an equal URL
 //   (fragment aside), and that description is a fixed point;
-// - the path starts with "/", the port is in 1...65535 (0 is refused), the scheme is http or https;
+// - the path starts with "/", the port is in 1...65535 (0 is refused), the scheme is one HTTPURL supports (http,
+//   https, and http+unix / https+unix, whose host is a socket path and whose Host header is "localhost");
 // - `requestTarget` and `absoluteFormTarget` are consistent with the parts.
 @testable import AsyncHTTPCore
 import FuzzSupport
 
 func checkRoundTrip(_ url: HTTPURL, _ origin: @autoclosure () -> String) {
-    fuzzCheck(url.scheme == "http" || url.scheme == "https", "scheme \(url.scheme) from \(origin())")
+    fuzzCheck(HTTPURL.supportedSchemes.contains(url.scheme), "scheme \(url.scheme) from \(origin())")
+    fuzzCheck(url.isUnixSocket == (url.unixSocketPath != nil), "unixSocketPath for \(url.scheme) from \(origin())")
     fuzzCheck(url.path.hasPrefix("/"), "path '\(url.path)' does not start with / (from \(origin()))")
     fuzzCheck((0...65535).contains(url.port), "port \(url.port) from \(origin())")
     fuzzCheck(url.requestTarget == url.path + (url.query.map { "?" + $0 } ?? ""), "requestTarget")
