@@ -9,8 +9,11 @@
 @testable import AsyncHTTPCore
 import FuzzSupport
 
+/// The schemes HTTPURL documents (its own set is `package`, out of reach from this package).
+let supportedSchemes: Set<String> = ["http", "https", "http+unix", "https+unix"]
+
 func checkRoundTrip(_ url: HTTPURL, _ origin: @autoclosure () -> String) {
-    fuzzCheck(HTTPURL.supportedSchemes.contains(url.scheme), "scheme \(url.scheme) from \(origin())")
+    fuzzCheck(supportedSchemes.contains(url.scheme), "scheme \(url.scheme) from \(origin())")
     fuzzCheck(url.isUnixSocket == (url.unixSocketPath != nil), "unixSocketPath for \(url.scheme) from \(origin())")
     fuzzCheck(url.path.hasPrefix("/"), "path '\(url.path)' does not start with / (from \(origin()))")
     fuzzCheck((0...65535).contains(url.port), "port \(url.port) from \(origin())")
