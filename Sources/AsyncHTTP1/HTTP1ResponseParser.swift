@@ -42,6 +42,10 @@ package struct HTTP1ResponseHead: Sendable, Equatable {
     /// transport must undo; nil for plain chunked, for other framings and for a response without a body.
     /// At most one: unknown, stacked and non-final codings are refused by the parser (docs/framing.md).
     package var transferCoding: HTTP1TransferCoding? = nil
+    /// The body's length as the framing announced it: 0 for a response that has none (HEAD, 204, 304, 2xx to
+    /// CONNECT), the Content-Length, or nil (chunked, or read until the server closes). Progress reads it
+    /// here instead of looking the fields up again.
+    package var announcedBodyLength: Int? = nil
 
     // `HTTPResponse.Status ==` compares only the code; a parser test also wants to see the reason phrase.
     package static func == (lhs: Self, rhs: Self) -> Bool {
@@ -347,14 +351,17 @@ package struct HTTP1ResponseParser {
         // framing fields say.
         if method == .head || code == 204 || code == 304 {
             state = .noBody
+            head.announcedBodyLength = 0
         } else if method == .connect && code < 300 {
             state = .noBody
+            head.announcedBodyLength = 0
             head.keepAlive = false  // the connection is a tunnel now, not an HTTP connection to reuse
         } else if framing.transferEncoding != .absent {
             head.transferCoding = try Self.checkTransferCodings(framing, headers: head.headers)
             state = .chunkSize
         } else if let length = framing.contentLength {
             declaredContentLength = length
+            head.announcedBodyLength = length
             state = .contentLength(remaining: length)
             if length < bytes.count - sectionEnd {
                 // The next response's head, most likely as long as this one.

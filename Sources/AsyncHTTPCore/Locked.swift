@@ -10,28 +10,35 @@ import Darwin
 /// and raw futex calls, which the thread sanitizer cannot see, so every access under it is reported as a
 /// race. A pthread mutex is intercepted by the sanitizer, costs the same uncontended, and keeps CI's
 /// sanitizer pass meaningful (SwiftNIO's `NIOLock` is a pthread mutex for the same reason).
-package final class Locked<Value>: @unchecked Sendable {
-    // @unchecked: `value` is only read or written while `mutex` is held (see `withLock`).
-    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    @usableFromInline var value: Value
-
-    package init(_ value: Value) {
-        self.value = value
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        let result = pthread_mutex_init(mutex, nil)
-        precondition(result == 0, "pthread_mutex_init failed: \(result)")
+///
+/// One allocation: the value and the mutex share a `ManagedBuffer` (value in its header, the mutex as its one
+/// element), so a lock made per request costs one `malloc`, not two.
+package struct Locked<Value>: @unchecked Sendable {
+    // @unchecked: the value in `storage` is only read or written while its mutex is held (see `withLock`).
+    @usableFromInline
+    final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
+        deinit {
+            _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
+        }
     }
 
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
+    @usableFromInline let storage: Storage
+
+    package init(_ value: Value) {
+        storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in value }, to: Storage.self)
+        storage.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            let result = pthread_mutex_init(mutex, nil)
+            precondition(result == 0, "pthread_mutex_init failed: \(result)")
+        }
     }
 
     @inlinable @inline(__always)
     package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+        // The pointers stay valid while `storage` lives, which `self` guarantees for this call.
+        let (value, mutex) = storage.withUnsafeMutablePointers { ($0, $1) }
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        return try body(&value.pointee)
     }
 }

@@ -190,6 +190,15 @@ final class HTTP1ResponseParserTests: XCTestCase {
         XCTAssertNil(parsed.trailers)
     }
 
+    /// The length progress reads from the head: what the framing announced, never a field looked up again.
+    func testAnnouncedBodyLengthFollowsTheFraming() throws {
+        XCTAssertEqual(try parseAllWays("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc").head.announcedBodyLength, 3)
+        XCTAssertNil(try parseAllWays("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n").head.announcedBodyLength)
+        XCTAssertNil(try parseAllWays("HTTP/1.1 200 OK\r\n\r\nabc", closeAtEnd: true).head.announcedBodyLength)
+        XCTAssertEqual(try parseAllWays("HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n").head.announcedBodyLength, 0)
+        XCTAssertEqual(try parseAllWays("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", method: .head).head.announcedBodyLength, 0)
+    }
+
     func testZeroContentLengthEndsAtTheHead() throws {
         let parsed = try parseAllWays("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
         XCTAssertEqual(parsed.body, [])

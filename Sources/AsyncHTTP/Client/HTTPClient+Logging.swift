@@ -71,9 +71,19 @@ extension HTTPClient.Configuration {
     }
 }
 
-/// The request a log line belongs to, bound by ``HTTPClient/send(_:)`` for the whole chain.
+/// The request a log line belongs to, and its observation, bound by ``HTTPClient/send(_:)`` for the whole chain.
+/// One task-local for both: every send binds it (the request's number is always there), so observing a
+/// request costs no second binding.
 enum RequestLogContext {
-    @TaskLocal static var requestID: UInt64?
+    struct Scope: Sendable {
+        var requestID: UInt64
+        /// Made only when the client has observers or the request a progress handler.
+        var observation: RequestObservation?
+    }
+
+    @TaskLocal static var scope: Scope?
+
+    static var requestID: UInt64? { scope?.requestID }
 }
 
 /// Adds `ahttp.request` (the task's ``RequestLogContext/requestID``) to each line a logger emits, then hands

@@ -82,15 +82,14 @@ public final class HTTPClient: Sendable {
         if let configurationProblem { throw configurationProblem }
         // One number per send: in every log line of the request (`ahttp.request`) and in its observer events.
         let requestID = requestIDs.add(1, ordering: .relaxed).newValue
-        return try await RequestLogContext.$requestID.withValue(requestID) {
+        let observation = RequestObservation.make(for: request, requestID: requestID, observers: configuration.observers)
+        return try await RequestLogContext.$scope.withValue(.init(requestID: requestID, observation: observation)) {
             if formLogger.logLevel <= .debug, let form = request[FormSummaryOption.self] {
                 formLogger.debug("\(request.method) body: \(form.description)")
             }
-            guard let observation = RequestObservation.make(
-                for: request, requestID: { requestID }, observers: configuration.observers)
-            else { return try await run(request) }
+            guard let observation else { return try await run(request) }
             observation.queued(method: request.method, url: (try? request.httpURL().redactedDescription) ?? "(invalid URL)")
-            return try await RequestObservation.$current.withValue(observation) { try await observation.watching { try await run(request) } }
+            return try await observation.watching { try await run(request) }
         }
     }
 

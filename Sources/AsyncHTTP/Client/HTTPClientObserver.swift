@@ -101,7 +101,8 @@ public struct HTTPClientEvent: Sendable {
 ///
 /// `@unchecked Sendable`: the marks are behind the `Locked` pthread mutex; the rest is immutable.
 final class RequestObservation: @unchecked Sendable {
-    @TaskLocal static var current: RequestObservation?
+    /// The observation of the send this task runs (bound with the request's number, ``RequestLogContext``).
+    static var current: RequestObservation? { RequestLogContext.scope?.observation }
 
     let requestID: UInt64
     private let observers: [any HTTPClientObserver]
@@ -128,14 +129,14 @@ final class RequestObservation: @unchecked Sendable {
 
     /// The observation of `request`, if the client has observers or the request a progress handler.
     static func make(
-        for request: HTTPClientRequest, requestID: () -> UInt64, observers: [any HTTPClientObserver]
+        for request: HTTPClientRequest, requestID: UInt64, observers: [any HTTPClientObserver]
     ) -> RequestObservation? {
         let handler = request.progressHandler
         // Observers that all decline this request count as none (see `HTTPClientObserver.isObserving`).
         let observers = observers.contains { $0.isObserving } ? observers : []
         guard !observers.isEmpty || handler != nil else { return nil }
         return RequestObservation(
-            requestID: requestID(), observers: observers,
+            requestID: requestID, observers: observers,
             progress: handler.map { ProgressReporter($0, method: request.method, uploadTotal: request.body.map { $0.length } ?? 0) })
     }
 
@@ -198,10 +199,15 @@ final class RequestObservation: @unchecked Sendable {
 
     func bodySent(total: Int) { emit(.bodyBytesSent(total: total)) }
 
-    func headReceived(status: HTTPResponse.Status, version: HTTPVersion, headers: HTTPFields) {
+    /// `bodyLength`: what the framing announced (``HTTP1ResponseHead/announcedBodyLength``), for progress.
+    func headReceived(status: HTTPResponse.Status, version: HTTPVersion, headers: HTTPFields, bodyLength: Int?) {
         let now = ContinuousClock.now
+        progress?.headReceived(status: status, bodyLength: bodyLength, headers: headers, at: now)
+        guard !observers.isEmpty else { return }
         marks?.withLock { $0.headReceived = now }
-        emit(.headReceived(status: status, version: version, headers: headers), at: now)
+        let event = HTTPClientEvent(requestID: requestID, time: now,
+                                    kind: .headReceived(status: status, version: version, headers: headers))
+        for observer in observers { observer.observe(event) }
     }
 
     func bodyReceived(_ count: Int) { emit(.bodyBytesReceived(count)) }

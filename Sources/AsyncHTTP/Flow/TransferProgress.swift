@@ -114,19 +114,19 @@ struct TransferProgressTracker: Sendable {
         return .update
     }
 
-    mutating func headReceived(status: HTTPResponse.Status, headers: HTTPFields) -> Change {
+    /// A response head: its status, the body length its framing announced (0 for none, nil when unknown:
+    /// chunked or read until close; ``HTTP1ResponseHead/announcedBodyLength``), and whether it has a
+    /// `Location` (asked only for a 3xx).
+    mutating func headReceived(status: HTTPResponse.Status, bodyLength: Int?, hasLocation: @autoclosure () -> Bool) -> Change {
         guard !progress.isFinal else { return .none }
         responseBytes = 0
         responseEnded = false
         let code = status.code
-        // Field lookups compare names: only the ones the status needs.
-        responseIsInterim = code == 401 || code == 407 || ((300...399).contains(code) && code != 304 && headers[.location] != nil)
+        responseIsInterim = code == 401 || code == 407 || ((300...399).contains(code) && code != 304 && hasLocation())
         if isHead || code == 204 || code == 304 || (100...199).contains(code) {
             responseTotal = 0
-        } else if let length = headers[.contentLength].flatMap({ Int($0) }), length >= 0, headers[.transferEncoding] == nil {
-            responseTotal = length
         } else {
-            responseTotal = nil
+            responseTotal = bodyLength
         }
         guard !responseIsInterim else { return .none }
         return adopt()
@@ -221,8 +221,9 @@ struct ProgressThrottle: Sendable {
 }
 
 /// A request's progress handler at work inside its observation: the tracker and the throttle behind one lock.
-/// The handler is called outside the lock.
-final class ProgressReporter: Sendable {
+/// The handler is called outside the lock. A value stored in the observation (its state is the lock's), so
+/// observing progress allocates no object of its own.
+struct ProgressReporter: Sendable {
     private struct State {
         var tracker: TransferProgressTracker
         var throttle: ProgressThrottle
@@ -246,14 +247,19 @@ final class ProgressReporter: Sendable {
         if let report { handler.report(report) }
     }
 
+    /// The events a progress value follows, besides the head (``headReceived(_:at:)``).
     func observe(_ kind: HTTPClientEvent.Kind, at now: ContinuousClock.Instant) {
         switch kind {
         case .bodyBytesSent(let total): update(at: now) { $0.bodySent(total: total) }
-        case .headReceived(let status, _, let headers): update(at: now) { $0.headReceived(status: status, headers: headers) }
         case .bodyBytesReceived(let count): update(at: now) { $0.bodyReceived(count) }
         case .finished: update(at: now) { $0.finished() }
         case .failed: update(at: now) { $0.ended() }
         default: break
         }
+    }
+
+    /// A response head, with the body length its framing announced (no field lookups but `Location` on a 3xx).
+    func headReceived(status: HTTPResponse.Status, bodyLength: Int?, headers: HTTPFields, at now: ContinuousClock.Instant) {
+        update(at: now) { $0.headReceived(status: status, bodyLength: bodyLength, hasLocation: headers[.location] != nil) }
     }
 }

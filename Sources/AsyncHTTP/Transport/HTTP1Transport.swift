@@ -199,7 +199,8 @@ final class HTTP1Transport: Sendable {
                 connection.requestWritten()
                 head = try await connection.readHead(deadlines: deadlines)
             }
-            observation?.headReceived(status: head.status, version: head.version, headers: head.headers)
+            observation?.headReceived(status: head.status, version: head.version, headers: head.headers,
+                                      bodyLength: head.announcedBodyLength)
             let response = try await response(for: request, head: head, lease: lease, deadlines: deadlines, observation: observation,
                                               transfer: flow.transfer)
             return (response, early != nil)

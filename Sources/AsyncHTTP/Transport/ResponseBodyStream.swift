@@ -79,7 +79,7 @@ final class ResponseBodyStream: @unchecked Sendable {
         // The pool logs the connection's return (parked, closed) in this task, after `send` returned: give its
         // lines the request's number too, when they can be written at all.
         if logger.logLevel <= .debug, let requestID {
-            await RequestLogContext.$requestID.withValue(requestID) { await lease.responseEnded() }
+            await RequestLogContext.$scope.withValue(.init(requestID: requestID)) { await lease.responseEnded() }
         } else {
             await lease.responseEnded()
         }
