@@ -50,7 +50,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
 
     /// Builds a URL from a reference's authority, query and fragment with the given scheme and path.
     private init(scheme: String, reference: URIReference, path: String) throws(HTTPClientError) {
-        guard URIReference.supportedSchemes.contains(scheme) else {
+        guard URIReference.isSupportedScheme(scheme) else {
             throw .invalidURL("unsupported scheme '\(scheme)'")
         }
         guard let authority = reference.authority else {
@@ -248,9 +248,9 @@ package struct URIReference {
             guard Self.isAlpha(first), name.allSatisfy({ Self.isAlpha($0) || ByteScanner.isDigit($0) || isDelimiter($0, "+-.") }) else {
                 throw .invalidURL("invalid scheme '\(String(decoding: name, as: UTF8.self))'")
             }
-            let lowercased = String(decoding: name, as: UTF8.self).lowercased()
+            let lowercased = Self.asciiLowercased(name)
             // Checked before the authority, so "file:///x" says what is wrong with it first.
-            guard Self.supportedSchemes.contains(lowercased) else {
+            guard Self.isSupportedScheme(lowercased) else {
                 throw .invalidURL("unsupported scheme '\(lowercased)'")
             }
             scheme = lowercased
@@ -367,8 +367,29 @@ package struct URIReference {
 
     // MARK: Authority
 
-    /// The schemes an ``HTTPURL`` may have.
-    package static let supportedSchemes: Set<String> = ["http", "https", "http+unix", "https+unix"]
+    /// Whether ``HTTPURL`` supports `scheme` (lowercase): http, https, http+unix, https+unix. A `switch`, not a
+    /// set: it runs for every request.
+    @inline(__always)
+    static func isSupportedScheme(_ scheme: String) -> Bool {
+        switch scheme {
+        case "http", "https", "http+unix", "https+unix": return true
+        default: return false
+        }
+    }
+
+    /// `bytes` as a string with A–Z lowered. Only for bytes already checked to be ASCII (a scheme, a host
+    /// of unreserved and sub-delimiter characters), where it equals `String.lowercased()` without its
+    /// Unicode machinery.
+    static func asciiLowercased(_ bytes: ArraySlice<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count) { buffer in
+            var count = 0
+            for byte in bytes {
+                buffer[count] = byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
+                count += 1
+            }
+            return count
+        }
+    }
 
     /// The authority of a `http+unix` / `https+unix` URL: `[ userinfo "@" ]` and a percent-encoded socket path,
     /// no port (a socket has none; a ':' in the path is written `%3A`).
@@ -453,7 +474,7 @@ package struct URIReference {
                 }
                 throw invalidCharacter(bytes, at: index, component: "host")
             }
-            host = String(decoding: bytes[hostStart..<hostEnd], as: UTF8.self).lowercased()
+            host = Self.asciiLowercased(bytes[hostStart..<hostEnd])
             if hostEnd < range.upperBound { portStart = hostEnd + 1 }
             try checkNumericHost(host)
         }
