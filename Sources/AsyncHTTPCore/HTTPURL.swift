@@ -180,6 +180,12 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
     /// (`http:g`) as relative, for backward compatibility; we do, as browsers do, since the strict reading
     /// (`http:g`, a URL without a host) is not a URL a client can fetch.
     public func resolving(_ reference: String) throws(HTTPClientError) -> HTTPURL {
+        if isUnixSocket && reference.utf8.starts(with: "//".utf8) {
+            // A network-path reference ("//other/x") against a socket URL names another socket: its authority
+            // is read by the socket rules (a percent-encoded path, no port), as with the scheme written out.
+            let socket = try URIReference(scheme + ":" + reference)
+            return try HTTPURL(scheme: scheme, reference: socket, path: URIReference.removeDotSegments(socket.path))
+        }
         let r = try URIReference(reference)
         var referenceScheme = r.scheme
         if referenceScheme == scheme && r.authority == nil {

@@ -286,6 +286,18 @@ final class HTTPURLTests: XCTestCase {
         XCTAssertEqual(try base.resolving("https://b/./c/../d").path, "/d")
     }
 
+    /// Found by FuzzURL: "//s:2" against a socket URL took a TCP port that the socket URL's text cannot show.
+    func testNetworkPathReferenceAgainstASocketURLNamesAnotherSocket() throws {
+        let base = try HTTPURL("https+unix://%2Frun%2Fa.sock/x")
+        let other = try base.resolving("//%2Frun%2Fb.sock/y/../z?q")
+        XCTAssertEqual(other.unixSocketPath, "/run/b.sock")
+        XCTAssertEqual(other.requestTarget, "/z?q")
+        XCTAssertEqual(try HTTPURL(other.description), other)
+        XCTAssertThrowsError(try base.resolving("//s:2/")) { error in
+            XCTAssertTrue((error as? HTTPClientError)?.message.contains("no port") ?? false, "\(error)")
+        }
+    }
+
     func testResolvingRejectsInvalidReferences() {
         let base = try! HTTPURL("http://a/b")
         for (reference, fragment) in [("ftp://x/", "unsupported scheme 'ftp'"), ("a b", "space at offset 1"), ("//:80/", "missing host"), ("/x y", "space at offset 2")] {
