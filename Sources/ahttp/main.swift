@@ -185,6 +185,12 @@ enum CommandLineOutcome {
 /// The command line read as curl reads it: `-K` files spliced in, `--help CATEGORY`, then ArgumentParser. Help,
 /// completion scripts and usage errors are printed here.
 func parseCommandLine(_ raw: [String]) -> CommandLineOutcome {
+    // The common command lines without ArgumentParser's startup cost (QuickArguments.swift); the same Options.
+    if let quick = quickOptions(raw) {
+        assert(quickOptionsFingerprint(quick) == (try? AhttpCommand.parse(raw).options()).map(quickOptionsFingerprint),
+               "quickOptions and ArgumentParser read \(raw) differently")
+        return .run(quick)
+    }
     if let at = raw.firstIndex(where: { $0 == "--help" || $0 == "-h" }), at + 1 < raw.count,
        let text = categoryHelp(raw[at + 1], fullHelp: AhttpCommand.helpMessage(columns: 110)) {
         printStdout(text)

@@ -1,8 +1,9 @@
 // The command line every benchmark client shares, so run.sh can call them interchangeably:
 //
-//   bench-<client> --scenario seq|conc|download|gzip|upload|tls-seq|tls-new|memory|upload-file|
+//   bench-<client> --scenario seq|conc|conc256|hosts100|download|gzip|upload|tls-seq|tls-new|memory|upload-file|
 //                             upload-multipart|download-file|cache-hit|cache-revalidate --url BASE
-//                  [--requests N] [--concurrency C] [--cacert FILE] [--seconds S] [--file PATH] [--directory DIR]
+//                  [--requests N] [--concurrency C] [--connections-per-host P] [--hosts H] [--cacert FILE]
+//                  [--seconds S] [--file PATH] [--directory DIR]
 
 #if canImport(Glibc)
 import Glibc
@@ -16,6 +17,14 @@ public enum Scenario: String, Sendable, CaseIterable {
     case seq
     /// `--concurrency` tasks (32 in run.sh) sharing a pool of as many connections, for `--seconds`.
     case conc
+    /// As `conc`, with 256 tasks and a pool of 256 connections in run.sh: a crawler's or a gateway's fan-out to
+    /// one host.
+    case conc256
+    /// `--concurrency` tasks (32 in run.sh) taking turns over `--hosts` virtual hosts (100 in run.sh), each request
+    /// to the next host in turn, each host its own pool of at most `--connections-per-host` connections, for
+    /// `--seconds`. The hosts are `h000.`, `h001.`, … prefixed to the host of `--url` (run.sh resolves them to
+    /// 127.0.0.1 in a private `/etc/hosts`).
+    case hosts100
     /// `--requests` sequential GETs of a 256 MiB file, streamed and discarded.
     case download
     /// `--requests` sequential GETs of a 16 MiB JSON served gzipped, decompressed and discarded.
@@ -46,7 +55,9 @@ public enum Scenario: String, Sendable, CaseIterable {
     /// The path requested, relative to `--url`.
     public func path(client: String) -> String {
         switch self {
-        case .seq, .conc, .tlsSeq, .tlsNew, .memory: "/1k.bin"
+        case .seq, .conc, .conc256, .tlsSeq, .tlsNew, .memory: "/1k.bin"
+        // Served by the virtual hosts only: a request that reached the default server (a wrong Host) gets a 404.
+        case .hosts100: "/hosts/1k.bin"
         case .download, .downloadFile: "/256m.bin"
         case .uploadFile: "/dav/\(client)-file.bin"
         case .uploadMultipart: "/dav/\(client)-multipart.bin"
@@ -60,7 +71,7 @@ public enum Scenario: String, Sendable, CaseIterable {
     /// Scenarios that loop until `--seconds` have passed (or `--requests` are done, whichever comes first).
     public var isTimed: Bool {
         switch self {
-        case .seq, .conc, .tlsSeq, .tlsNew, .cacheHit, .cacheRevalidate: true
+        case .seq, .conc, .conc256, .hosts100, .tlsSeq, .tlsNew, .cacheHit, .cacheRevalidate: true
         case .download, .gzip, .upload, .memory, .uploadFile, .uploadMultipart, .downloadFile: false
         }
     }
@@ -73,8 +84,13 @@ public struct Options: Sendable {
     public var baseURL = "http://127.0.0.1:8080"
     /// For timed scenarios an upper bound; for the others the exact count.
     public var requests = 1_000_000
-    /// Concurrent tasks and connections for `conc`; 1 elsewhere.
+    /// Concurrent tasks (and, for `conc` and `conc256`, connections); 1 elsewhere.
     public var concurrency = 1
+    /// The pool's connections per host: `--connections-per-host`, or `concurrency` when not given.
+    public var connectionsPerHost: Int { connectionsPerHostOption ?? concurrency }
+    public var connectionsPerHostOption: Int?
+    /// `hosts100`: how many virtual hosts the requests go round.
+    public var hosts = 100
     /// The PEM certificate (self-signed by run.sh) that TLS scenarios trust; verification stays on.
     public var cacert: String?
     /// The duration of timed scenarios.
@@ -92,6 +108,18 @@ public struct Options: Sendable {
 
     /// The full URL for this scenario.
     public func url(client: String) -> String { baseURL + scenario.path(client: client) }
+
+    /// `hosts100`: the URL on each virtual host, `hNNN.` put in front of the host of `--url`
+    /// (`http://bench.test:18080` gives `http://h000.bench.test:18080/hosts/1k.bin`, …).
+    public func hostURLs(client: String) -> [String] {
+        guard let schemeEnd = baseURL.firstRange(of: "://") else { return [url(client: client)] }
+        let scheme = baseURL[..<schemeEnd.upperBound], rest = baseURL[schemeEnd.upperBound...]
+        return (0..<hosts).map { index in
+            let digits = String(index)
+            let name = "h" + String(repeating: "0", count: max(0, 3 - digits.count)) + digits
+            return scheme + name + "." + rest + scenario.path(client: client)
+        }
+    }
 
     /// Parses `CommandLine.arguments`; prints usage and exits with status 2 on anything unknown.
     public static func parse(_ arguments: [String] = CommandLine.arguments) -> Options {
@@ -114,6 +142,8 @@ public struct Options: Sendable {
                 options.baseURL = url
             case "--requests": options.requests = positiveInt(value(), "--requests")
             case "--concurrency": options.concurrency = positiveInt(value(), "--concurrency")
+            case "--connections-per-host": options.connectionsPerHostOption = positiveInt(value(), "--connections-per-host")
+            case "--hosts": options.hosts = positiveInt(value(), "--hosts")
             case "--cacert": options.cacert = value()
             case "--seconds":
                 let text = value()
@@ -139,7 +169,7 @@ public struct Options: Sendable {
     static func usage(_ problem: String?) -> Never {
         let text = """
         usage: \(CommandLine.arguments.first ?? "bench") --scenario \(Scenario.allCases.map(\.rawValue).joined(separator: "|")) \
-        --url BASE [--requests N] [--concurrency C] [--cacert FILE] [--seconds S] [--upload-mib M] \
+        --url BASE [--requests N] [--concurrency C] [--connections-per-host P] [--hosts H] [--cacert FILE] [--seconds S] [--upload-mib M] \
         [--file PATH] [--directory DIR] [--progress]
 
         """

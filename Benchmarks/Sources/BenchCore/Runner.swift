@@ -82,7 +82,7 @@ public enum Bench {
                 await tally.record { try await driver.get(url, newConnection: fresh) }
             }
             report.seconds = seconds(clock.now - start)
-        case .conc:
+        case .conc, .conc256:
             let tasks = options.concurrency
             // Warm-up: one request per task at once, so the pool holds its connections before timing.
             let warm = await concurrently(tasks) { _ in
@@ -98,6 +98,32 @@ public enum Bench {
                 var tally = Tally()
                 while clock.now < deadline && issued.add(1, ordering: .relaxed).newValue <= limit {
                     await tally.record { try await driver.get(url, newConnection: false) }
+                }
+                return tally
+            }
+            report.seconds = seconds(clock.now - start)
+            tally.firstError = tally.firstError ?? warm.firstError
+        case .hosts100:
+            // Round-robin: the n-th request of the run, whichever task sends it, goes to host n % hosts.
+            let urls = options.hostURLs(client: client)
+            let tasks = options.concurrency
+            // Warm-up: every host twice, `tasks` at a time, so each pool holds a connection or two before timing.
+            let warmIssued = Atomic<Int>(0)
+            let warm = await concurrently(tasks) { _ in
+                var tally = Tally()
+                while case let index = warmIssued.add(1, ordering: .relaxed).oldValue, index < 2 * urls.count {
+                    await tally.record { try await driver.get(urls[index % urls.count], newConnection: false) }
+                }
+                return tally
+            }
+            let issued = Atomic<Int>(0)
+            let start = clock.now
+            let deadline = start + .seconds(options.seconds)
+            let limit = options.requests
+            tally = await concurrently(tasks) { _ in
+                var tally = Tally()
+                while clock.now < deadline, case let index = issued.add(1, ordering: .relaxed).oldValue, index < limit {
+                    await tally.record { try await driver.get(urls[index % urls.count], newConnection: false) }
                 }
                 return tally
             }

@@ -14,7 +14,7 @@ struct AHCDriver: BenchDriver {
         // HTTP/1.1 only, as AsyncHTTP (nginx here offers no h2 either; this just skips ALPN differences).
         configuration.httpVersion = .http1Only
         configuration.connectionPool = .init(idleTimeout: .seconds(60),
-                                             concurrentHTTP1ConnectionsPerHostSoftLimit: options.concurrency)
+                                             concurrentHTTP1ConnectionsPerHostSoftLimit: options.connectionsPerHost)
         if options.scenario == .gzip {
             configuration.decompression = .enabled(limit: .none)
         }

@@ -15,7 +15,7 @@ struct AsyncHTTPDriver: BenchDriver {
 
     init(_ options: Options) throws {
         var configuration = HTTPClient.Configuration()
-        configuration.maxConnectionsPerHost = options.concurrency
+        configuration.maxConnectionsPerHost = options.connectionsPerHost
         if let cacert = options.cacert {
             configuration.tls.trustRoots = .file(cacert)
         }

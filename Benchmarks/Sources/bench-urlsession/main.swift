@@ -80,7 +80,7 @@ struct URLSessionDriver: BenchDriver {
 
     init(_ options: Options) throws {
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = options.concurrency
+        configuration.httpMaximumConnectionsPerHost = options.connectionsPerHost
         switch options.scenario {
         case .cacheHit, .cacheRevalidate:
             // URLSession's own cache, in memory and on disk, with its default policy (honour the server).

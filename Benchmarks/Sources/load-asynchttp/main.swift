@@ -111,9 +111,7 @@ do {
     } catch {
         printToStandardError("load-asynchttp: warm-up request failed: \(error)")
     }
-    await warmUp.shutdown()
-} catch {
-    fail("warm-up shutdown failed: \(error)")
+    await warmUp.shutdown()  // does not throw
 }
 let baselineDescriptors = openDescriptorCount()
 
