@@ -247,7 +247,7 @@ struct ProgressReporter: Sendable {
         if let report { handler.report(report) }
     }
 
-    /// The events a progress value follows, besides the head (``headReceived(_:at:)``).
+    /// The events a progress value follows, besides the head (`headReceived(status:bodyLength:headers:at:)`).
     func observe(_ kind: HTTPClientEvent.Kind, at now: ContinuousClock.Instant) {
         switch kind {
         case .bodyBytesSent(let total): update(at: now) { $0.bodySent(total: total) }
