@@ -64,6 +64,22 @@ public enum Bench {
         if report.requests == 0 { exit(1) }
     }
 
+    /// `tasks` tasks send GETs on kept-alive connections until `limit` requests were issued or `deadline` passed,
+    /// the n-th request (whichever task sends it) to `urls[n % urls.count]`.
+    static func roundRobin<Driver: BenchDriver>(
+        _ driver: Driver, _ urls: [String], tasks: Int, limit: Int, until deadline: ContinuousClock.Instant?
+    ) async -> Tally {
+        let issued = Atomic<Int>(0)
+        return await concurrently(tasks) { _ in
+            var tally = Tally()
+            while deadline.map({ ContinuousClock.now < $0 }) ?? true,
+                  case let index = issued.add(1, ordering: .relaxed).oldValue, index < limit {
+                await tally.record { try await driver.get(urls[index % urls.count], newConnection: false) }
+            }
+            return tally
+        }
+    }
+
     static func run<Driver: BenchDriver>(_ driver: Driver, client: String, options: Options) async -> Report {
         var report = Report(client: client, scenario: options.scenario.rawValue)
         let url = options.url(client: client)
@@ -82,51 +98,17 @@ public enum Bench {
                 await tally.record { try await driver.get(url, newConnection: fresh) }
             }
             report.seconds = seconds(clock.now - start)
-        case .conc, .conc256:
+        case .conc, .conc256, .hosts100:
+            // conc: every request to the one URL. hosts100: round-robin, the n-th request of the run (whichever task
+            // sends it) to host n % hosts.
+            let urls = options.scenario == .hosts100 ? options.hostURLs(client: client) : [url]
             let tasks = options.concurrency
-            // Warm-up: one request per task at once, so the pool holds its connections before timing.
-            let warm = await concurrently(tasks) { _ in
-                var tally = Tally()
-                await tally.record { try await driver.get(url, newConnection: false) }
-                return tally
-            }
-            let issued = Atomic<Int>(0)
+            // Warm-up, `tasks` at a time, so each pool holds its connections before timing: one request per task
+            // (conc), or every host twice (hosts100).
+            let warmCount = options.scenario == .hosts100 ? 2 * urls.count : tasks
+            let warm = await roundRobin(driver, urls, tasks: tasks, limit: warmCount, until: nil)
             let start = clock.now
-            let deadline = start + .seconds(options.seconds)
-            let limit = options.requests
-            tally = await concurrently(tasks) { _ in
-                var tally = Tally()
-                while clock.now < deadline && issued.add(1, ordering: .relaxed).newValue <= limit {
-                    await tally.record { try await driver.get(url, newConnection: false) }
-                }
-                return tally
-            }
-            report.seconds = seconds(clock.now - start)
-            tally.firstError = tally.firstError ?? warm.firstError
-        case .hosts100:
-            // Round-robin: the n-th request of the run, whichever task sends it, goes to host n % hosts.
-            let urls = options.hostURLs(client: client)
-            let tasks = options.concurrency
-            // Warm-up: every host twice, `tasks` at a time, so each pool holds a connection or two before timing.
-            let warmIssued = Atomic<Int>(0)
-            let warm = await concurrently(tasks) { _ in
-                var tally = Tally()
-                while case let index = warmIssued.add(1, ordering: .relaxed).oldValue, index < 2 * urls.count {
-                    await tally.record { try await driver.get(urls[index % urls.count], newConnection: false) }
-                }
-                return tally
-            }
-            let issued = Atomic<Int>(0)
-            let start = clock.now
-            let deadline = start + .seconds(options.seconds)
-            let limit = options.requests
-            tally = await concurrently(tasks) { _ in
-                var tally = Tally()
-                while clock.now < deadline, case let index = issued.add(1, ordering: .relaxed).oldValue, index < limit {
-                    await tally.record { try await driver.get(urls[index % urls.count], newConnection: false) }
-                }
-                return tally
-            }
+            tally = await roundRobin(driver, urls, tasks: tasks, limit: options.requests, until: start + .seconds(options.seconds))
             report.seconds = seconds(clock.now - start)
             tally.firstError = tally.firstError ?? warm.firstError
         case .download:
