@@ -24,17 +24,30 @@ func quickOptions(_ arguments: [String]) -> Options? {
         guard index < arguments.count, !arguments[index].hasPrefix("-") else { return nil }
         return arguments[index]
     }
+    /// The one place each flag's letter meets its field; long names map to their letter.
+    func set(_ flag: UInt8) {
+        switch flag {
+        case UInt8(ascii: "s"): options.silent = true
+        case UInt8(ascii: "S"): options.showError = true
+        case UInt8(ascii: "f"): options.fail = true
+        case UInt8(ascii: "L"): options.followRedirects = true
+        case UInt8(ascii: "k"): options.insecure = true
+        case UInt8(ascii: "i"): options.includeHeaders = true
+        case UInt8(ascii: "v"): options.verbose = true
+        default: options.headOnly = true  // "I"
+        }
+    }
     while index < arguments.count {
         let argument = arguments[index]
         switch argument {
-        case "--silent": options.silent = true
-        case "--show-error": options.showError = true
-        case "--fail": options.fail = true
-        case "--location": options.followRedirects = true
-        case "--insecure": options.insecure = true
-        case "--include": options.includeHeaders = true
-        case "--verbose": options.verbose = true
-        case "--head": options.headOnly = true
+        case "--silent": set(UInt8(ascii: "s"))
+        case "--show-error": set(UInt8(ascii: "S"))
+        case "--fail": set(UInt8(ascii: "f"))
+        case "--location": set(UInt8(ascii: "L"))
+        case "--insecure": set(UInt8(ascii: "k"))
+        case "--include": set(UInt8(ascii: "i"))
+        case "--verbose": set(UInt8(ascii: "v"))
+        case "--head": set(UInt8(ascii: "I"))
         case "--compressed": options.compressed = true
         case "-o", "--output":
             guard let path = value() else { return nil }
@@ -46,18 +59,7 @@ func quickOptions(_ arguments: [String]) -> Options? {
             if !argument.hasPrefix("-") {
                 options.urls.append(argument)
             } else if argument.utf8.count >= 2, argument.utf8.dropFirst().allSatisfy({ "sSfLkivI".utf8.contains($0) }) {
-                for flag in argument.utf8.dropFirst() {
-                    switch flag {
-                    case UInt8(ascii: "s"): options.silent = true
-                    case UInt8(ascii: "S"): options.showError = true
-                    case UInt8(ascii: "f"): options.fail = true
-                    case UInt8(ascii: "L"): options.followRedirects = true
-                    case UInt8(ascii: "k"): options.insecure = true
-                    case UInt8(ascii: "i"): options.includeHeaders = true
-                    case UInt8(ascii: "v"): options.verbose = true
-                    default: options.headOnly = true  // "I"
-                    }
-                }
+                argument.utf8.dropFirst().forEach(set)
             } else {
                 return nil
             }
