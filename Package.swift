@@ -5,7 +5,7 @@ import PackageDescription
 //
 // Three layers, each a target, so that an arrow the design forbids does not compile (docs/architecture.md):
 //   AsyncHTTP1      sans-IO HTTP/1.x: parser, encoder, the connection's state; HTTPTypes only, no OS, no client
-//   AsyncHTTPCore   vocabulary every layer shares: errors, URL, deadlines, configuration values, locks
+//   AsyncHTTPCore   vocabulary every layer shares: errors, URL, deadlines, configuration values
 //   AsyncHTTP       the library users import: IO, pool, transport, middleware, client (re-exports the two)
 // Linux only for now: the event loop is epoll. A kqueue backend is one file in IO/ (see IO/EventLoop.swift);
 // until one exists and has run, no Apple platform is declared.

@@ -123,17 +123,19 @@ final class TransferProgressTests: XCTestCase {
         XCTAssertTrue(slow.shouldReport(value, .important, now: t0 + .seconds(5)), "the final value always comes")
     }
 
-    func testTheReporterDeliversTheFinalValueLast() {
+    func testTheObservationDeliversTheFinalValueLast() {
         let values = Locked<[HTTPTransferProgress]>([])
-        let reporter = ProgressReporter(HTTPProgressHandler { progress in values.withLock { $0.append(progress) } },
-                                        method: .get, uploadTotal: 0)
-        reporter.headReceived(status: .ok, bodyLength: 1000, headers: fields((.contentLength, "1000")), at: t0)
-        for i in 0..<1000 { reporter.observe(.bodyBytesReceived(1), at: t0 + .microseconds(i)) }
-        reporter.update(at: t0 + .milliseconds(1)) { $0.sendReturned() }
-        reporter.observe(.finished(.init(total: .zero)), at: t0 + .milliseconds(2))
+        let observation = RequestObservation.make(
+            requestID: 1, observers: [], handler: HTTPProgressHandler { progress in values.withLock { $0.append(progress) } },
+            method: .get, uploadTotal: 0)
+        observation.updateProgress(at: t0) { $0.headReceived(status: .ok, bodyLength: 1000, hasLocation: false) }
+        for i in 0..<1000 { observation.updateProgress(at: t0 + .microseconds(i)) { $0.bodyReceived(1) } }
+        observation.updateProgress(at: t0 + .milliseconds(1)) { $0.sendReturned() }
+        observation.updateProgress(at: t0 + .milliseconds(2)) { $0.finished() }
+        observation.updateProgress(at: t0 + .milliseconds(3)) { $0.ended() }
         let seen = values.withLock { $0 }
         XCTAssertEqual(seen.count, 2, "the head (with the total) and the final value; the chunks fell inside 100 ms")
         XCTAssertEqual(seen.last, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 1000, bytesExpectedToReceive: 1000, isFinal: true))
-        XCTAssertEqual(seen.filter(\.isFinal).count, 1)
+        XCTAssertEqual(seen.filter(\.isFinal).count, 1, "a late failure after the final value reports nothing")
     }
 }

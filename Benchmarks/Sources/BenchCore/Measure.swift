@@ -24,6 +24,14 @@ public enum Memory {
         #endif
     }
 
+    /// The CPU time this process has used so far, user plus system, in seconds (`getrusage(RUSAGE_SELF)`).
+    public static func cpuSeconds() -> Double {
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF_WHO, &usage) == 0 else { return -1 }
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
+
     /// The current anonymous resident memory in KiB (`RssAnon` in `/proc/self/status`): the heap, stacks and
     /// buffers the process itself dirtied, without the shared-library pages that dominate a small process's
     /// RSS. -1 where there is no procfs.
@@ -82,7 +90,7 @@ public struct Report: Sendable {
             ("client", quoted(client)), ("scenario", quoted(scenario)), ("requests", "\(requests)"),
             ("seconds", fixed(seconds, 4)), ("req_per_s", fixed(requestsPerSecond, 1)), ("bytes", "\(bytes)"),
             ("mb_per_s", fixed(megabytesPerSecond, 2)), ("errors", "\(errors)"), ("peak_rss_kb", "\(peakRSSKiB)"),
-            ("rss_anon_kb", "\(anonymousRSSKiB)"),
+            ("rss_anon_kb", "\(anonymousRSSKiB)"), ("cpu_s", fixed(Memory.cpuSeconds(), 4)),
         ]
         if let rssAfter100KiB { fields.append(("rss_after_100_kb", "\(rssAfter100KiB)")) }
         if let rssAfter4000KiB { fields.append(("rss_after_4000_kb", "\(rssAfter4000KiB)")) }

@@ -96,35 +96,41 @@ public struct HTTPClientEvent: Sendable {
     }
 }
 
-/// The observation of one `send`: its number, the client's observers, and the timing marks. Made only when the
-/// client has observers, and found by the transport and the middleware through a task-local.
+/// The observation of one `send`: its number, the client's observers, the request's progress handler, and the
+/// state they share (timing marks, the progress tracker and its throttle). Made only when the client has
+/// observers or the request a progress handler, and found by the transport and the middleware through a
+/// task-local.
 ///
-/// `@unchecked Sendable`: the marks are behind the `Locked` pthread mutex; the rest is immutable.
-final class RequestObservation: @unchecked Sendable {
+/// One allocation per observed request: the fixed parts and the mutable state are one `Locked` value, whose
+/// mutex guards only `state`; the fixed parts are read without it (`Locked.unlockedPointer`), as nothing writes
+/// them after `make`. The profile of `conc` with a progress handler on every request showed a second object
+/// (the progress reporter's own lock) as the largest part of what observing cost.
+struct RequestObservation: Sendable {
     /// The observation of the send this task runs (bound with the request's number, ``RequestLogContext``).
     static var current: RequestObservation? { RequestLogContext.scope?.observation }
 
-    let requestID: UInt64
-    private let observers: [any HTTPClientObserver]
-    /// The request's own progress handler at work, fed from the same events as the observers.
-    private let progress: ProgressReporter?
-    private let start: ContinuousClock.Instant
-    /// Only with observers: a progress handler alone has no use for timings, and a request watched only for its
-    /// progress should not pay for a lock it never takes.
-    private let marks: Locked<Marks>?
+    private let storage: Locked<Header>
 
-    private struct Marks {
+    struct Header {
+        let requestID: UInt64
+        let observers: [any HTTPClientObserver]
+        /// The request's own progress handler, fed from the same events as the observers.
+        let handler: HTTPProgressHandler?
+        /// When `send` was called; only with observers (a progress handler alone has no use for timings).
+        let start: ContinuousClock.Instant?
+        /// Guarded by the mutex.
+        var state: State
+    }
+
+    struct State {
+        var marks = Marks()
+        var progress: ProgressState?
+    }
+
+    struct Marks {
         var connection: ContinuousClock.Instant?
         var headSent: ContinuousClock.Instant?
         var headReceived: ContinuousClock.Instant?
-    }
-
-    init(requestID: UInt64, observers: [any HTTPClientObserver], progress: ProgressReporter? = nil) {
-        self.requestID = requestID
-        self.observers = observers
-        self.progress = progress
-        self.start = .now
-        self.marks = observers.isEmpty ? nil : Locked(Marks())
     }
 
     /// The observation of `request`, if the client has observers or the request a progress handler.
@@ -135,41 +141,79 @@ final class RequestObservation: @unchecked Sendable {
         // Observers that all decline this request count as none (see `HTTPClientObserver.isObserving`).
         let observers = observers.contains { $0.isObserving } ? observers : []
         guard !observers.isEmpty || handler != nil else { return nil }
-        return RequestObservation(
-            requestID: requestID, observers: observers,
-            progress: handler.map { ProgressReporter($0, method: request.method, uploadTotal: request.body.map { $0.length } ?? 0) })
+        return make(requestID: requestID, observers: observers, handler: handler, method: request.method,
+                    uploadTotal: request.body.map { $0.length } ?? 0)
+    }
+
+    /// An observation with these parts (`uploadTotal`: the request body's length, nil when unknown).
+    static func make(
+        requestID: UInt64, observers: [any HTTPClientObserver], handler: HTTPProgressHandler?,
+        method: HTTPRequest.Method = .get, uploadTotal: Int? = 0
+    ) -> RequestObservation {
+        let header = Header(
+            requestID: requestID, observers: observers, handler: handler,
+            start: observers.isEmpty ? nil : .now,
+            state: State(progress: handler.map { ProgressState($0, method: method, uploadTotal: uploadTotal) }))
+        return RequestObservation(storage: Locked(header))
+    }
+
+    /// The fixed parts of the header: never written after `make`, so read without the lock.
+    private var fixed: UnsafePointer<Header> { storage.unlockedPointer }
+
+    var requestID: UInt64 { fixed.pointee.requestID }
+
+    private var hasObservers: Bool { !fixed.pointee.observers.isEmpty }
+
+    @inline(__always)
+    private func withState<Result>(_ body: (inout State) -> Result) -> Result {
+        storage.withLock { body(&$0.state) }
+    }
+
+    /// Applies one change to the progress tracker and calls the handler (outside the lock) if the throttle lets
+    /// the value through.
+    func updateProgress(at now: ContinuousClock.Instant, _ body: (inout TransferProgressTracker) -> TransferProgressTracker.Change) {
+        guard let handler = fixed.pointee.handler else { return }
+        let report = withState { $0.progress?.apply(at: now, body) }
+        if let report { handler.report(report) }
     }
 
     private func emit(_ kind: HTTPClientEvent.Kind, at time: ContinuousClock.Instant = .now) {
+        let observers = fixed.pointee.observers
         if !observers.isEmpty {
             let event = HTTPClientEvent(requestID: requestID, time: time, kind: kind)
             for observer in observers { observer.observe(event) }
         }
-        progress?.observe(kind, at: time)
+        guard fixed.pointee.handler != nil else { return }
+        switch kind {
+        case .bodyBytesSent(let total): updateProgress(at: time) { $0.bodySent(total: total) }
+        case .bodyBytesReceived(let count): updateProgress(at: time) { $0.bodyReceived(count) }
+        case .finished: updateProgress(at: time) { $0.finished() }
+        case .failed: updateProgress(at: time) { $0.ended() }
+        default: break
+        }
     }
 
     /// Runs `send`'s chain, telling the progress handler which response was returned, or that it failed.
     func watching(_ send: () async throws -> HTTPClientResponse) async throws -> HTTPClientResponse {
-        guard let progress else { return try await send() }
+        guard fixed.pointee.handler != nil else { return try await send() }
         do {
             let response = try await send()
-            progress.update(at: .now) { $0.sendReturned() }
+            updateProgress(at: .now) { $0.sendReturned() }
             return response
         } catch {
-            progress.update(at: .now) { $0.ended() }
+            updateProgress(at: .now) { $0.ended() }
             throw error
         }
     }
 
     /// A response body was dropped before its end (not an observer event: the connection is drained or closed).
     func bodyDropped() {
-        progress?.update(at: .now) { $0.finished() }
+        updateProgress(at: .now) { $0.finished() }
     }
 
     private func timings(at now: ContinuousClock.Instant) -> HTTPClientEvent.Timings {
-        // A progress handler alone has no use for them.
-        if observers.isEmpty { return .init(total: start.duration(to: now)) }
-        let marks = self.marks?.withLock { $0 } ?? Marks()
+        let start = fixed.pointee.start ?? now
+        let marks = withState { $0.marks }
         return .init(connection: marks.connection.map { start.duration(to: $0) },
                      headSent: marks.headSent.map { start.duration(to: $0) },
                      headReceived: marks.headReceived.map { start.duration(to: $0) },
@@ -178,22 +222,22 @@ final class RequestObservation: @unchecked Sendable {
 
     /// `url` is built only for observers (a progress handler has no use for it).
     func queued(method: HTTPRequest.Method, url: @autoclosure () -> String) {
-        guard !observers.isEmpty else { return }
-        emit(.queued(method: method, url: url()), at: start)
+        guard hasObservers else { return }
+        emit(.queued(method: method, url: url()), at: fixed.pointee.start ?? .now)
     }
 
     /// `info` is built only for observers (its route is a formatted string).
     func connectionAcquired(_ info: @autoclosure () -> HTTPClientEvent.ConnectionInfo) {
-        guard !observers.isEmpty else { return }
+        guard hasObservers else { return }
         let now = ContinuousClock.now
-        marks?.withLock { $0.connection = now; $0.headSent = nil; $0.headReceived = nil }
+        withState { $0.marks = Marks(connection: now) }
         emit(.connectionAcquired(info()), at: now)
     }
 
     func headSent(_ bytes: [UInt8]) {
-        guard !observers.isEmpty else { return }
+        guard hasObservers else { return }
         let now = ContinuousClock.now
-        marks?.withLock { $0.headSent = now }
+        withState { $0.marks.headSent = now }
         emit(.headSent(bytes), at: now)
     }
 
@@ -202,12 +246,12 @@ final class RequestObservation: @unchecked Sendable {
     /// `bodyLength`: what the framing announced (``HTTP1ResponseHead/announcedBodyLength``), for progress.
     func headReceived(status: HTTPResponse.Status, version: HTTPVersion, headers: HTTPFields, bodyLength: Int?) {
         let now = ContinuousClock.now
-        progress?.headReceived(status: status, bodyLength: bodyLength, headers: headers, at: now)
-        guard !observers.isEmpty else { return }
-        marks?.withLock { $0.headReceived = now }
+        updateProgress(at: now) { $0.headReceived(status: status, bodyLength: bodyLength, hasLocation: headers[.location] != nil) }
+        guard hasObservers else { return }
+        withState { $0.marks.headReceived = now }
         let event = HTTPClientEvent(requestID: requestID, time: now,
                                     kind: .headReceived(status: status, version: version, headers: headers))
-        for observer in observers { observer.observe(event) }
+        for observer in fixed.pointee.observers { observer.observe(event) }
     }
 
     func bodyReceived(_ count: Int) { emit(.bodyBytesReceived(count)) }
@@ -218,8 +262,8 @@ final class RequestObservation: @unchecked Sendable {
 
     func finished() {
         let now = ContinuousClock.now
-        guard !observers.isEmpty else {
-            progress?.update(at: now) { $0.finished() }
+        guard hasObservers else {
+            updateProgress(at: now) { $0.finished() }
             return
         }
         emit(.finished(timings(at: now)), at: now)
@@ -227,8 +271,8 @@ final class RequestObservation: @unchecked Sendable {
 
     func failed(_ error: HTTPClientError) {
         let now = ContinuousClock.now
-        guard !observers.isEmpty else {
-            progress?.update(at: now) { $0.ended() }
+        guard hasObservers else {
+            updateProgress(at: now) { $0.ended() }
             return
         }
         emit(.failed(error, timings(at: now)), at: now)

@@ -220,46 +220,23 @@ struct ProgressThrottle: Sendable {
     }
 }
 
-/// A request's progress handler at work inside its observation: the tracker and the throttle behind one lock.
-/// The handler is called outside the lock. A value stored in the observation (its state is the lock's), so
-/// observing progress allocates no object of its own.
-struct ProgressReporter: Sendable {
-    private struct State {
-        var tracker: TransferProgressTracker
-        var throttle: ProgressThrottle
-    }
-    private let state: Locked<State>
-    private let handler: HTTPProgressHandler
+/// A request's progress handler at work inside its observation: the tracker and the throttle. A value kept in
+/// the observation's state, under its lock (``RequestObservation``), so observing progress allocates nothing of
+/// its own; the handler is called outside the lock with what ``apply(at:_:)`` returns.
+struct ProgressState: Sendable {
+    var tracker: TransferProgressTracker
+    var throttle: ProgressThrottle
 
     init(_ handler: HTTPProgressHandler, method: HTTPRequest.Method, uploadTotal: Int?) {
-        self.handler = handler
-        state = Locked(State(
-            tracker: TransferProgressTracker(method: method, uploadTotal: uploadTotal),
-            throttle: ProgressThrottle(minimumInterval: handler.minimumInterval, minimumFraction: handler.minimumFraction)))
+        tracker = TransferProgressTracker(method: method, uploadTotal: uploadTotal)
+        throttle = ProgressThrottle(minimumInterval: handler.minimumInterval, minimumFraction: handler.minimumFraction)
     }
 
-    /// Applies one change to the tracker and reports the value if the throttle lets it through.
-    func update(at now: ContinuousClock.Instant, _ body: (inout TransferProgressTracker) -> TransferProgressTracker.Change) {
-        let report = state.withLock { state -> HTTPTransferProgress? in
-            let change = body(&state.tracker)
-            return state.throttle.shouldReport(state.tracker.progress, change, now: now) ? state.tracker.progress : nil
-        }
-        if let report { handler.report(report) }
-    }
-
-    /// The events a progress value follows, besides the head (`headReceived(status:bodyLength:headers:at:)`).
-    func observe(_ kind: HTTPClientEvent.Kind, at now: ContinuousClock.Instant) {
-        switch kind {
-        case .bodyBytesSent(let total): update(at: now) { $0.bodySent(total: total) }
-        case .bodyBytesReceived(let count): update(at: now) { $0.bodyReceived(count) }
-        case .finished: update(at: now) { $0.finished() }
-        case .failed: update(at: now) { $0.ended() }
-        default: break
-        }
-    }
-
-    /// A response head, with the body length its framing announced (no field lookups but `Location` on a 3xx).
-    func headReceived(status: HTTPResponse.Status, bodyLength: Int?, headers: HTTPFields, at now: ContinuousClock.Instant) {
-        update(at: now) { $0.headReceived(status: status, bodyLength: bodyLength, hasLocation: headers[.location] != nil) }
+    /// Applies one change to the tracker; the value to report, if the throttle lets it through.
+    mutating func apply(
+        at now: ContinuousClock.Instant, _ body: (inout TransferProgressTracker) -> TransferProgressTracker.Change
+    ) -> HTTPTransferProgress? {
+        let change = body(&tracker)
+        return throttle.shouldReport(tracker.progress, change, now: now) ? tracker.progress : nil
     }
 }
