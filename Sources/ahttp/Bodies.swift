@@ -164,10 +164,29 @@ func downloadToFile(
     return (result.status.code, result.bytesReceived, result.url.description, 0)
 }
 
-/// Rewrites `path` as `prefix` followed by its old content, through a temporary file beside it and a rename, so
-/// the file is never seen half-written.
+/// Rewrites `path` as `prefix` followed by its old content, so the file is never seen half-written.
 func prependAtomically(_ prefix: [UInt8], to path: String) throws {
-    let temporary = path + ".ahttp-head-\(getpid())"
+    let input = open(path, O_RDONLY | O_CLOEXEC)
+    guard input >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
+    defer { close(input) }
+    try replaceAtomically(path, tag: "head") { output in
+        try writeAll(output, prefix[...])
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
+            if count == 0 { break }
+            try writeAll(output, buffer[0..<count])
+        }
+    }
+}
+
+/// Replaces `path` with what `fill` writes to a temporary file beside it (mode 0644, as curl creates its output
+/// files), then fsync and rename: the file is never seen half-written, and on any failure the old one stays as it
+/// was and the temporary file is removed.
+func replaceAtomically(_ path: String, tag: String, _ fill: (Int32) throws -> Void) throws {
+    let temporary = path + ".ahttp-\(tag)-\(getpid())"
     let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
     guard output >= 0 else { throw UsageError(message: "cannot write '\(temporary)': \(String(cString: strerror(errno)))", exitCode: 23) }
     var renamed = false
@@ -175,18 +194,7 @@ func prependAtomically(_ prefix: [UInt8], to path: String) throws {
         close(output)
         if !renamed { unlink(temporary) }
     }
-    let input = open(path, O_RDONLY | O_CLOEXEC)
-    guard input >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
-    defer { close(input) }
-    try writeAll(output, prefix[...])
-    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-    while true {
-        let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR { continue }
-        guard count >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
-        if count == 0 { break }
-        try writeAll(output, buffer[0..<count])
-    }
+    try fill(output)
     guard fsync(output) == 0, rename(temporary, path) == 0 else {
         throw UsageError(message: "cannot write '\(path)': \(String(cString: strerror(errno)))", exitCode: 23)
     }

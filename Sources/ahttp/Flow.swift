@@ -129,34 +129,96 @@ private func warnRetry(_ problem: String, wait: Double, left: Int, options: Opti
 
 // MARK: Parallel
 
-/// `-Z`: every request at once, up to `--parallel-max`, through one batch. Each body is written whole when its
-/// transfer ends (in the order they end), so bodies never interleave. Returns the exit status: 0, or curl's code for
-/// the first failure. With `--fail-early` the first failure cancels the rest.
-func runParallel(_ requests: [HTTPClientRequest], client: HTTPClient, sink: Sink, options: Options) async -> Int32 {
+/// One URL of `-Z`: its request, where its body goes (its own -o/-O, or standard output) and its URL as shown.
+struct ParallelJob {
+    var request: HTTPClientRequest
+    var destination: Destination
+    var shownURL: String
+}
+
+/// What one `-Z` transfer brought back: its head and its body (with the head first for -i), or nothing of the body
+/// when -f refused it.
+struct ParallelBody: Sendable {
+    var head: ReceivedHead
+    var url: String
+    var bytes: [UInt8]
+    var bodyBytes: Int
+    var refused: Bool
+}
+
+/// `-Z`: every request at once, up to `--parallel-max`, through one batch. Each body is kept until its transfer
+/// ends, then written whole to its own destination (in the order they end): standard output never interleaves,
+/// and a file is replaced atomically, as without -Z. -w is written once per transfer as it ends. Returns the exit
+/// status: 0, or curl's code for the first failure. With `--fail-early` the first failure cancels the rest.
+func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options: Options) async -> Int32 {
     let output = SharedSink(sink)
-    let meter = options.showsProgress ? ParallelMeter(bar: options.flow.progressBar, count: requests.count) : nil
+    let meter = options.showsProgress ? ParallelMeter(bar: options.flow.progressBar, count: jobs.count) : nil
     var configuration = HTTPBatchConfiguration(maxConcurrentRequests: options.flow.parallelMax,
                                                cancelsAllOnFailure: options.flow.failEarly)
     if let meter { configuration.onEvent = { meter.event($0) } }
     let includeHead = options.includeHeaders || options.headOnly
-    let handler: @Sendable (HTTPClientResponse) async throws -> Void = { response in
-        var bytes: [UInt8] = includeHead ? Array(responseHeadText(response).utf8) : []
-        for try await chunk in response.body { bytes += chunk }
-        try output.write(bytes)
+    let refuses = options.fail && !options.failWithBody
+    let handler: @Sendable (HTTPClientResponse) async throws -> ParallelBody = { response in
+        let head = ReceivedHead(status: response.status, version: response.version, headers: response.headers)
+        var result = ParallelBody(head: head, url: response.url.description, bytes: includeHead ? Array(head.text.utf8) : [],
+                                  bodyBytes: 0, refused: refuses && response.status.code >= 400)
+        guard !result.refused else { return result }
+        for try await chunk in response.body {
+            result.bytes += chunk
+            result.bodyBytes += chunk.count
+        }
+        return result
     }
+    let start = ContinuousClock.now
     var status: Int32 = 0
     do {
         try await client.withBatch(configuration, handler: handler) { batch in
-            for request in requests {
-                batch.add(request)
-            }
+            var byID: [Int: ParallelJob] = [:]
+            for job in jobs { byID[batch.add(job.request)] = job }
             batch.finish()
             for await member in batch.results {
-                guard case .failure(let error) = member.result else { continue }
-                // With --fail-early the others fail as cancelled: only the first failure is reported.
-                if options.flow.failEarly, error.code == .cancelled, status != 0 { continue }
-                if !options.silent { printError("\(HTTPURL.redacting(member.request.url)): \(error)") }
-                if status == 0 { status = curlExitCode(error) }
+                guard let job = byID[member.id] else { continue }
+                var outcome = TransferOutcome(effectiveURL: job.shownURL, method: job.request.method.rawValue, status: nil,
+                                              bodyBytes: 0, exitCode: 0, errorMessage: "", outputFile: nil, verifyResult: 0)
+                switch member.result {
+                case .success(let body):
+                    outcome.status = body.head.status.code
+                    outcome.finalHead = body.head
+                    outcome.bodyBytes = body.bodyBytes
+                    outcome.effectiveURL = HTTPURL.redacting(body.url)
+                    if body.refused {
+                        outcome.exitCode = 22
+                        outcome.errorMessage = "The requested URL returned error: \(body.head.status.code)"
+                    } else {
+                        do {
+                            outcome.outputFile = try writeParallelBody(body.bytes, to: job.destination, output: output)
+                        } catch let error as UsageError {
+                            outcome.exitCode = 23
+                            outcome.errorMessage = error.message
+                        } catch {
+                            outcome.exitCode = 23
+                            outcome.errorMessage = "\(error)"
+                        }
+                    }
+                case .failure(let error):
+                    // With --fail-early the others fail as cancelled: only the first failure is reported.
+                    if options.flow.failEarly, error.code == .cancelled, status != 0 { continue }
+                    outcome.exitCode = curlExitCode(error)
+                    outcome.errorMessage = "\(error)"
+                    if error.code == .certificateInvalid { outcome.verifyResult = 1 }
+                }
+                if outcome.exitCode != 0 {
+                    if options.showsErrors {
+                        printError(outcome.exitCode == 22 ? "(22) \(outcome.errorMessage)" : "\(HTTPURL.redacting(job.shownURL)): \(outcome.errorMessage)")
+                    }
+                    if status == 0 { status = outcome.exitCode }
+                }
+                if let format = options.writeOut {
+                    var record = TransferRecorder.Record()
+                    record.start = start
+                    record.end = start.duration(to: .now)
+                    writeOut(format, outcome, record)
+                }
             }
         }
     } catch let error as HTTPClientError {
@@ -166,6 +228,21 @@ func runParallel(_ requests: [HTTPClientRequest], client: HTTPClient, sink: Sink
     }
     meter?.finish()
     return status
+}
+
+/// Writes a finished `-Z` body to where its URL's output goes; the file written, if any (for `%{filename_effective}`).
+func writeParallelBody(_ bytes: [UInt8], to destination: Destination, output: SharedSink) throws -> String? {
+    switch destination {
+    case .stdout:
+        try output.write(bytes)
+        return nil
+    case .stream(let path):
+        try Sink(path: path).write(bytes[...])
+        return path
+    case .file(let path):
+        try replaceAtomically(path, tag: "body") { fd in try writeAll(fd, bytes[...]) }
+        return path
+    }
 }
 
 /// The sink, shared by the transfers of `-Z`, one whole body at a time.

@@ -314,7 +314,7 @@ func run() async -> Int32 {
     }
 
     var status: Int32 = 0
-    var parallelRequests: [HTTPClientRequest] = []
+    var parallelJobs: [ParallelJob] = []
     for (index, rawURL) in options.urls.enumerated() {
         if options.flow.failEarly, !options.flow.parallel, status != 0 { break }
         recorder.reset()
@@ -355,7 +355,19 @@ func run() async -> Int32 {
         if let bearer = options.bearer { request.bearerToken = bearer }
         if let cachePolicy = options.cachePolicy { request.cachePolicy = cachePolicy }
         options.prepareFlow(&request)
-        if options.flow.parallel { parallelRequests.append(request); continue }
+        if options.flow.parallel {
+            // Each URL keeps its own -o/-O, as without -Z (curl pairs them the same way).
+            do {
+                parallelJobs.append(ParallelJob(request: request, destination: try target.destination(index: index, options: options),
+                                                shownURL: target.shown(target.url)))
+            } catch let error as UsageError {
+                if options.showsErrors { printError(error.message) }
+                status = error.exitCode == 2 ? 23 : error.exitCode
+            } catch {
+                status = 23
+            }
+            continue
+        }
 
         var outcome = TransferOutcome(effectiveURL: target.shown(target.url), method: request.method.rawValue, status: nil,
                                       bodyBytes: 0, exitCode: 0, errorMessage: "", outputFile: nil, verifyResult: 0)
@@ -423,8 +435,8 @@ func run() async -> Int32 {
         status = result  // curl: the last transfer's result
     }
     if options.flow.parallel {
-        let sink = Sink.standardOutput
-        status = await runParallel(parallelRequests, client: client, sink: sink, options: options)
+        let parallelStatus = await runParallel(parallelJobs, client: client, sink: stdout, options: options)
+        if status == 0 { status = parallelStatus }
     }
     if options.cookieJarFile != nil, let jar {
         do { try await jar.save() } catch {

@@ -81,6 +81,29 @@ final class CommandLineFlowOptionsTests: XCTestCase {
         try await server.shutdown()
     }
 
+    func testWithParallelEachURLKeepsItsOwnOutputAndWriteOut() async throws {
+        let server = try await NIOTestServer()
+        let (first, second) = (temporaryFile(), temporaryFile())
+        try Array("old".utf8).withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: second)) }
+        let result = try ahttp(["-sS", "-Z", "-o", first, "-o", second, "-w", "%{http_code} %{size_download} %{filename_effective}\n",
+                                server.url("/hello"), server.url("/bytes?n=3000"), server.url("/hello")])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        // The third URL has no -o: its body goes to standard output, beside the -w lines of all three.
+        // Each -w line comes when its transfer ends, after its body (as curl writes them).
+        for line in ["200 5 \(first)\n", "200 3000 \(second)\n", "hello200 5 \n"] {
+            XCTAssertTrue(result.stdout.contains(line), "\(line.debugDescription) in \(result.stdout.debugDescription)")
+        }
+        XCTAssertEqual(result.stdout.components(separatedBy: "hello").count - 1, 1, "only the third body on stdout: \(result.stdout)")
+        XCTAssertEqual(try String(contentsOfFile: first, encoding: .utf8), "hello")
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: second)[.size] as? Int, 3000, "replaced whole")
+        let siblings = try FileManager.default.contentsOfDirectory(atPath: (second as NSString).deletingLastPathComponent)
+        XCTAssertFalse(siblings.contains { $0.contains(".ahttp-body-") }, "no temporary file left")
+        let refused = try ahttp(["-sS", "-f", "-Z", "-o", first, server.url("/missing")])
+        XCTAssertEqual(refused.status, 22, "curl -f's code")
+        XCTAssertEqual(try String(contentsOfFile: first, encoding: .utf8), "hello", "-f leaves the file as it was")
+        try await server.shutdown()
+    }
+
     func testWithParallelAFailureStopsTheOthersOnlyWithFailEarly() async throws {
         let server = try await NIOTestServer()
         let dead = "http://127.0.0.1:\(try unusedPort())/"

@@ -86,6 +86,9 @@ extension HTTPClientRequest {
             if let index = entries.firstIndex(where: { $0.key == entry.key }) {
                 entries[index] = entry
             } else {
+                // Room for a few at once: a request with two options (a progress handler on a request that
+                // also sets `persistentConnection`) grew the array twice (perf, `conc --progress`).
+                if entries.isEmpty { entries.reserveCapacity(4) }
                 entries.append(entry)
             }
         }
