@@ -5,7 +5,7 @@ import XCTest
 /// What a request's progress handler sees: counts, totals, resends, the final value, and throttling (no sockets,
 /// no sleeps).
 final class TransferProgressTests: XCTestCase {
-    let t0 = ContinuousClock.now
+    let t0 = MonotonicTime(nanoseconds: 1_000_000_000)
 
     func fields(_ pairs: (HTTPField.Name, String)...) -> HTTPFields {
         HTTPFields(pairs.map { HTTPField(name: $0.0, value: $0.1) })
@@ -121,6 +121,16 @@ final class TransferProgressTests: XCTestCase {
         value.bytesReceived = 10_001
         value.isFinal = true
         XCTAssertTrue(slow.shouldReport(value, .important, now: t0 + .seconds(5)), "the final value always comes")
+    }
+
+    func testAWholeBodyAndItsEndAreOneUpdate() {
+        var tracker = TransferProgressTracker(method: .get, uploadTotal: 0)
+        XCTAssertEqual(tracker.headReceived(status: .ok, bodyLength: 5, hasLocation: false), .important)
+        XCTAssertEqual(tracker.bodyReceived(5).combined(with: tracker.finished()), .update, "send has not returned yet")
+        XCTAssertEqual(tracker.sendReturned(), .important, "then the final value")
+        XCTAssertEqual(tracker.progress, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 5, bytesExpectedToReceive: 5, isFinal: true))
+        XCTAssertEqual(TransferProgressTracker.Change.none.combined(with: .important), .important)
+        XCTAssertEqual(TransferProgressTracker.Change.update.combined(with: .none), .update)
     }
 
     func testTheObservationDeliversTheFinalValueLast() {

@@ -89,7 +89,15 @@ public final class HTTPClient: Sendable {
             }
             guard let observation else { return try await run(request) }
             observation.queued(method: request.method, url: (try? request.httpURL().redactedDescription) ?? "(invalid URL)")
-            return try await observation.watching { try await run(request) }
+            guard observation.observesProgress else { return try await run(request) }
+            do {
+                let response = try await run(request)
+                observation.sendReturned()
+                return response
+            } catch {
+                observation.sendFailed()
+                throw error
+            }
         }
     }
 

@@ -117,7 +117,7 @@ struct RequestObservation: Sendable {
         /// The request's own progress handler, fed from the same events as the observers.
         let handler: HTTPProgressHandler?
         /// When `send` was called; only with observers (a progress handler alone has no use for timings).
-        let start: ContinuousClock.Instant?
+        let start: MonotonicTime
         /// Guarded by the mutex.
         var state: State
     }
@@ -128,9 +128,9 @@ struct RequestObservation: Sendable {
     }
 
     struct Marks {
-        var connection: ContinuousClock.Instant?
-        var headSent: ContinuousClock.Instant?
-        var headReceived: ContinuousClock.Instant?
+        var connection: MonotonicTime?
+        var headSent: MonotonicTime?
+        var headReceived: MonotonicTime?
     }
 
     /// The observation of `request`, if the client has observers or the request a progress handler.
@@ -152,7 +152,7 @@ struct RequestObservation: Sendable {
     ) -> RequestObservation {
         let header = Header(
             requestID: requestID, observers: observers, handler: handler,
-            start: observers.isEmpty ? nil : .now,
+            start: observers.isEmpty ? MonotonicTime(nanoseconds: 0) : .now,
             state: State(progress: handler.map { ProgressState($0, method: method, uploadTotal: uploadTotal) }))
         return RequestObservation(storage: Locked(header))
     }
@@ -164,6 +164,9 @@ struct RequestObservation: Sendable {
 
     private var hasObservers: Bool { !fixed.pointee.observers.isEmpty }
 
+    /// Whether the request has a progress handler.
+    var observesProgress: Bool { fixed.pointee.handler != nil }
+
     @inline(__always)
     private func withState<Result>(_ body: (inout State) -> Result) -> Result {
         storage.withLock { body(&$0.state) }
@@ -171,39 +174,40 @@ struct RequestObservation: Sendable {
 
     /// Applies one change to the progress tracker and calls the handler (outside the lock) if the throttle lets
     /// the value through.
-    func updateProgress(at now: ContinuousClock.Instant, _ body: (inout TransferProgressTracker) -> TransferProgressTracker.Change) {
+    func updateProgress(at now: MonotonicTime, _ body: (inout TransferProgressTracker) -> TransferProgressTracker.Change) {
         guard let handler = fixed.pointee.handler else { return }
         let report = withState { $0.progress?.apply(at: now, body) }
         if let report { handler.report(report) }
     }
 
-    private func emit(_ kind: HTTPClientEvent.Kind, at time: ContinuousClock.Instant = .now) {
+    /// Tells the observers (their events carry `ContinuousClock` instants, the public type) and the progress
+    /// handler (which keeps `MonotonicTime`, read only when there is one).
+    private func emit(_ kind: HTTPClientEvent.Kind) {
         let observers = fixed.pointee.observers
         if !observers.isEmpty {
-            let event = HTTPClientEvent(requestID: requestID, time: time, kind: kind)
+            let event = HTTPClientEvent(requestID: requestID, time: .now, kind: kind)
             for observer in observers { observer.observe(event) }
         }
         guard fixed.pointee.handler != nil else { return }
         switch kind {
-        case .bodyBytesSent(let total): updateProgress(at: time) { $0.bodySent(total: total) }
-        case .bodyBytesReceived(let count): updateProgress(at: time) { $0.bodyReceived(count) }
-        case .finished: updateProgress(at: time) { $0.finished() }
-        case .failed: updateProgress(at: time) { $0.ended() }
+        case .bodyBytesSent(let total): updateProgress(at: .now) { $0.bodySent(total: total) }
+        case .bodyBytesReceived(let count): updateProgress(at: .now) { $0.bodyReceived(count) }
+        case .finished: updateProgress(at: .now) { $0.finished() }
+        case .failed: updateProgress(at: .now) { $0.ended() }
         default: break
         }
     }
 
-    /// Runs `send`'s chain, telling the progress handler which response was returned, or that it failed.
-    func watching(_ send: () async throws -> HTTPClientResponse) async throws -> HTTPClientResponse {
-        guard fixed.pointee.handler != nil else { return try await send() }
-        do {
-            let response = try await send()
-            updateProgress(at: .now) { $0.sendReturned() }
-            return response
-        } catch {
-            updateProgress(at: .now) { $0.ended() }
-            throw error
-        }
+    /// `send`'s chain returned its response (the progress follows that response from now on). Called by
+    /// ``HTTPClient/send(_:)`` itself rather than through a wrapping closure: the extra async frame cost more than
+    /// the update (perf, `conc` with a progress handler on every request).
+    func sendReturned() {
+        updateProgress(at: .now) { $0.sendReturned() }
+    }
+
+    /// `send`'s chain threw: the progress is over.
+    func sendFailed() {
+        updateProgress(at: .now) { $0.ended() }
     }
 
     /// A response body was dropped before its end (not an observer event: the connection is drained or closed).
@@ -211,70 +215,80 @@ struct RequestObservation: Sendable {
         updateProgress(at: .now) { $0.finished() }
     }
 
-    private func timings(at now: ContinuousClock.Instant) -> HTTPClientEvent.Timings {
-        let start = fixed.pointee.start ?? now
+    private func timings() -> HTTPClientEvent.Timings {
+        let start = fixed.pointee.start
         let marks = withState { $0.marks }
         return .init(connection: marks.connection.map { start.duration(to: $0) },
                      headSent: marks.headSent.map { start.duration(to: $0) },
                      headReceived: marks.headReceived.map { start.duration(to: $0) },
-                     total: start.duration(to: now))
+                     total: start.duration(to: .now))
     }
 
     /// `url` is built only for observers (a progress handler has no use for it).
     func queued(method: HTTPRequest.Method, url: @autoclosure () -> String) {
         guard hasObservers else { return }
-        emit(.queued(method: method, url: url()), at: fixed.pointee.start ?? .now)
+        emit(.queued(method: method, url: url()))
     }
 
     /// `info` is built only for observers (its route is a formatted string).
     func connectionAcquired(_ info: @autoclosure () -> HTTPClientEvent.ConnectionInfo) {
         guard hasObservers else { return }
-        let now = ContinuousClock.now
+        let now = MonotonicTime.now
         withState { $0.marks = Marks(connection: now) }
-        emit(.connectionAcquired(info()), at: now)
+        emit(.connectionAcquired(info()))
     }
 
     func headSent(_ bytes: [UInt8]) {
         guard hasObservers else { return }
-        let now = ContinuousClock.now
+        let now = MonotonicTime.now
         withState { $0.marks.headSent = now }
-        emit(.headSent(bytes), at: now)
+        emit(.headSent(bytes))
     }
 
     func bodySent(total: Int) { emit(.bodyBytesSent(total: total)) }
 
     /// `bodyLength`: what the framing announced (``HTTP1ResponseHead/announcedBodyLength``), for progress.
     func headReceived(status: HTTPResponse.Status, version: HTTPVersion, headers: HTTPFields, bodyLength: Int?) {
-        let now = ContinuousClock.now
+        let now = MonotonicTime.now
         updateProgress(at: now) { $0.headReceived(status: status, bodyLength: bodyLength, hasLocation: headers[.location] != nil) }
         guard hasObservers else { return }
         withState { $0.marks.headReceived = now }
-        let event = HTTPClientEvent(requestID: requestID, time: now,
+        let event = HTTPClientEvent(requestID: requestID, time: .now,
                                     kind: .headReceived(status: status, version: version, headers: headers))
         for observer in fixed.pointee.observers { observer.observe(event) }
     }
 
     func bodyReceived(_ count: Int) { emit(.bodyBytesReceived(count)) }
 
+    /// A whole body that came with its head (`chunks`), then its end: for observers an event per chunk and
+    /// `finished`; for a progress handler alone one update under one lock.
+    func bodyReceivedWhole(_ chunks: [ArraySlice<UInt8>]) {
+        guard !hasObservers else {
+            for chunk in chunks { bodyReceived(chunk.count) }
+            finished()
+            return
+        }
+        let count = chunks.reduce(0) { $0 + $1.count }
+        updateProgress(at: .now) { tracker in tracker.bodyReceived(count).combined(with: tracker.finished()) }
+    }
+
     func retry(reason: String) { emit(.retry(reason: reason)) }
 
     func redirect(status: Int, location: String) { emit(.redirect(status: status, location: location)) }
 
     func finished() {
-        let now = ContinuousClock.now
         guard hasObservers else {
-            updateProgress(at: now) { $0.finished() }
+            updateProgress(at: .now) { $0.finished() }
             return
         }
-        emit(.finished(timings(at: now)), at: now)
+        emit(.finished(timings()))
     }
 
     func failed(_ error: HTTPClientError) {
-        let now = ContinuousClock.now
         guard hasObservers else {
-            updateProgress(at: now) { $0.ended() }
+            updateProgress(at: .now) { $0.ended() }
             return
         }
-        emit(.failed(error, timings(at: now)), at: now)
+        emit(.failed(error, timings()))
     }
 }

@@ -102,10 +102,13 @@ struct TransferProgressTracker: Sendable {
     }
 
     /// What an event changed: nothing, a value to report (subject to throttling), or one to report now.
-    enum Change: Equatable {
+    enum Change: Comparable {
         case none
         case update
         case important
+
+        /// What two changes applied together amount to: the stronger one.
+        func combined(with other: Change) -> Change { max(self, other) }
     }
 
     mutating func bodySent(total: Int) -> Change {
@@ -182,25 +185,26 @@ struct TransferProgressTracker: Sendable {
 /// Decides which progress values reach the handler: at most one per interval, and with a known total only
 /// after a minimum fraction more is done; important values (the total arriving, the final one) always.
 struct ProgressThrottle: Sendable {
-    let minimumInterval: Duration
+    /// In nanoseconds (``MonotonicTime``).
+    let minimumInterval: UInt64
     let minimumFraction: Double
-    private var lastTime: ContinuousClock.Instant?
+    private var lastTime: MonotonicTime?
     private var lastReported: HTTPTransferProgress?
 
     init(minimumInterval: Duration, minimumFraction: Double) {
-        self.minimumInterval = minimumInterval
+        self.minimumInterval = minimumInterval.wholeNanoseconds
         self.minimumFraction = max(0, minimumFraction)
     }
 
     mutating func shouldReport(_ progress: HTTPTransferProgress, _ change: TransferProgressTracker.Change,
-                               now: ContinuousClock.Instant) -> Bool {
+                               now: MonotonicTime) -> Bool {
         switch change {
         case .none:
             return false
         case .important:
             break
         case .update:
-            if let lastTime, lastTime.duration(to: now) < minimumInterval { return false }
+            if let lastTime, now.nanoseconds &- lastTime.nanoseconds < minimumInterval, now >= lastTime { return false }
             if let last = lastReported, !Self.movedEnough(from: last, to: progress, by: minimumFraction) { return false }
         }
         lastTime = now
@@ -234,7 +238,7 @@ struct ProgressState: Sendable {
 
     /// Applies one change to the tracker; the value to report, if the throttle lets it through.
     mutating func apply(
-        at now: ContinuousClock.Instant, _ body: (inout TransferProgressTracker) -> TransferProgressTracker.Change
+        at now: MonotonicTime, _ body: (inout TransferProgressTracker) -> TransferProgressTracker.Change
     ) -> HTTPTransferProgress? {
         let change = body(&tracker)
         return throttle.shouldReport(tracker.progress, change, now: now) ? tracker.progress : nil

@@ -229,10 +229,7 @@ final class HTTP1Transport: Sendable {
         case .complete(let chunks):
             // The whole body came with the head: hand the connection back before the caller even reads.
             await lease.responseEnded()
-            if let observation {
-                for chunk in chunks { observation.bodyReceived(chunk.count) }
-                observation.finished()
-            }
+            observation?.bodyReceivedWhole(chunks)
             body = .init(storage: .buffered(chunks))
         case .partial(let chunks):
             body = .init(storage: .connection(ResponseBodyStream(
