@@ -7,7 +7,7 @@ Runs against the nginx of `SERVE=1 Benchmarks/run.sh` (HTTP port 18080 unless to
 of runs, the order inside a pair alternating (plain first, then progress first, ...), so a drift of the machine's
 speed weighs on both sides alike. Each run reports its throughput and its CPU time (`cpu_s`, user + system of
 the whole client process); CPU per request (conc) or per MB (download) is the steadier of the two on a shared
-machine. Prints one JSON line per run, then per scenario and metric: the median of the per-pair costs
+machine. Prints one JSON line per pair (both runs and the two costs), then per scenario and metric: the median of the per-pair costs
 (progress / plain - 1, in %) and a 90 % bootstrap interval of that median (2,000 resamples, fixed seed).
 """
 import argparse
@@ -76,13 +76,16 @@ def main():
                         while warm.read(1 << 24):
                             pass
                 results[progress] = run(binary, scenario, args.http_port, args.seconds, args.downloads, progress)
-                print(json.dumps({"pair": pair, "progress": progress, "result": results[progress]}), flush=True)
             (plain_rate, plain_cpu), (watched_rate, watched_cpu) = figures(results[False], scenario), figures(results[True], scenario)
             costs["throughput"].append((1 - watched_rate / plain_rate) * 100)  # slower = positive, as run.sh
             costs["cpu"].append((watched_cpu / plain_cpu - 1) * 100)           # more CPU = positive
+            # One line per pair (run.sh keeps these in its results and takes the median over every round's pairs).
+            print(json.dumps({"client": "progress-pair", "scenario": scenario, "pair": pair,
+                              "throughput_cost_pct": round(costs["throughput"][-1], 3), "cpu_cost_pct": round(costs["cpu"][-1], 3),
+                              "plain": results[False], "progress": results[True]}), flush=True)
         for metric, values in costs.items():
             low, high = bootstrap_median(values)
-            summary.append({"scenario": scenario, "metric": metric, "pairs": len(values),
+            summary.append({"summary": True, "scenario": scenario, "metric": metric, "pairs": len(values),
                             "median_cost_pct": round(statistics.median(values), 2),
                             "interval90_pct": [round(low, 2), round(high, 2)],
                             "min_pct": round(min(values), 2), "max_pct": round(max(values), 2)})
