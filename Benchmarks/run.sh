@@ -82,21 +82,15 @@ build() {
         || { tail -30 "$BENCH/build.log" >&2; die "swift build failed (see $BENCH/build.log)"; }
     BIN=$(cd "$ROOT" && swift build -c release --package-path Benchmarks --show-bin-path)
     cc -O2 -o "$BENCH/bin/bench_http_parser" "$HERE/parser-c/bench_http_parser.c" -lhttp_parser
-    # cold: the CLI from the main package, built as a Swift command-line tool is shipped to machines without the
-    # toolchain, with the Swift runtime linked in (`--static-swift-stdlib`; about 4 ms less per start than loading
-    # libswiftCore and its eight companions). In a scratch directory of its own: the flag changes the compile
-    # commands too, so sharing the root's .build with ordinary release builds would rebuild everything at each
-    # switch. Only when the scenario runs (a first build takes minutes).
+    # cold: the CLI from the main package, built as docs/cli.md tells users to build it for deployment
+    # (scripts/build-ahttp.sh: the Swift runtime linked in, no exported symbols, no mangled-name metadata
+    # accessors), in a scratch directory of its own. Only when the scenario runs (a first build takes minutes).
     if [[ " $SCENARIOS " == *" cold "* ]]; then
-        # --no-export-dynamic: the static runtime's link arguments export every symbol of the binary (5,650 dynamic
-        # symbols, 465 without), and the dynamic loader then looks each library's symbols up in that table first;
-        # about 0.5 ms less per start (docs/performance.md).
-        local ahttp_build=(swift build -c release --product ahttp --static-swift-stdlib -Xlinker --no-export-dynamic
-                           --scratch-path "$HERE/.build-ahttp")
-        log "building ahttp (${ahttp_build[*]/#$HERE/Benchmarks})"
-        (cd "$ROOT" && "${ahttp_build[@]}") >"$BENCH/build-ahttp.log" 2>&1 \
+        local ahttp_build=(env SCRATCH="$HERE/.build-ahttp" "$ROOT/scripts/build-ahttp.sh")
+        log "building ahttp (SCRATCH=Benchmarks/.build-ahttp scripts/build-ahttp.sh)"
+        "${ahttp_build[@]}" >"$BENCH/build-ahttp.log" 2>&1 \
             || { tail -30 "$BENCH/build-ahttp.log" >&2; die "building ahttp failed (see $BENCH/build-ahttp.log)"; }
-        AHTTP=$(cd "$ROOT" && "${ahttp_build[@]}" --show-bin-path)/ahttp
+        AHTTP=$("${ahttp_build[@]}" --show-bin-path)/ahttp
     fi
 }
 
@@ -742,7 +736,7 @@ add(f"- `hosts100`: {env['HOSTS_TASKS']} tasks taking turns over {env['HOSTS']} 
     "127.0.0.1, bind-mounted in a mount namespace (`unshare`); the machine's file is untouched. No C reference: "
     "wrk talks to one host.")
 add(f"- `cold`: a fresh process fetching the 1 KiB file over https, from process start to exit: `ahttp` (the CLI, "
-    "`swift build -c release --product ahttp --static-swift-stdlib -Xlinker --no-export-dynamic`: the Swift runtime linked in, as a Swift tool is "
+    "`scripts/build-ahttp.sh`: the Swift runtime linked in, no exported symbols, no mangled-name metadata accessors, as a Swift tool is "
     "shipped to machines without the toolchain) against `curl`, both `-s -o /dev/null "
     "--cacert cert.pem`, alternating, the order swapped every round, after one untimed run each "
     "(`tools/cold-start.py`: `posix_spawn` to `wait4`; median and p90 wall time, median user + system CPU time). "
