@@ -75,6 +75,8 @@ public struct Report: Sendable {
     public var rssAfter4000KiB: Int?
     /// The first error, to stderr, so a failing client is visible without changing the JSON.
     public var firstError: String?
+    /// Scenario-specific fields, appended to the JSON line as they are (numbers).
+    public var extra: [(String, String)] = []
 
     public init(client: String, scenario: String) {
         self.client = client
@@ -94,6 +96,7 @@ public struct Report: Sendable {
         ]
         if let rssAfter100KiB { fields.append(("rss_after_100_kb", "\(rssAfter100KiB)")) }
         if let rssAfter4000KiB { fields.append(("rss_after_4000_kb", "\(rssAfter4000KiB)")) }
+        fields += extra
         return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     }
 

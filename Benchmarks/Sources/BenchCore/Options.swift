@@ -105,6 +105,10 @@ public struct Options: Sendable {
     /// Watch each request's progress with a handler that does nothing (clients that have progress handlers):
     /// the cost of observing progress, against the same run without it.
     public var progress = false
+    /// `--alternate-progress MS`: one run that switches a do-nothing progress handler on and off every MS
+    /// milliseconds (`conc`) or every request (`download`) and reports both halves and the cost (see
+    /// `Bench.alternatingProgress`). Nil: off.
+    public var alternateProgressMilliseconds: Int?
 
     /// The full URL for this scenario.
     public func url(client: String) -> String { baseURL + scenario.path(client: client) }
@@ -153,6 +157,7 @@ public struct Options: Sendable {
             case "--file": options.file = value()
             case "--directory": options.directory = value()
             case "--progress": options.progress = true
+            case "--alternate-progress": options.alternateProgressMilliseconds = positiveInt(value(), "--alternate-progress")
             case "-h", "--help": usage(nil)
             default: usage("unknown argument '\(arguments[index])'")
             }
@@ -170,7 +175,7 @@ public struct Options: Sendable {
         let text = """
         usage: \(CommandLine.arguments.first ?? "bench") --scenario \(Scenario.allCases.map(\.rawValue).joined(separator: "|")) \
         --url BASE [--requests N] [--concurrency C] [--connections-per-host P] [--hosts H] [--cacert FILE] [--seconds S] [--upload-mib M] \
-        [--file PATH] [--directory DIR] [--progress]
+        [--file PATH] [--directory DIR] [--progress] [--alternate-progress MS]
 
         """
         if let problem {

@@ -26,6 +26,9 @@ public protocol BenchDriver: Sendable {
     /// written. Throws for a status other than 200.
     func download(_ url: String, to path: String) async throws -> Int
     func shutdown() async throws
+    /// As `get(_:newConnection:)` on a kept-alive connection, with a do-nothing progress handler when `observingProgress`
+    /// (clients that have progress handlers; the others throw).
+    func get(_ url: String, observingProgress: Bool) async throws -> Int
 }
 
 extension BenchDriver {
@@ -34,6 +37,9 @@ extension BenchDriver {
     }
     public func download(_ url: String, to path: String) async throws -> Int {
         throw BenchError("this client has no way to download to a file")
+    }
+    public func get(_ url: String, observingProgress: Bool) async throws -> Int {
+        throw BenchError("this client has no progress handlers")
     }
 }
 
@@ -83,6 +89,9 @@ public enum Bench {
     static func run<Driver: BenchDriver>(_ driver: Driver, client: String, options: Options) async -> Report {
         var report = Report(client: client, scenario: options.scenario.rawValue)
         let url = options.url(client: client)
+        if let phase = options.alternateProgressMilliseconds {
+            return await alternatingProgress(driver, url: url, phase: phase, report: report, options: options)
+        }
         let clock = ContinuousClock()
         var tally = Tally()
         switch options.scenario {
@@ -181,6 +190,86 @@ public enum Bench {
         return report
     }
 
+    /// The cost of observing progress, measured in one process: the run switches a do-nothing progress handler on
+    /// and off, every `phase` milliseconds in `conc` (each request counts in the phase it started in) or every
+    /// other request in `download`, and compares the two halves: their rates, and the process's CPU time
+    /// (`getrusage`, read at each switch) per request or per MB. A drift of the machine's speed lasting longer
+    /// than a phase weighs on both halves alike; separate runs of each kind, even in alternating pairs, differ by
+    /// more than the cost on this machine.
+    static func alternatingProgress<Driver: BenchDriver>(
+        _ driver: Driver, url: String, phase: Int, report: Report, options: Options
+    ) async -> Report {
+        var report = report
+        report.scenario += "-alternating-progress"
+        let meter = PhaseMeter()
+        var tally = Tally()
+        switch options.scenario {
+        case .conc:
+            let tasks = options.concurrency
+            _ = await roundRobin(driver, [url], tasks: tasks, limit: tasks, until: nil)  // warm-up
+            let phaseNanos = UInt64(phase) * 1_000_000
+            let start = ContinuousClock.now
+            let deadline = start + .seconds(options.seconds)
+            meter.begin()
+            let startNanos = PhaseMeter.monotonicNanoseconds()
+            tally = await concurrently(tasks) { _ in
+                var tally = Tally()
+                while ContinuousClock.now < deadline {
+                    let index = (PhaseMeter.monotonicNanoseconds() - startNanos) / phaseNanos
+                    meter.enter(phase: index)
+                    let watched = index % 2 == 1
+                    var one = Tally()
+                    await one.record { try await driver.get(url, observingProgress: watched) }
+                    meter.count(phase: index, requests: one.succeeded, bytes: one.bytes)
+                    tally.add(one)
+                }
+                return tally
+            }
+            meter.end()
+            report.seconds = seconds(ContinuousClock.now - start)
+        case .download:
+            meter.begin()
+            let start = ContinuousClock.now
+            for index in 0..<options.requests {
+                meter.enter(phase: UInt64(index))
+                var one = Tally()
+                await one.record { try await driver.get(url, observingProgress: index % 2 == 1) }
+                meter.count(phase: UInt64(index), requests: one.succeeded, bytes: one.bytes)
+                tally.add(one)
+            }
+            meter.end()
+            report.seconds = seconds(ContinuousClock.now - start)
+        default:
+            report.errors = 1
+            report.firstError = "--alternate-progress is for conc and download"
+            return report
+        }
+        let halves = meter.halves()
+        let perUnit = options.scenario == .conc ? "request" : "mb"
+        func rate(_ half: PhaseMeter.Half) -> Double {
+            let seconds = Double(half.nanoseconds) / 1e9
+            return options.scenario == .conc ? Double(half.requests) / seconds : Double(half.bytes) / 1e6 / seconds
+        }
+        func cpu(_ half: PhaseMeter.Half) -> Double {  // µs per request, or ms per MB
+            options.scenario == .conc ? half.cpuSeconds / Double(half.requests) * 1e6 : half.cpuSeconds / (Double(half.bytes) / 1e6) * 1e3
+        }
+        let (plain, watched) = (halves[0], halves[1])
+        if plain.requests > 0, watched.requests > 0 {
+            report.extra = [
+                ("phases", "\(meter.phases)"),
+                ("plain_rate", fixed(rate(plain), 2)), ("progress_rate", fixed(rate(watched), 2)),
+                ("plain_cpu_per_\(perUnit)", fixed(cpu(plain), 3)), ("progress_cpu_per_\(perUnit)", fixed(cpu(watched), 3)),
+                ("throughput_cost_pct", fixed((1 - rate(watched) / rate(plain)) * 100, 3)),
+                ("cpu_cost_pct", fixed((cpu(watched) / cpu(plain) - 1) * 100, 3)),
+            ]
+        }
+        report.requests = tally.succeeded
+        report.bytes = tally.bytes
+        report.errors = tally.failed
+        report.firstError = tally.firstError
+        return report
+    }
+
     /// Runs `count` copies of `body` as child tasks and sums their tallies.
     static func concurrently(_ count: Int, _ body: @escaping @Sendable (Int) async -> Tally) async -> Tally {
         await withTaskGroup(of: Tally.self) { group in
@@ -246,4 +335,65 @@ public struct RepeatedChunks<Chunk: Sendable>: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunk: chunk, left: count) }
+}
+
+/// The two halves of an alternating run: each phase's wall time and CPU time go to the half of its parity (even:
+/// plain, odd: with progress), and each request to the half of the phase it started in.
+final class PhaseMeter: Sendable {
+    struct Half {
+        var nanoseconds: UInt64 = 0
+        var cpuSeconds = 0.0
+        var requests = 0
+        var bytes = 0
+    }
+    private struct State {
+        var phase: UInt64 = 0
+        var phaseStart: UInt64 = 0
+        var cpuAtPhaseStart = 0.0
+        var halves = [Half(), Half()]
+        var phases = 0
+    }
+    private let state = Mutex(State())
+
+    static func monotonicNanoseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+
+    func begin() {
+        let now = Self.monotonicNanoseconds(), cpu = Memory.cpuSeconds()
+        state.withLock { $0.phaseStart = now; $0.cpuAtPhaseStart = cpu; $0.phases = 1 }
+    }
+
+    /// A request starts in `phase`: if that is a new phase, the last one's time and CPU are booked.
+    func enter(phase: UInt64) {
+        state.withLock { state in
+            guard phase != state.phase else { return }
+            close(&state)
+            state.phase = phase
+            state.phases += 1
+        }
+    }
+
+    func count(phase: UInt64, requests: Int, bytes: Int) {
+        state.withLock { state in
+            state.halves[Int(phase % 2)].requests += requests
+            state.halves[Int(phase % 2)].bytes += bytes
+        }
+    }
+
+    func end() { state.withLock { close(&$0) } }
+
+    var phases: Int { state.withLock { $0.phases } }
+
+    func halves() -> [Half] { state.withLock { $0.halves } }
+
+    private func close(_ state: inout State) {
+        let now = Self.monotonicNanoseconds(), cpu = Memory.cpuSeconds()
+        state.halves[Int(state.phase % 2)].nanoseconds += now - state.phaseStart
+        state.halves[Int(state.phase % 2)].cpuSeconds += cpu - state.cpuAtPhaseStart
+        state.phaseStart = now
+        state.cpuAtPhaseStart = cpu
+    }
 }

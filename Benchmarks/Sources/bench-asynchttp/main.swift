@@ -38,6 +38,19 @@ struct AsyncHTTPDriver: BenchDriver {
         return bytes
     }
 
+    func get(_ url: String, observingProgress: Bool) async throws -> Int {
+        var request = HTTPClientRequest(url: url)
+        if observingProgress { request.progressHandler = Self.noProgress }
+        let response = try await client.send(request)
+        var bytes = 0
+        for try await chunk in response.body { bytes += chunk.count }
+        guard response.status.code == 200 else { throw BenchError("GET \(url): status \(response.status.code)") }
+        return bytes
+    }
+
+    /// The handler of `--alternate-progress`'s watched half: does nothing, as `--progress`'s.
+    static let noProgress = HTTPProgressHandler { _ in }
+
     func getDecompressed(_ url: String) async throws -> Int {
         // The built-in compression middleware (on by default) sends `Accept-Encoding: gzip, deflate` and
         // inflates the body as it streams in.

@@ -174,10 +174,12 @@ struct RequestObservation: Sendable {
 
     /// Applies one change to the progress tracker and calls the handler (outside the lock) if the throttle lets
     /// the value through.
-    func updateProgress(at now: MonotonicTime, _ body: (inout TransferProgressTracker) -> TransferProgressTracker.Change) {
-        guard let handler = fixed.pointee.handler else { return }
-        let report = withState { $0.progress?.apply(at: now, body) }
-        if let report { handler.report(report) }
+    func updateProgress(
+        at now: @autoclosure () -> MonotonicTime = .now, _ body: (inout TransferProgressTracker) -> TransferProgressTracker.Change
+    ) {
+        guard fixed.pointee.handler != nil else { return }
+        let report = withState { $0.progress?.apply(at: now(), body) }
+        if let report { fixed.pointee.handler?.report(report) }
     }
 
     /// Tells the observers (their events carry `ContinuousClock` instants, the public type) and the progress
@@ -249,9 +251,9 @@ struct RequestObservation: Sendable {
 
     /// `bodyLength`: what the framing announced (``HTTP1ResponseHead/announcedBodyLength``), for progress.
     func headReceived(status: HTTPResponse.Status, version: HTTPVersion, headers: HTTPFields, bodyLength: Int?) {
-        let now = MonotonicTime.now
-        updateProgress(at: now) { $0.headReceived(status: status, bodyLength: bodyLength, hasLocation: headers[.location] != nil) }
+        updateProgress { $0.headReceived(status: status, bodyLength: bodyLength, hasLocation: headers[.location] != nil) }
         guard hasObservers else { return }
+        let now = MonotonicTime.now
         withState { $0.marks.headReceived = now }
         let event = HTTPClientEvent(requestID: requestID, time: .now,
                                     kind: .headReceived(status: status, version: version, headers: headers))

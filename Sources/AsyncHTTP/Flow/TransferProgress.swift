@@ -196,18 +196,21 @@ struct ProgressThrottle: Sendable {
         self.minimumFraction = max(0, minimumFraction)
     }
 
+    /// `now` is read only when it matters: for an update, and for an important value that is not the last (the
+    /// time of the final one is never compared with anything).
     mutating func shouldReport(_ progress: HTTPTransferProgress, _ change: TransferProgressTracker.Change,
-                               now: MonotonicTime) -> Bool {
+                               now: @autoclosure () -> MonotonicTime) -> Bool {
         switch change {
         case .none:
             return false
         case .important:
-            break
+            if !progress.isFinal { lastTime = now() }
         case .update:
+            let now = now()
             if let lastTime, now.nanoseconds &- lastTime.nanoseconds < minimumInterval, now >= lastTime { return false }
             if let last = lastReported, !Self.movedEnough(from: last, to: progress, by: minimumFraction) { return false }
+            lastTime = now
         }
-        lastTime = now
         lastReported = progress
         return true
     }
@@ -238,9 +241,9 @@ struct ProgressState: Sendable {
 
     /// Applies one change to the tracker; the value to report, if the throttle lets it through.
     mutating func apply(
-        at now: MonotonicTime, _ body: (inout TransferProgressTracker) -> TransferProgressTracker.Change
+        at now: @autoclosure () -> MonotonicTime, _ body: (inout TransferProgressTracker) -> TransferProgressTracker.Change
     ) -> HTTPTransferProgress? {
         let change = body(&tracker)
-        return throttle.shouldReport(tracker.progress, change, now: now) ? tracker.progress : nil
+        return throttle.shouldReport(tracker.progress, change, now: now()) ? tracker.progress : nil
     }
 }
