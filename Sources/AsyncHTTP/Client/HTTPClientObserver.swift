@@ -177,7 +177,7 @@ struct RequestObservation: Sendable {
     func updateProgress(
         at now: @autoclosure () -> MonotonicTime = .now, _ body: (inout TransferProgressTracker) -> TransferProgressTracker.Change
     ) {
-        guard fixed.pointee.handler != nil else { return }
+        guard observesProgress else { return }
         let report = withState { $0.progress?.apply(at: now(), body) }
         if let report { fixed.pointee.handler?.report(report) }
     }
@@ -190,7 +190,7 @@ struct RequestObservation: Sendable {
             let event = HTTPClientEvent(requestID: requestID, time: .now, kind: kind)
             for observer in observers { observer.observe(event) }
         }
-        guard fixed.pointee.handler != nil else { return }
+        guard observesProgress else { return }
         switch kind {
         case .bodyBytesSent(let total): updateProgress(at: .now) { $0.bodySent(total: total) }
         case .bodyBytesReceived(let count): updateProgress(at: .now) { $0.bodyReceived(count) }
