@@ -31,20 +31,21 @@ struct AsyncHTTPDriver: BenchDriver {
         var request = HTTPClientRequest(url: url)
         request.persistentConnection = !newConnection
         if let progress { request.progressHandler = progress }
-        let response = try await client.send(request)
-        var bytes = 0
-        for try await chunk in response.body { bytes += chunk.count }
-        guard response.status.code == 200 else { throw BenchError("GET \(url): status \(response.status.code)") }
-        return bytes
+        return try await fetch(request)
     }
 
     func get(_ url: String, observingProgress: Bool) async throws -> Int {
         var request = HTTPClientRequest(url: url)
         if observingProgress { request.progressHandler = Self.noProgress }
+        return try await fetch(request)
+    }
+
+    /// Sends a GET, reads its whole body and returns its size; a status other than 200 is an error.
+    private func fetch(_ request: HTTPClientRequest) async throws -> Int {
         let response = try await client.send(request)
         var bytes = 0
         for try await chunk in response.body { bytes += chunk.count }
-        guard response.status.code == 200 else { throw BenchError("GET \(url): status \(response.status.code)") }
+        guard response.status.code == 200 else { throw BenchError("GET \(request.url): status \(response.status.code)") }
         return bytes
     }
 
