@@ -142,3 +142,11 @@ func fixed(_ value: Double, _ digits: Int) -> String {
     }
     return (value < 0 && integer == 0 ? "-" : "") + String(integer) + (digits > 0 ? "." + text : "")
 }
+
+/// The median of `values` (the mean of the middle two for an even count); 0 for none.
+func median(_ values: [Double]) -> Double {
+    guard !values.isEmpty else { return 0 }
+    let sorted = values.sorted()
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}

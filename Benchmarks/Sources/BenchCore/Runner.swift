@@ -262,6 +262,15 @@ public enum Bench {
                 ("throughput_cost_pct", fixed((1 - rate(watched) / rate(plain)) * 100, 3)),
                 ("cpu_cost_pct", fixed((cpu(watched) / cpu(plain) - 1) * 100, 3)),
             ]
+            // Each watched phase against its two plain neighbours: the median, and how many there were.
+            let neighbours = meter.neighbourCosts(rate: rate, cpu: cpu)
+            if !neighbours.throughput.isEmpty {
+                report.extra += [
+                    ("neighbour_phases", "\(neighbours.throughput.count)"),
+                    ("neighbour_throughput_cost_pct", fixed(median(neighbours.throughput), 3)),
+                    ("neighbour_cpu_cost_pct", fixed(median(neighbours.cpu), 3)),
+                ]
+            }
         }
         report.requests = tally.succeeded
         report.bytes = tally.bytes
@@ -338,7 +347,8 @@ public struct RepeatedChunks<Chunk: Sendable>: AsyncSequence, Sendable {
 }
 
 /// The two halves of an alternating run: each phase's wall time and CPU time go to the half of its parity (even:
-/// plain, odd: with progress), and each request to the half of the phase it started in.
+/// plain, odd: with progress), and each request to the half of the phase it started in. Each phase is also kept on
+/// its own, for the neighbour estimate (`neighbourCosts`).
 final class PhaseMeter: Sendable {
     struct Half {
         var nanoseconds: UInt64 = 0
@@ -351,6 +361,8 @@ final class PhaseMeter: Sendable {
         var phaseStart: UInt64 = 0
         var cpuAtPhaseStart = 0.0
         var halves = [Half(), Half()]
+        /// Phase index → its own figures.
+        var each: [UInt64: Half] = [:]
         var phases = 0
     }
     private let state = Mutex(State())
@@ -380,6 +392,8 @@ final class PhaseMeter: Sendable {
         state.withLock { state in
             state.halves[Int(phase % 2)].requests += requests
             state.halves[Int(phase % 2)].bytes += bytes
+            state.each[phase, default: Half()].requests += requests
+            state.each[phase, default: Half()].bytes += bytes
         }
     }
 
@@ -389,10 +403,31 @@ final class PhaseMeter: Sendable {
 
     func halves() -> [Half] { state.withLock { $0.halves } }
 
+    /// For each watched (odd) phase with both neighbours: its cost against the mean of the plain phases before and
+    /// after it, which cancels a drift of the machine's speed that is steady over three phases. `rate` and `cpu`
+    /// make a phase's throughput and CPU per unit. The first and last phases are left out (warm-up, the tail).
+    func neighbourCosts(rate: (Half) -> Double, cpu: (Half) -> Double) -> (throughput: [Double], cpu: [Double]) {
+        let each = state.withLock { $0.each }
+        var throughput: [Double] = [], cpuCosts: [Double] = []
+        let last = each.keys.max() ?? 0
+        for (index, watched) in each where index % 2 == 1 && index > 1 && index + 2 < last {
+            guard let before = each[index - 1], let after = each[index + 1],
+                  watched.requests > 0, before.requests > 0, after.requests > 0 else { continue }
+            let plainRate = (rate(before) + rate(after)) / 2
+            let plainCPU = (cpu(before) + cpu(after)) / 2
+            throughput.append((1 - rate(watched) / plainRate) * 100)
+            cpuCosts.append((cpu(watched) / plainCPU - 1) * 100)
+        }
+        return (throughput, cpuCosts)
+    }
+
     private func close(_ state: inout State) {
         let now = Self.monotonicNanoseconds(), cpu = Memory.cpuSeconds()
-        state.halves[Int(state.phase % 2)].nanoseconds += now - state.phaseStart
-        state.halves[Int(state.phase % 2)].cpuSeconds += cpu - state.cpuAtPhaseStart
+        let index = Int(state.phase % 2)
+        state.halves[index].nanoseconds += now - state.phaseStart
+        state.halves[index].cpuSeconds += cpu - state.cpuAtPhaseStart
+        state.each[state.phase, default: Half()].nanoseconds += now - state.phaseStart
+        state.each[state.phase, default: Half()].cpuSeconds += cpu - state.cpuAtPhaseStart
         state.phaseStart = now
         state.cpuAtPhaseStart = cpu
     }
