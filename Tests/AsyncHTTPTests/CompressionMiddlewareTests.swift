@@ -95,6 +95,42 @@ final class CompressionMiddlewareTests: XCTestCase {
         XCTAssertEqual(body, Array(sample.prefix(20_000)))
     }
 
+    func testABodyThatInflatesFarBeyondOneStepComesInBoundedStepsAndWhole() async throws {
+        // 1 MiB of text in a single compressed chunk: each step of the body is at most `outputChunkSize`, and an
+        // exact multiple of it (1 MiB = 4 × 256 KiB) still ends cleanly after the last full step.
+        let text = [UInt8]((0..<(1 << 20)).map { UInt8(ascii: "a") + UInt8($0 % 251 % 26) })
+        for chunkSize in [nil, 100, 70_000] as [Int?] {
+            let peer = ScriptedPeer([try gzipReply(text, chunkSize: chunkSize)])
+            let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+            var decoded: [UInt8] = [], steps = 0
+            for try await step in response.body {
+                XCTAssertLessThanOrEqual(step.count, CompressionMiddleware.outputChunkSize)
+                XCTAssertFalse(step.isEmpty)
+                decoded += step
+                steps += 1
+            }
+            XCTAssertEqual(decoded, text, "chunks of \(chunkSize.map(String.init) ?? "all")")
+            XCTAssertGreaterThanOrEqual(steps, 4)
+        }
+    }
+
+    func testARawDeflateBodyWhoseLastMatchOverflowsAStepIsDrainedBeforeItsEnd() async throws {
+        // Raw deflate of 16,400 × "a": zlib reads the whole input (the last match and the end-of-block code share
+        // its last bytes) while the first 16 KiB step is full and 16 bytes of the match still wait inside zlib. The
+        // body must drain them instead of declaring the end (which would call the stream truncated).
+        let text = [UInt8](repeating: UInt8(ascii: "a"), count: 16_400)
+        let raw = Array(try encoded(text, .deflate).dropFirst(2).dropLast(4))
+        let probe = Inflater(encoding: .deflate, limits: .unlimited)
+        var array = [UInt8](repeating: 0, count: CompressionMiddleware.minimumOutputChunkSize)
+        let first = try raw.withUnsafeBytes { input in try array.withUnsafeMutableBytes { try probe.decompress(input, into: $0) } }
+        XCTAssertEqual(first.consumed, raw.count, "the case this test is for: all input read…")
+        XCTAssertEqual(first.produced, array.count, "…and the step full")
+        let peer = ScriptedPeer([.init(.ok, headers: HTTPFields([("Content-Encoding", "deflate")]), body: raw)])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        let decoded = try await response.body.collect(upTo: 1 << 20)
+        XCTAssertEqual(decoded, text)
+    }
+
     func testContentEncodingIsMatchedCaseInsensitivelyAndXGzipIsGzip() async throws {
         for coding in ["GZIP", "x-gzip", " gzip "] {
             let peer = ScriptedPeer([try gzipReply(sample, coding: coding)])

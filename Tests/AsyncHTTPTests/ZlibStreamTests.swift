@@ -129,6 +129,76 @@ final class ZlibStreamTests: XCTestCase {
         XCTAssertEqual(inflater.totalOut, original.count)
     }
 
+    /// Feeds `bytes` in pieces of `pieceSize` through ``Inflater/decompress(_:into:)`` with an output array of
+    /// `outputSize`, draining after each full array as the compression middleware does, then finishes.
+    private func inflateInto(
+        _ bytes: [UInt8], _ encoding: ContentCoding, pieceSize: Int, outputSize: Int
+    ) throws -> (output: [UInt8], steps: Int) {
+        let inflater = Inflater(encoding: encoding, limits: .unlimited)
+        var output: [UInt8] = []
+        var steps = 0
+        var start = 0
+        var wasFull = false
+        // Bounded: every step consumes input or produces output, or ends the loop.
+        while start < bytes.count || wasFull {
+            guard steps < (bytes.count + 1) * 64 else { XCTFail("no progress"); break }
+            let piece = Array(bytes[start..<min(start + pieceSize, bytes.count)])
+            var buffer = [UInt8](repeating: 0xAA, count: outputSize)
+            let step = try piece.withUnsafeBytes { input in
+                try buffer.withUnsafeMutableBytes { out in try inflater.decompress(input, into: out) }
+            }
+            XCTAssertLessThanOrEqual(step.produced, outputSize)
+            output += buffer[..<step.produced]
+            start += step.consumed
+            wasFull = step.produced == outputSize
+            steps += 1
+        }
+        try inflater.finish()
+        return (output, steps)
+    }
+
+    func testInflatingIntoTheCallersArrayRestoresTheBodyAtAnyPieceAndArraySize() throws {
+        let original = sampleText()
+        for (encoding, windowBits) in [(ContentCoding.gzip, Int32(31)), (.deflate, 15), (.deflate, -15)] {
+            let compressed = zlibCompress(original, windowBits: windowBits)
+            for (pieceSize, outputSize) in [(compressed.count, 256 * 1024), (16 * 1024, 64 * 1024), (1, 7), (3, 1), (4096, 100_000)] {
+                let result = try inflateInto(compressed, encoding, pieceSize: pieceSize, outputSize: outputSize)
+                XCTAssertEqual(result.output, original, "\(encoding) \(windowBits), pieces of \(pieceSize), arrays of \(outputSize)")
+            }
+        }
+    }
+
+    func testAnArrayFilledExactlyAtTheEndIsDrainedBeforeFinish() throws {
+        // 300,000 bytes into arrays of 100,000 and of 60,000: the last full array leaves nothing in zlib, and the
+        // drain call that follows must find the stream ended rather than report it truncated.
+        let original = sampleText()
+        let gzip = zlibCompress(original, windowBits: 31)
+        for outputSize in [100_000, 60_000, original.count] {
+            let result = try inflateInto(gzip, .gzip, pieceSize: gzip.count, outputSize: outputSize)
+            XCTAssertEqual(result.output, original)
+            XCTAssertEqual(result.steps, original.count / outputSize + 1, "full arrays, then one empty drain")
+        }
+    }
+
+    func testInflatingIntoTheCallersArrayDecodesEveryGzipMember() throws {
+        let first = sampleText(count: 70_000), second = Array("and the second member\n".utf8), third = sampleText(count: 5_000)
+        let gzip = zlibCompress(first, windowBits: 31) + zlibCompress(second, windowBits: 31) + zlibCompress(third, windowBits: 31)
+        for (pieceSize, outputSize) in [(gzip.count, 1 << 20), (1, 13), (1000, 22)] {
+            XCTAssertEqual(try inflateInto(gzip, .gzip, pieceSize: pieceSize, outputSize: outputSize).output, first + second + third)
+        }
+    }
+
+    func testInflatingIntoTheCallersArrayKeepsTheLimits() {
+        let zeros = zlibCompress([UInt8](repeating: 0, count: 4 << 20), windowBits: 31)
+        let inflater = Inflater(encoding: .gzip, limits: DecompressionLimits(maxBytes: 1000))
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        assertThrows(.bodyLimitExceeded, containing: "1000 bytes") {
+            _ = try zeros.withUnsafeBytes { input in
+                try buffer.withUnsafeMutableBytes { out in try inflater.decompress(input, into: out) }
+            }
+        }
+    }
+
     func testGzipFedOneByteAtATimeRestoresTheBody() throws {
         let original = sampleText(count: 100_000)
         let gzip = zlibCompress(original, windowBits: 31)

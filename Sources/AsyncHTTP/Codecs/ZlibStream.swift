@@ -157,11 +157,35 @@ final class Inflater {
         _ input: UnsafeRawBufferPointer, emit: (UnsafeRawBufferPointer) throws(HTTPClientError) -> Void
     ) throws(HTTPClientError) {
         var rest = input
-        while !rest.isEmpty {
+        while true {
+            let (consumed, produced) = try decompress(rest, into: output)
+            rest = UnsafeRawBufferPointer(rebasing: rest[consumed...])
+            if produced > 0 { try emit(UnsafeRawBufferPointer(rebasing: output[..<produced])) }
+            // A buffer with room to spare means the input is used up and nothing is pending in zlib.
+            if produced < output.count { return }
+        }
+    }
+
+    /// Decompresses from `input` straight into `output`, until the input is used up or `output` is full.
+    /// Returns the input bytes consumed and the bytes written at the start of `output`.
+    ///
+    /// When `output` comes back full, zlib may hold more decoded bytes: call again (with the rest of the input,
+    /// or with none) before declaring the end with ``finish()``. A caller that hands the decoded bytes on
+    /// as they are (the compression middleware's body) inflates into the array it returns, with no copy.
+    /// - Throws: `.decompressionFailed` for corrupt data, `.bodyLimitExceeded` when a limit is hit (the
+    ///   bytes written by that call are then not to be used).
+    func decompress(
+        _ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+    ) throws(HTTPClientError) -> (consumed: Int, produced: Int) {
+        var rest = input
+        var produced = 0
+        func consume(_ count: Int) { rest = UnsafeRawBufferPointer(rebasing: rest[count...]) }
+        while produced < output.count {
             switch state {
             case .failed(let error):
                 throw error
             case .start:
+                guard !rest.isEmpty else { return (input.count - rest.count, produced) }
                 if encoding == .gzip {
                     // 15 + 32: gzip or zlib, detected from the header (curl: MAX_WBITS + 32).
                     try initialiseZlib(windowBits: 15 + 32)
@@ -172,31 +196,39 @@ final class Inflater {
                 } else {
                     state = .sniffing(firstByte: rest[0])
                     totalIn += 1
-                    return
+                    consume(1)
                 }
             case .sniffing(let firstByte):
+                guard !rest.isEmpty else { return (input.count - rest.count, produced) }
                 try initialiseZlib(windowBits: Self.isZlibHeader(firstByte, rest[0]) ? 15 : -15)
                 state = .inflating
                 // The held byte was already counted in totalIn; feed it to zlib without counting again.
                 totalIn -= 1
                 var held = firstByte
-                try withUnsafeBytes(of: &held) { (byte) throws(HTTPClientError) in
-                    _ = try inflateAvailable(byte, emit: emit)
+                let step = try withUnsafeBytes(of: &held) { (byte) throws(HTTPClientError) in
+                    try inflateStep(byte, into: UnsafeMutableRawBufferPointer(rebasing: output[produced...]))
                 }
+                produced += step.produced
             case .inflating:
-                let consumed = try inflateAvailable(rest, emit: emit)
-                if consumed == 0, case .inflating = state {
+                let step = try inflateStep(rest, into: UnsafeMutableRawBufferPointer(rebasing: output[produced...]))
+                consume(step.consumed)
+                produced += step.produced
+                guard case .inflating = state else { continue }
+                // Input used up and room left over: zlib holds nothing more until more input comes.
+                if rest.isEmpty && step.roomLeft { return (input.count, produced) }
+                if step.consumed == 0 && step.produced == 0 {
                     // zlib always consumes input while it has output room; guard against spinning.
-                    throw fail(corrupt("zlib made no progress"))
+                    guard rest.isEmpty else { throw fail(corrupt("zlib made no progress")) }
+                    return (input.count, produced)
                 }
-                rest = UnsafeRawBufferPointer(rebasing: rest[consumed...])
             case .ended(let sawPadding):
+                guard !rest.isEmpty else { return (input.count - rest.count, produced) }
                 let zeros = rest.firstIndex(where: { $0 != 0 }) ?? rest.count
                 totalIn += zeros
-                rest = UnsafeRawBufferPointer(rebasing: rest[zeros...])
+                consume(zeros)
                 if rest.isEmpty {
                     if zeros > 0 { state = .ended(sawPadding: true) }
-                    return
+                    return (input.count, produced)
                 }
                 guard encoding == .gzip, !sawPadding, zeros == 0 else {
                     throw fail(corrupt("unexpected data after the end of the compressed stream"))
@@ -206,6 +238,7 @@ final class Inflater {
                 state = .inflating
             }
         }
+        return (input.count - rest.count, produced)
     }
 
     /// Declares the end of the compressed body.
@@ -242,51 +275,48 @@ final class Inflater {
         zlibInitialised = true
     }
 
-    /// Runs zlib over `input` until it is consumed or the stream (member) ends; returns the bytes
-    /// consumed. Sets `state` to `.ended` at a stream end.
-    private func inflateAvailable(
-        _ input: UnsafeRawBufferPointer, emit: (UnsafeRawBufferPointer) throws(HTTPClientError) -> Void
-    ) throws(HTTPClientError) -> Int {
+    /// One `inflate()` call from `input` into `output`: the bytes consumed and produced, and whether zlib stopped
+    /// with output room to spare (it then needs more input before it can produce more). Sets `state` to `.ended`
+    /// at a stream (member) end.
+    private func inflateStep(
+        _ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+    ) throws(HTTPClientError) -> (consumed: Int, produced: Int, roomLeft: Bool) {
         // avail_in is 32-bit; a larger input is fed in slices by the caller's loop.
         let offered = min(input.count, Int(UInt32.max))
-        stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        let room = min(output.count, Int(UInt32.max))
+        // A nil next_in is fine with avail_in 0 (zlib then only drains what it holds).
+        stream.pointee.next_in = input.baseAddress.map { UnsafeMutablePointer(mutating: $0.assumingMemoryBound(to: UInt8.self)) }
         stream.pointee.avail_in = uInt(offered)
-        // Never leave zlib holding a pointer into the caller's buffer.
+        stream.pointee.next_out = output.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        stream.pointee.avail_out = uInt(room)
+        // Never leave zlib holding a pointer into the caller's buffers.
         defer {
             stream.pointee.next_in = nil
             stream.pointee.avail_in = 0
+            stream.pointee.next_out = nil
+            stream.pointee.avail_out = 0
         }
-        while true {
-            stream.pointee.next_out = output.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            stream.pointee.avail_out = uInt(output.count)
-            let availableBefore = stream.pointee.avail_in
-            let status = inflate(stream, Z_NO_FLUSH)
-            totalIn += Int(availableBefore - stream.pointee.avail_in)
-            let produced = output.count - Int(stream.pointee.avail_out)
-            if produced > 0 {
-                try account(produced)
-                try emit(UnsafeRawBufferPointer(rebasing: output[..<produced]))
-            }
-            switch status {
-            case Z_OK:
-                // Stop when the input is gone and zlib had room to spare (nothing left pending);
-                // otherwise go round to drain the rest.
-                if stream.pointee.avail_in == 0 && stream.pointee.avail_out != 0 { return offered }
-            case Z_STREAM_END:
-                state = .ended(sawPadding: false)
-                return offered - Int(stream.pointee.avail_in)
-            case Z_BUF_ERROR:
-                // No progress possible: zlib needs more input.
-                return offered - Int(stream.pointee.avail_in)
-            case Z_NEED_DICT:
-                throw fail(corrupt("the stream asks for a preset dictionary, which HTTP cannot supply"))
-            case Z_DATA_ERROR:
-                throw fail(corrupt(stream.pointee.msg.map { String(cString: $0) } ?? "invalid data"))
-            case Z_MEM_ERROR:
-                throw fail(HTTPClientError(.decompressionFailed, "zlib ran out of memory"))
-            default:
-                throw fail(corrupt("zlib inflate returned \(status)"))
-            }
+        let status = inflate(stream, Z_NO_FLUSH)
+        let consumed = offered - Int(stream.pointee.avail_in)
+        let produced = room - Int(stream.pointee.avail_out)
+        let roomLeft = stream.pointee.avail_out != 0
+        totalIn += consumed
+        if produced > 0 { try account(produced) }
+        switch status {
+        case Z_OK, Z_BUF_ERROR:
+            // Z_BUF_ERROR: no progress possible, zlib needs more input (or more room).
+            return (consumed, produced, roomLeft)
+        case Z_STREAM_END:
+            state = .ended(sawPadding: false)
+            return (consumed, produced, roomLeft)
+        case Z_NEED_DICT:
+            throw fail(corrupt("the stream asks for a preset dictionary, which HTTP cannot supply"))
+        case Z_DATA_ERROR:
+            throw fail(corrupt(stream.pointee.msg.map { String(cString: $0) } ?? "invalid data"))
+        case Z_MEM_ERROR:
+            throw fail(HTTPClientError(.decompressionFailed, "zlib ran out of memory"))
+        default:
+            throw fail(corrupt("zlib inflate returned \(status)"))
         }
     }
 
