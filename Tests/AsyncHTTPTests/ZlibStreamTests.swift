@@ -188,6 +188,28 @@ final class ZlibStreamTests: XCTestCase {
         }
     }
 
+    func testBytesDecodedBeforeCorruptDataAreHandedOutThenTheErrorIsThrown() throws {
+        // Raw deflate (from the fuzzer) that decodes one byte and then is corrupt. Through a 2-byte buffer the
+        // byte used to be counted in totalOut and never emitted.
+        let body: [UInt8] = [0x6B, 0x00, 0x00, 0xBC]
+        let inflater = Inflater(encoding: .deflate, limits: .unlimited, bufferSize: 2)
+        var emitted: [UInt8] = []
+        assertThrows(.decompressionFailed, containing: "corrupt") {
+            try body.withUnsafeBytes { input in
+                try Result { () throws(HTTPClientError) in try inflater.decompress(input) { emitted += $0 } }.get()
+            }
+        }
+        XCTAssertEqual(emitted.count, 1)
+        XCTAssertEqual(inflater.totalOut, emitted.count)
+        // Into the caller's array: the good byte comes back, the error with the next call.
+        let second = Inflater(encoding: .deflate, limits: .unlimited)
+        var array = [UInt8](repeating: 0, count: 64)
+        let step = try body.withUnsafeBytes { input in try array.withUnsafeMutableBytes { try second.decompress(input, into: $0) } }
+        XCTAssertEqual(step.produced, 1)
+        XCTAssertEqual(Array(array[..<1]), emitted)
+        assertThrows(.decompressionFailed, containing: "corrupt") { try second.finish() }
+    }
+
     func testInflatingIntoTheCallersArrayKeepsTheLimits() {
         let zeros = zlibCompress([UInt8](repeating: 0, count: 4 << 20), windowBits: 31)
         let inflater = Inflater(encoding: .gzip, limits: DecompressionLimits(maxBytes: 1000))

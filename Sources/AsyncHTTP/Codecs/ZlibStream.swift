@@ -161,6 +161,8 @@ final class Inflater {
             let (consumed, produced) = try decompress(rest, into: output)
             rest = UnsafeRawBufferPointer(rebasing: rest[consumed...])
             if produced > 0 { try emit(UnsafeRawBufferPointer(rebasing: output[..<produced])) }
+            // The bytes decoded before a failure went out first; now the failure.
+            if case .failed(let error) = state { throw error }
             // A buffer with room to spare means the input is used up and nothing is pending in zlib.
             if produced < output.count { return }
         }
@@ -172,13 +174,30 @@ final class Inflater {
     /// When `output` comes back full, zlib may hold more decoded bytes: call again (with the rest of the input,
     /// or with none) before declaring the end with ``finish()``. A caller that hands the decoded bytes on
     /// as they are (the compression middleware's body) inflates into the array it returns, with no copy.
-    /// - Throws: `.decompressionFailed` for corrupt data, `.bodyLimitExceeded` when a limit is hit (the
-    ///   bytes written by that call are then not to be used).
+    ///
+    /// A failure after some bytes were decoded in the same call returns those bytes (they are good, and counted
+    /// in ``totalOut``); the failure is kept and thrown by the next call, or by ``finish()``.
+    /// - Throws: `.decompressionFailed` for corrupt data, `.bodyLimitExceeded` when a limit is hit (bytes past
+    ///   the limit are never counted or returned).
     func decompress(
         _ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
     ) throws(HTTPClientError) -> (consumed: Int, produced: Int) {
-        var rest = input
+        var consumed = 0
         var produced = 0
+        do {
+            return try decompressSteps(input, into: output, consumed: &consumed, produced: &produced)
+        } catch {
+            // `fail` made the error sticky; hand out what was decoded before it.
+            guard produced > 0 else { throw error }
+            return (consumed, produced)
+        }
+    }
+
+    private func decompressSteps(
+        _ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer, consumed: inout Int, produced: inout Int
+    ) throws(HTTPClientError) -> (consumed: Int, produced: Int) {
+        var rest = input
+        defer { consumed = input.count - rest.count }
         func consume(_ count: Int) { rest = UnsafeRawBufferPointer(rebasing: rest[count...]) }
         while produced < output.count {
             switch state {
@@ -302,6 +321,13 @@ final class Inflater {
         let roomLeft = stream.pointee.avail_out != 0
         totalIn += consumed
         if produced > 0 { try account(produced) }
+        // A corrupt stream may still have decoded good bytes in this call: they are returned, and the failure,
+        // recorded by `fail`, is thrown by the caller's next step.
+        func failing(_ error: HTTPClientError) throws(HTTPClientError) -> (consumed: Int, produced: Int, roomLeft: Bool) {
+            let error = fail(error)
+            guard produced > 0 else { throw error }
+            return (consumed, produced, roomLeft)
+        }
         switch status {
         case Z_OK, Z_BUF_ERROR:
             // Z_BUF_ERROR: no progress possible, zlib needs more input (or more room).
@@ -310,13 +336,13 @@ final class Inflater {
             state = .ended(sawPadding: false)
             return (consumed, produced, roomLeft)
         case Z_NEED_DICT:
-            throw fail(corrupt("the stream asks for a preset dictionary, which HTTP cannot supply"))
+            return try failing(corrupt("the stream asks for a preset dictionary, which HTTP cannot supply"))
         case Z_DATA_ERROR:
-            throw fail(corrupt(stream.pointee.msg.map { String(cString: $0) } ?? "invalid data"))
+            return try failing(corrupt(stream.pointee.msg.map { String(cString: $0) } ?? "invalid data"))
         case Z_MEM_ERROR:
-            throw fail(HTTPClientError(.decompressionFailed, "zlib ran out of memory"))
+            return try failing(HTTPClientError(.decompressionFailed, "zlib ran out of memory"))
         default:
-            throw fail(corrupt("zlib inflate returned \(status)"))
+            return try failing(corrupt("zlib inflate returned \(status)"))
         }
     }
 
