@@ -57,6 +57,12 @@ let package = Package(
         ),
         // Linux readiness APIs (epoll, eventfd) that Glibc's Swift module does not export.
         .systemLibrary(name: "CEpoll"),
+        // CRC-32 folded with carry-less multiplication (x86-64), zlib's crc32_z elsewhere: the gzip trailer's check,
+        // which zlib's own table code made 14 % of the client's CPU on gzip bodies (docs/performance.md).
+        .target(
+            name: "CCRC32",
+            linkerSettings: [.linkedLibrary("z")]
+        ),
         // Compiler intrinsics without a Swift spelling (a cache prefetch for the parser), as static inline C.
         .systemLibrary(name: "CIntrinsics"),
         .target(
@@ -81,6 +87,7 @@ let package = Package(
                 "COpenSSL",
                 "CEpoll",
                 "CZlib",
+                "CCRC32",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -29,6 +29,7 @@ for module in AsyncHTTP1 AsyncHTTPCore AsyncHTTP; do
         -Xcc -fmodule-map-file="$ROOT/Sources/CZlib/module.modulemap" \
         -Xcc -fmodule-map-file="$ROOT/Sources/CEpoll/module.modulemap" \
         -Xcc -fmodule-map-file="$ROOT/Sources/CIntrinsics/module.modulemap" \
+        -Xcc -fmodule-map-file="$ROOT/Sources/CCRC32/include/module.modulemap" \
         -Xcc -fmodule-map-file="$ROOT/Sources/CLibXML2/module.modulemap" \
         -I /usr/include/libxml2 -output-dir "$OUT" >/dev/null
 done

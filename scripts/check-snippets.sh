@@ -197,6 +197,7 @@ if ! swiftc -typecheck -swift-version 6 -enable-upcoming-feature MemberImportVis
     -Xcc -fmodule-map-file="$ROOT/Sources/CZlib/module.modulemap" \
     -Xcc -fmodule-map-file="$ROOT/Sources/CEpoll/module.modulemap" \
     -Xcc -fmodule-map-file="$ROOT/Sources/CIntrinsics/module.modulemap" \
+    -Xcc -fmodule-map-file="$ROOT/Sources/CCRC32/include/module.modulemap" \
     -Xcc -fmodule-map-file="$ROOT/Sources/CLibXML2/module.modulemap" \
     -I "$ROOT/Sources/CEpoll" -I "$ROOT/Sources/CIntrinsics" -I /usr/include/libxml2 \
     "$ROOT/scripts/snippets/Placeholders.swift" "$WORK"/Snippet*.swift 2>"$WORK/errors.txt"; then

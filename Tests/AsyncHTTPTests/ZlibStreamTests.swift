@@ -362,6 +362,68 @@ final class ZlibStreamTests: XCTestCase {
         }
     }
 
+    func testAWrongLengthInTheGzipTrailerThrows() {
+        var gzip = zlibCompress(sampleText(count: 10_000), windowBits: 31)
+        gzip[gzip.count - 4] ^= 0x01  // ISIZE, the length modulo 2^32
+        assertThrows(.decompressionFailed, containing: "gzip data corrupt: incorrect length check") {
+            _ = try inflateWhole(gzip, .gzip)
+        }
+    }
+
+    func testTheTrailerIsCheckedWhereverThePiecesSplitIt() throws {
+        // The CRC-32 and length are read from the last eight bytes consumed: a trailer split across pieces of
+        // any size, in any member, must still match (and a flipped bit in it must not).
+        let members = [sampleText(count: 3_000), [], Array("x".utf8), sampleText(count: 70_001)]
+        let gzip = members.map { zlibCompress($0, windowBits: 31) }.reduce([], +)
+        let original = members.reduce([], +)
+        for pieceSize in [1, 2, 3, 5, 7, 8, 9, 13, 64, 4096] {
+            let inflater = Inflater(encoding: .gzip, limits: DecompressionLimits())
+            XCTAssertEqual(try inflateInPieces(gzip, .gzip, pieceSize: pieceSize, inflater: inflater), original, "pieces of \(pieceSize)")
+            XCTAssertTrue(inflater.checksTrailer, "gzip members are checked here, not by zlib")
+        }
+        // Every byte of the third member's trailer, flipped in turn: each is caught, at every split tried.
+        let thirdEnd = members[0...2].map { zlibCompress($0, windowBits: 31).count }.reduce(0, +)
+        for offset in (thirdEnd - 8)..<thirdEnd {
+            var corrupt = gzip
+            corrupt[offset] ^= 0x80
+            let expected = offset < thirdEnd - 4 ? "incorrect data check" : "incorrect length check"
+            for pieceSize in [1, 3, 8, 4096] {
+                assertThrows(.decompressionFailed, containing: expected) {
+                    _ = try inflateInPieces(corrupt, .gzip, pieceSize: pieceSize)
+                }
+            }
+        }
+    }
+
+    func testAWrongCRCInTheDecodedBytesIsCaughtNotOnlyInTheTrailer() {
+        // A stored (uncompressed) deflate block lets one decoded byte change without breaking the deflate data:
+        // the trailer is intact, the body is not, and the CRC-32 over the decoded bytes must say so.
+        var gzip = zlibCompress(sampleText(count: 5_000), windowBits: 31, level: 0)
+        gzip[gzip.count - 100] ^= 0x20
+        assertThrows(.decompressionFailed, containing: "gzip data corrupt: incorrect data check") {
+            _ = try inflateInPieces(gzip, .gzip, pieceSize: 777)
+        }
+    }
+
+    func testAZlibMemberAfterAGzipMemberKeepsZlibsOwnCheck() {
+        // Our check covers gzip members; zlib-wrapped data under the gzip coding keeps zlib's Adler-32 check,
+        // also when it follows a gzip member whose check was ours.
+        let gzip = zlibCompress(sampleText(count: 2_000), windowBits: 31)
+        var zlibWrapped = zlibCompress(sampleText(count: 2_000), windowBits: 15)
+        let inflater = Inflater(encoding: .gzip, limits: DecompressionLimits())
+        XCTAssertEqual(
+            try inflateInPieces(gzip + zlibWrapped, .gzip, pieceSize: 1000, inflater: inflater),
+            sampleText(count: 2_000) + sampleText(count: 2_000))
+        XCTAssertFalse(inflater.checksTrailer, "a zlib-wrapped member keeps zlib's check")
+        zlibWrapped[zlibWrapped.count - 1] ^= 0xFF  // inside the Adler-32
+        assertThrows(.decompressionFailed, containing: "incorrect data check") {
+            _ = try inflateWhole(gzip + zlibWrapped, .gzip)
+        }
+        assertThrows(.decompressionFailed, containing: "incorrect data check") {
+            _ = try inflateWhole(zlibWrapped, .gzip)
+        }
+    }
+
     func testCorruptDeflateDataThrowsAndTheErrorIsSticky() {
         // A raw deflate block of reserved type 3 (BTYPE = 11) is invalid.
         let inflater = Inflater(encoding: .deflate, limits: DecompressionLimits())

@@ -1,3 +1,4 @@
+import CCRC32
 import CZlib
 
 // Streaming gzip / deflate codecs over zlib, for the compression middleware.
@@ -91,6 +92,12 @@ struct DecompressionLimits: Sendable, Hashable {
 ///
 /// Errors are sticky: after a failure every later call throws the same error.
 ///
+/// A gzip member's CRC-32 and length (its trailer, RFC 1952 §2.3.1) are checked here rather than by zlib: zlib's
+/// check is switched off (`inflateValidate`) for members that start with gzip's magic byte, and the decoded
+/// bytes are summed with ``ahttp_crc32`` (carry-less multiplication where the processor has it, about five times
+/// zlib 1.2's own). The failure is the one zlib gives: "incorrect data check" or "incorrect length check".
+/// zlib-wrapped streams keep zlib's own Adler-32 check.
+///
 /// A class rather than a noncopyable struct so that a middleware can keep it in an
 /// `AsyncIteratorProtocol` value (which must be copyable). The `z_stream` lives on the heap
 /// because zlib ≥ 1.2.9 checks that `state->strm` still points at the stream it was initialised
@@ -107,6 +114,13 @@ final class Inflater {
     private let output: UnsafeMutableRawBufferPointer
     private var zlibInitialised = false
     private var state = State.start
+    /// Whether the current member is gzip-framed and its trailer is checked here (zlib's check is off).
+    private(set) var checksTrailer = false
+    /// The CRC-32 and length of the bytes the current member has decoded so far.
+    private var memberCRC: UInt32 = 0
+    private var memberLength = 0
+    /// The last eight input bytes zlib consumed, the oldest in the low byte: at a gzip member's end, its trailer.
+    private var lastInput: UInt64 = 0
 
     private enum State {
         /// Nothing received yet; zlib not initialised (it is once the format is known).
@@ -208,6 +222,7 @@ final class Inflater {
                 if encoding == .gzip {
                     // 15 + 32: gzip or zlib, detected from the header (curl: MAX_WBITS + 32).
                     try initialiseZlib(windowBits: 15 + 32)
+                    startMember(firstByte: rest[0])
                     state = .inflating
                 } else if rest.count >= 2 {
                     try initialiseZlib(windowBits: Self.isZlibHeader(rest[0], rest[1]) ? 15 : -15)
@@ -254,6 +269,7 @@ final class Inflater {
                 }
                 // A new gzip member (RFC 1952 §2.2). inflateReset keeps the window bits.
                 guard inflateReset(stream) == Z_OK else { throw fail(corrupt("inflateReset failed")) }
+                startMember(firstByte: rest[0])
                 state = .inflating
             }
         }
@@ -284,6 +300,42 @@ final class Inflater {
     /// CMF·256 + FLG a multiple of 31.
     static func isZlibHeader(_ cmf: UInt8, _ flg: UInt8) -> Bool {
         cmf & 0x0F == 8 && cmf >> 4 <= 7 && (UInt16(cmf) << 8 | UInt16(flg)) % 31 == 0
+    }
+
+    /// Prepares for a member of the `gzip` coding whose first byte is `firstByte`: gzip's magic (0x1F; zlib checks
+    /// the second byte) means the trailer is checked here, so zlib's own check is switched off; anything else is
+    /// zlib-wrapped (or refused by zlib) and zlib checks it.
+    private func startMember(firstByte: UInt8) {
+        checksTrailer = firstByte == 0x1F
+        memberCRC = 0
+        memberLength = 0
+        _ = inflateValidate(stream, checksTrailer ? 0 : 1)
+    }
+
+    /// Adds the bytes a member just decoded to its CRC-32 and length.
+    private func sum(_ decoded: UnsafeRawBufferPointer) {
+        guard let base = decoded.baseAddress else { return }
+        memberCRC = ahttp_crc32(memberCRC, base.assumingMemoryBound(to: UInt8.self), decoded.count)
+        memberLength &+= decoded.count
+    }
+
+    /// Keeps the last eight bytes of `consumed` input in ``lastInput``.
+    private func remember(_ consumed: UnsafeRawBufferPointer) {
+        if consumed.count >= 8 {
+            lastInput = UInt64(littleEndian: consumed.loadUnaligned(fromByteOffset: consumed.count - 8, as: UInt64.self))
+        } else {
+            for byte in consumed { lastInput = lastInput >> 8 | UInt64(byte) << 56 }
+        }
+    }
+
+    /// At a gzip member's end: compares its trailer (CRC-32, then the length modulo 2³², both little-endian) with
+    /// what was decoded.
+    private func trailerMismatch() -> String? {
+        if UInt32(truncatingIfNeeded: lastInput) != memberCRC { return "incorrect data check" }
+        if UInt32(truncatingIfNeeded: lastInput >> 32) != UInt32(truncatingIfNeeded: memberLength) {
+            return "incorrect length check"
+        }
+        return nil
     }
 
     private func initialiseZlib(windowBits: Int32) throws(HTTPClientError) {
@@ -321,6 +373,10 @@ final class Inflater {
         let roomLeft = stream.pointee.avail_out != 0
         totalIn += consumed
         if produced > 0 { try account(produced) }
+        if checksTrailer {
+            if produced > 0 { sum(UnsafeRawBufferPointer(rebasing: output[..<produced])) }
+            if consumed > 0 { remember(UnsafeRawBufferPointer(rebasing: input[..<consumed])) }
+        }
         // A corrupt stream may still have decoded good bytes in this call: they are returned, and the failure,
         // recorded by `fail`, is thrown by the caller's next step.
         func failing(_ error: HTTPClientError) throws(HTTPClientError) -> (consumed: Int, produced: Int, roomLeft: Bool) {
@@ -333,6 +389,7 @@ final class Inflater {
             // Z_BUF_ERROR: no progress possible, zlib needs more input (or more room).
             return (consumed, produced, roomLeft)
         case Z_STREAM_END:
+            if checksTrailer, let mismatch = trailerMismatch() { return try failing(corrupt(mismatch)) }
             state = .ended(sawPadding: false)
             return (consumed, produced, roomLeft)
         case Z_NEED_DICT:
