@@ -405,6 +405,60 @@ final class ZlibStreamTests: XCTestCase {
         }
     }
 
+    func testAHeaderCRCIsStillVerified() throws {
+        // RFC 1952 §2.3.1 FHCRC: two bytes after the header fields, the low half of the header's CRC-32.
+        let plain = sampleText(count: 4_000)
+        let member = zlibCompress(plain, windowBits: 31)
+        var header = Array(member[..<10])
+        header[3] |= 0x02
+        let crc = header.withUnsafeBytes { UInt32(crc32(0, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), 10)) }
+        let good = header + [UInt8(crc & 0xFF), UInt8(crc >> 8 & 0xFF)] + member[10...]
+        for pieceSize in [1, 11, 4096] {
+            XCTAssertEqual(try inflateInPieces(good, .gzip, pieceSize: pieceSize), plain)
+        }
+        var bad = good
+        bad[10] ^= 0x01
+        assertThrows(.decompressionFailed, containing: "gzip data corrupt: header crc mismatch") {
+            _ = try inflateInPieces(bad, .gzip, pieceSize: 5)
+        }
+    }
+
+    func testOurTrailerCheckAgreesWithZlibsOnEveryCorruption() throws {
+        // Differential: every bit flip of every byte of a three-member body (one member stored, one empty),
+        // decoded with the trailer checked here and with zlib's own check, in pieces of 7 bytes: the same bytes
+        // and the same outcome each time.
+        let body = zlibCompress(sampleText(count: 300), windowBits: 31) + zlibCompress([], windowBits: 31)
+            + zlibCompress(sampleText(count: 200), windowBits: 31, level: 0)
+        func run(_ bytes: [UInt8], ours: Bool) -> (output: [UInt8], error: HTTPClientError.Code?) {
+            let inflater = Inflater(encoding: .gzip, limits: DecompressionLimits(), bufferSize: 64, checksGzipTrailers: ours)
+            var output: [UInt8] = []
+            do {
+                output = try inflateInPieces(bytes, .gzip, pieceSize: 7, inflater: inflater)
+                return (output, nil)
+            } catch {
+                // inflateInPieces gives nothing back on failure: decode again, collecting what came out.
+                let again = Inflater(encoding: .gzip, limits: DecompressionLimits(), bufferSize: 64, checksGzipTrailers: ours)
+                _ = try? bytes.withUnsafeBytes { input in
+                    try Result { () throws(HTTPClientError) in try again.decompress(input) { output += $0 } }.get()
+                }
+                return (output, error.code)
+            }
+        }
+        var failures = 0
+        for offset in body.indices {
+            for bit in [0, 3, 7] {
+                var corrupt = body
+                corrupt[offset] ^= 1 << bit
+                let (ours, zlib) = (run(corrupt, ours: true), run(corrupt, ours: false))
+                XCTAssertEqual(ours.error, zlib.error, "byte \(offset), bit \(bit)")
+                XCTAssertEqual(ours.output, zlib.output, "byte \(offset), bit \(bit)")
+                if zlib.error != nil { failures += 1 }
+            }
+        }
+        // Nearly every flip is caught (a flip in the header's MTIME, XFL or OS byte is not an error).
+        XCTAssertGreaterThan(failures, body.count * 3 * 3 / 4)
+    }
+
     func testAZlibMemberAfterAGzipMemberKeepsZlibsOwnCheck() {
         // Our check covers gzip members; zlib-wrapped data under the gzip coding keeps zlib's Adler-32 check,
         // also when it follows a gzip member whose check was ours.

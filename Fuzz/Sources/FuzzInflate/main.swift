@@ -7,7 +7,9 @@
 //   (a limit may be hit where the other run found corrupt data first) and prefix-consistent output;
 // - no run ever emits more than maxBytes; totalOut equals the bytes emitted; errors are sticky;
 // - with a small ratio limit as well (4:1 after 256 bytes): still at most maxBytes, and a success there is
-//   a success without the ratio limit, with the same bytes.
+//   a success without the ratio limit, with the same bytes;
+// - gzip: the Inflater's own trailer check (CRC-32 and length, session 12) agrees with zlib's: the same bytes, and
+//   a failure where zlib fails, with the same error code.
 @testable import AsyncHTTP
 @testable import AsyncHTTPCore
 import FuzzSupport
@@ -17,8 +19,11 @@ struct InflateResult {
     var error: HTTPClientError?
 }
 
-func inflate(_ body: [UInt8], encoding: ContentCoding, limits: DecompressionLimits, bufferSize: Int, pieces: [Int]?) -> InflateResult {
-    let inflater = Inflater(encoding: encoding, limits: limits, bufferSize: bufferSize)
+func inflate(
+    _ body: [UInt8], encoding: ContentCoding, limits: DecompressionLimits, bufferSize: Int, pieces: [Int]?,
+    zlibChecksTrailers: Bool = false
+) -> InflateResult {
+    let inflater = Inflater(encoding: encoding, limits: limits, bufferSize: bufferSize, checksGzipTrailers: !zlibChecksTrailers)
     var result = InflateResult()
     var offset = 0
     var pieceIndex = 0
@@ -88,6 +93,14 @@ public func fuzzInflate(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         fuzzCheck(isPrefix(whole.output, of: split.output) || isPrefix(split.output, of: whole.output), "outputs before the error disagree\n \(context)")
     default:
         fuzzCheck(false, "one run failed, the other did not\n \(context)")
+    }
+
+    if encoding == .gzip {
+        let zlibChecked = inflate(body, encoding: encoding, limits: limits, bufferSize: smallBuffer, pieces: pieces, zlibChecksTrailers: true)
+        let both = "\(context)\n zlib's check: \(zlibChecked.output.count) bytes, \(String(describing: zlibChecked.error))"
+        fuzzCheck((zlibChecked.error == nil) == (split.error == nil), "our trailer check and zlib's disagree\n \(both)")
+        fuzzCheck(zlibChecked.error?.code == split.error?.code, "our trailer check and zlib's fail differently\n \(both)")
+        fuzzCheck(zlibChecked.output == split.output, "our trailer check and zlib's hand out different bytes\n \(both)")
     }
 
     let bombLimits = DecompressionLimits(maxBytes: maxBytes, maxRatio: 4, ratioAppliesAfter: 256)

@@ -92,9 +92,10 @@ struct DecompressionLimits: Sendable, Hashable {
 ///
 /// Errors are sticky: after a failure every later call throws the same error.
 ///
-/// A gzip member's CRC-32 and length (its trailer, RFC 1952 §2.3.1) are checked here rather than by zlib: zlib's
-/// check is switched off (`inflateValidate`) for members that start with gzip's magic byte, and the decoded
-/// bytes are summed with ``ahttp_crc32`` (carry-less multiplication where the processor has it, about five times
+/// A gzip member's CRC-32 and length (its trailer, RFC 1952 §2.3.1) are checked here rather than by zlib: for a
+/// member that starts with gzip's magic byte, zlib reads the header with its check on (so a header CRC is still
+/// verified) and stops after it (`Z_BLOCK`); its check is then switched off (`inflateValidate`), and the decoded
+/// bytes are summed with `ahttp_crc32` (carry-less multiplication where the processor has it, about five times
 /// zlib 1.2's own). The failure is the one zlib gives: "incorrect data check" or "incorrect length check".
 /// zlib-wrapped streams keep zlib's own Adler-32 check.
 ///
@@ -114,8 +115,13 @@ final class Inflater {
     private let output: UnsafeMutableRawBufferPointer
     private var zlibInitialised = false
     private var state = State.start
+    /// Whether gzip members' trailers are checked here (the default) or by zlib (for differential tests).
+    private let checksGzipTrailers: Bool
     /// Whether the current member is gzip-framed and its trailer is checked here (zlib's check is off).
     private(set) var checksTrailer = false
+    /// A gzip member whose trailer is checked here, still in its header: zlib reads the header with its check on
+    /// (a header CRC, `FHCRC`, is verified) and stops after it (`Z_BLOCK`); then its check is switched off.
+    private var inHeader = false
     /// The CRC-32 and length of the bytes the current member has decoded so far.
     private var memberCRC: UInt32 = 0
     private var memberLength = 0
@@ -145,10 +151,16 @@ final class Inflater {
     ///   - limits: the decompression-bomb limits.
     ///   - bufferSize: the size of the reusable output buffer; each `emit` gets at most this many
     ///     bytes. 64 KiB: larger than any socket read, small enough to stay in L2.
-    init(encoding: ContentCoding, limits: DecompressionLimits = DecompressionLimits(), bufferSize: Int = 64 * 1024) {
+    ///   - checksGzipTrailers: `false` leaves gzip trailers to zlib's own check, as before session 12: the
+    ///     reference that the tests and the fuzzer compare the default against.
+    init(
+        encoding: ContentCoding, limits: DecompressionLimits = DecompressionLimits(), bufferSize: Int = 64 * 1024,
+        checksGzipTrailers: Bool = true
+    ) {
         precondition(bufferSize > 0 && bufferSize <= Int(UInt32.max), "output buffer size out of range")
         self.encoding = encoding
         self.limits = limits
+        self.checksGzipTrailers = checksGzipTrailers
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
         output = .allocate(byteCount: bufferSize, alignment: 16)
@@ -303,13 +315,14 @@ final class Inflater {
     }
 
     /// Prepares for a member of the `gzip` coding whose first byte is `firstByte`: gzip's magic (0x1F; zlib checks
-    /// the second byte) means the trailer is checked here, so zlib's own check is switched off; anything else is
-    /// zlib-wrapped (or refused by zlib) and zlib checks it.
+    /// the second byte) means the trailer is checked here, and zlib's own check is switched off once it has read
+    /// the header; anything else is zlib-wrapped (or refused by zlib) and zlib checks it.
     private func startMember(firstByte: UInt8) {
-        checksTrailer = firstByte == 0x1F
+        checksTrailer = checksGzipTrailers && firstByte == 0x1F
+        inHeader = checksTrailer
         memberCRC = 0
         memberLength = 0
-        _ = inflateValidate(stream, checksTrailer ? 0 : 1)
+        _ = inflateValidate(stream, 1)
     }
 
     /// Adds the bytes a member just decoded to its CRC-32 and length.
@@ -367,7 +380,12 @@ final class Inflater {
             stream.pointee.next_out = nil
             stream.pointee.avail_out = 0
         }
-        let status = inflate(stream, Z_NO_FLUSH)
+        let status = inflate(stream, inHeader ? Z_BLOCK : Z_NO_FLUSH)
+        // Stopped before the first deflate block (data_type bit 7): the header is read, and checked if it has a CRC.
+        if inHeader && status == Z_OK && stream.pointee.data_type & 128 != 0 {
+            inHeader = false
+            _ = inflateValidate(stream, 0)
+        }
         let consumed = offered - Int(stream.pointee.avail_in)
         let produced = room - Int(stream.pointee.avail_out)
         let roomLeft = stream.pointee.avail_out != 0
