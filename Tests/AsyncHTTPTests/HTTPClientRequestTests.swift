@@ -33,6 +33,22 @@ final class HTTPClientRequestTests: XCTestCase {
         XCTAssertFalse(copy.persistentConnection)
     }
 
+    func testTheProgressHandlerIsAFieldThatCopiesKeepApart() {
+        var original = HTTPClientRequest(url: "http://127.0.0.1/a")
+        XCTAssertFalse(original.hasProgressHandler)
+        XCTAssertNil(original.progressHandler)
+        original.progressHandler = HTTPProgressHandler(minimumInterval: .milliseconds(7)) { _ in }
+        var copy = original
+        copy.progressHandler = nil
+        XCTAssertTrue(original.hasProgressHandler)
+        XCTAssertEqual(original.progressHandler?.minimumInterval, .milliseconds(7))
+        XCTAssertFalse(copy.hasProgressHandler)
+        copy.progressHandler?.minimumFraction = 0.5  // optional chaining through the setter: still none
+        XCTAssertNil(copy.progressHandler)
+        original.progressHandler?.minimumFraction = 0.5
+        XCTAssertEqual(original.progressHandler?.minimumFraction, 0.5)
+    }
+
     func testInPlaceMutationOfAUniqueRequestKeepsEveryField() {
         var request = HTTPClientRequest(url: "http://127.0.0.1/")
         for index in 0..<100 { request.headers.append(HTTPField(name: .accept, value: "type/\(index)")) }

@@ -87,11 +87,11 @@ public final class HTTPClient: Sendable {
             if formLogger.logLevel <= .debug, let form = request[FormSummaryOption.self] {
                 formLogger.debug("\(request.method) body: \(form.description)")
             }
-            guard let observation else { return try await run(request) }
+            guard let observation else { return try await run(request, observation: nil) }
             observation.queued(method: request.method, url: (try? request.httpURL().redactedDescription) ?? "(invalid URL)")
-            guard observation.observesProgress else { return try await run(request) }
+            guard observation.observesProgress else { return try await run(request, observation: observation) }
             do {
-                let response = try await run(request)
+                let response = try await run(request, observation: observation)
                 observation.sendReturned()
                 return response
             } catch {
@@ -101,11 +101,15 @@ public final class HTTPClient: Sendable {
         }
     }
 
-    /// The chain, outermost first, ending at the transport.
-    private func run(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+    /// The chain, outermost first, ending at the transport. `observation` is the send's (also bound in the
+    /// task-local for the middleware): handed to the transport directly, which saves it a task-local lookup per
+    /// attempt.
+    private func run(_ request: HTTPClientRequest, observation: RequestObservation?) async throws -> HTTPClientResponse {
         let transport = self.transport
-        if middleware.isEmpty { return try await transport.roundTrip(request) }
-        return try await runChain(middleware[...], request) { request in try await transport.roundTrip(request) }
+        if middleware.isEmpty { return try await transport.roundTrip(request, observation: observation) }
+        return try await runChain(middleware[...], request) { request in
+            try await transport.roundTrip(request, observation: observation)
+        }
     }
 
     /// Closes idle connections and refuses new requests. Responses still streaming finish, then close.

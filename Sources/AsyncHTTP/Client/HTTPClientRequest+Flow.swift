@@ -3,11 +3,6 @@ enum BandwidthLimitOption: HTTPRequestOption {
     static let defaultValue: Int? = nil
 }
 
-/// The request's progress handler, read when it is sent.
-enum ProgressOption: HTTPRequestOption {
-    static let defaultValue: HTTPProgressHandler? = nil
-}
-
 extension HTTPClientRequest {
     /// The most bytes per second this request may move, both directions together, in addition to the client's
     /// shared ``HTTPClient/maxBandwidthPerSecond`` (the stricter one wins). nil: only the client's limit.
@@ -27,8 +22,8 @@ extension HTTPClientRequest {
     /// Receives this request's upload and download progress, throttled (see ``HTTPProgressHandler`` and
     /// ``HTTPTransferProgress`` for what is counted and what a resend looks like). nil: none.
     public var progressHandler: HTTPProgressHandler? {
-        get { self[ProgressOption.self] }
-        set { self[ProgressOption.self] = newValue }
+        get { storedProgressHandler }
+        set { storedProgressHandler = newValue }
     }
 
     /// Sets a progress handler that feeds the returned stream, which ends after the final value.

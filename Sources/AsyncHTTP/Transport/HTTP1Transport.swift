@@ -87,8 +87,18 @@ final class HTTP1Transport: Sendable {
         await pool.closeIdleConnections(reason: reason)
     }
 
-    /// Sends `request` and returns once the response head has arrived.
+    /// Sends `request` and returns once the response head has arrived, observed by the send's observation (the
+    /// task-local's, when called outside ``HTTPClient/send(_:)``).
     func roundTrip(_ request: HTTPClientRequest) async throws(HTTPClientError) -> HTTPClientResponse {
+        let observing = settings.observing || request.hasProgressHandler
+        return try await roundTrip(request, observation: observing ? RequestObservation.current : nil)
+    }
+
+    /// Sends `request` and returns once the response head has arrived. `observation`: the send's, made when the
+    /// client has observers or the request a progress handler.
+    func roundTrip(
+        _ request: HTTPClientRequest, observation: RequestObservation?
+    ) async throws(HTTPClientError) -> HTTPClientResponse {
         guard !Task.isCancelled else { throw .cancelled }
         if let problem = request.headerProblems.first { throw problem }
         let url = try request.httpURL()
@@ -116,7 +126,6 @@ final class HTTP1Transport: Sendable {
         var prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent, absoluteForm: absoluteForm,
                                            expectContinue: request.expectContinue ?? settings.expectContinue)
         var retriedWithoutExpectation = false
-        let observation = settings.observing || request.progressHandler != nil ? RequestObservation.current : nil
         // The throttle step's pacer (the request's own limit) or the client's; counted in flight until the body ends.
         let flow = AttemptFlow(pacer: request[PacerOption.self] ?? self.flow.sharedPacer, transfer: self.flow.activity.begin())
         let pin = request.connectionPin
