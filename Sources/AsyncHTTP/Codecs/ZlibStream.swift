@@ -382,7 +382,8 @@ final class Inflater {
         }
         let status = inflate(stream, inHeader ? Z_BLOCK : Z_NO_FLUSH)
         // Stopped before the first deflate block (data_type bit 7): the header is read, and checked if it has a CRC.
-        if inHeader && status == Z_OK && stream.pointee.data_type & 128 != 0 {
+        // (Z_BUF_ERROR too: a call that reaches that point without consuming input reports no progress.)
+        if inHeader && (status == Z_OK || status == Z_BUF_ERROR) && stream.pointee.data_type & 128 != 0 {
             inHeader = false
             _ = inflateValidate(stream, 0)
         }
