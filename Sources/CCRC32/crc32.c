@@ -17,6 +17,12 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
+// One fold: `x` carried 128 bits (or 512, with k1k2) further by the constants in `k`, added to `next`.
+__attribute__((target("pclmul,sse4.1")))
+static inline __m128i fold(__m128i x, __m128i k, __m128i next) {
+    return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11)), next);
+}
+
 // Returns the raw (not inverted) CRC register after `length` bytes; `length` >= 64 and a multiple of 16.
 __attribute__((target("pclmul,sse4.1")))
 static uint32_t fold_pclmul(const unsigned char *bytes, size_t length, uint32_t crc) {
@@ -35,38 +41,22 @@ static uint32_t fold_pclmul(const unsigned char *bytes, size_t length, uint32_t 
 
     // Four lanes, 64 bytes a step.
     while (length >= 64) {
-        __m128i x5 = _mm_clmulepi64_si128(x1, k1k2, 0x00);
-        __m128i x6 = _mm_clmulepi64_si128(x2, k1k2, 0x00);
-        __m128i x7 = _mm_clmulepi64_si128(x3, k1k2, 0x00);
-        __m128i x8 = _mm_clmulepi64_si128(x4, k1k2, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, k1k2, 0x11);
-        x2 = _mm_clmulepi64_si128(x2, k1k2, 0x11);
-        x3 = _mm_clmulepi64_si128(x3, k1k2, 0x11);
-        x4 = _mm_clmulepi64_si128(x4, k1k2, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, x5), _mm_loadu_si128((const __m128i *)(bytes + 0x00)));
-        x2 = _mm_xor_si128(_mm_xor_si128(x2, x6), _mm_loadu_si128((const __m128i *)(bytes + 0x10)));
-        x3 = _mm_xor_si128(_mm_xor_si128(x3, x7), _mm_loadu_si128((const __m128i *)(bytes + 0x20)));
-        x4 = _mm_xor_si128(_mm_xor_si128(x4, x8), _mm_loadu_si128((const __m128i *)(bytes + 0x30)));
+        x1 = fold(x1, k1k2, _mm_loadu_si128((const __m128i *)(bytes + 0x00)));
+        x2 = fold(x2, k1k2, _mm_loadu_si128((const __m128i *)(bytes + 0x10)));
+        x3 = fold(x3, k1k2, _mm_loadu_si128((const __m128i *)(bytes + 0x20)));
+        x4 = fold(x4, k1k2, _mm_loadu_si128((const __m128i *)(bytes + 0x30)));
         bytes += 64;
         length -= 64;
     }
 
     // The four lanes into one.
-    __m128i x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-    x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-    x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
-    x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-    x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-    x1 = _mm_xor_si128(_mm_xor_si128(x1, x3), x5);
-    x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-    x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-    x1 = _mm_xor_si128(_mm_xor_si128(x1, x4), x5);
+    x1 = fold(x1, k3k4, x2);
+    x1 = fold(x1, k3k4, x3);
+    x1 = fold(x1, k3k4, x4);
 
     // One lane, 16 bytes a step.
     while (length >= 16) {
-        x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, _mm_loadu_si128((const __m128i *)bytes)), x5);
+        x1 = fold(x1, k3k4, _mm_loadu_si128((const __m128i *)bytes));
         bytes += 16;
         length -= 16;
     }

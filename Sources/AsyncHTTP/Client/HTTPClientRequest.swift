@@ -188,9 +188,6 @@ public struct HTTPClientRequest: Sendable {
         _modify { yield &storageForWriting.fields.progressHandler }
     }
 
-    /// Whether ``progressHandler`` is set, without copying the handler out.
-    var hasProgressHandler: Bool { storage.fields.progressHandler != nil }
-
     // MARK: Options
 
     /// The value of a middleware's option for this request: the value set, or the option's

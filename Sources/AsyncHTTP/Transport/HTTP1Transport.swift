@@ -87,17 +87,10 @@ final class HTTP1Transport: Sendable {
         await pool.closeIdleConnections(reason: reason)
     }
 
-    /// Sends `request` and returns once the response head has arrived, observed by the send's observation (the
-    /// task-local's, when called outside ``HTTPClient/send(_:)``).
-    func roundTrip(_ request: HTTPClientRequest) async throws(HTTPClientError) -> HTTPClientResponse {
-        let observing = settings.observing || request.hasProgressHandler
-        return try await roundTrip(request, observation: observing ? RequestObservation.current : nil)
-    }
-
-    /// Sends `request` and returns once the response head has arrived. `observation`: the send's, made when the
-    /// client has observers or the request a progress handler.
+    /// Sends `request` and returns once the response head has arrived. `observation`: the send's, made by
+    /// ``HTTPClient/send(_:)`` when the client has observers or the request a progress handler.
     func roundTrip(
-        _ request: HTTPClientRequest, observation: RequestObservation?
+        _ request: HTTPClientRequest, observation: RequestObservation? = nil
     ) async throws(HTTPClientError) -> HTTPClientResponse {
         guard !Task.isCancelled else { throw .cancelled }
         if let problem = request.headerProblems.first { throw problem }
