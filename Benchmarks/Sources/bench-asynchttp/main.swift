@@ -1,4 +1,4 @@
-import AsyncHTTP
+@_spi(Benchmarks) import AsyncHTTP
 import BenchCore
 import HTTPTypes
 
@@ -104,4 +104,70 @@ struct AsyncHTTPDriver: BenchDriver {
     }
 }
 
-await Bench.main(client: "asynchttp") { options in try AsyncHTTPDriver(options) }
+/// `bench-asynchttp --floor HOST PORT SECONDS`: the `seq` exchange without the client, twice. `loop`: the
+/// library's socket and event loop (``TransportFloorBenchmark``), so each response still wakes the epoll thread,
+/// which resumes the task on the cooperative pool. `blocking`: a blocking socket on one thread, as wrk or curl
+/// would read it. One JSON line each, with the process's CPU time per exchange.
+func floor(host: String, port: Int, seconds: Double) async {
+    let request = Array("GET /1k.bin HTTP/1.1\r\nHost: \(host):\(port)\r\nUser-Agent: AsyncHTTP/0.1\r\nAccept-Encoding: gzip, deflate\r\n\r\n".utf8)
+    func report(_ mode: String, _ exchanges: Int?, _ cpu: Double) {
+        guard let exchanges, exchanges > 0 else { return print("{\"mode\":\"\(mode)\",\"errors\":1}") }
+        let rate = Double(exchanges) / seconds
+        print("{\"mode\":\"\(mode)\",\"requests\":\(exchanges),\"req_per_s\":\(Int(rate)),\"cpu_us_per_request\":\(Int(cpu / Double(exchanges) * 1e6))}")
+    }
+    var before = Memory.cpuSeconds()
+    let loop = await TransportFloorBenchmark.run(host: host, port: port, request: request, seconds: seconds)
+    report("loop", loop, Memory.cpuSeconds() - before)
+    let client = HTTPClient()
+    before = Memory.cpuSeconds()
+    let transport = await TransportFloorBenchmark.transportRoundTrips(client: client, url: "http://\(host):\(port)/1k.bin", seconds: seconds)
+    report("transport", transport, Memory.cpuSeconds() - before)
+    await client.shutdown()
+    before = Memory.cpuSeconds()
+    let blocking = blockingExchanges(host: host, port: port, request: request, seconds: seconds)
+    report("blocking", blocking, Memory.cpuSeconds() - before)
+}
+
+/// Keep-alive exchanges on a blocking IPv4 socket, each response read until its `Content-Length` is complete.
+func blockingExchanges(host: String, port: Int, request: [UInt8], seconds: Double) -> Int? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var one: Int32 = 1
+    _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = UInt16(port).bigEndian
+    guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { return nil }
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { return nil }
+    let end = ContinuousClock.now + .nanoseconds(Int64(seconds * 1e9))
+    var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+    var exchanges = 0
+    while ContinuousClock.now < end {
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return nil }
+        var received = 0
+        var expected: Int?
+        var head: [UInt8] = []
+        while expected.map({ received < $0 }) ?? true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { return nil }
+            received += n
+            if expected == nil {
+                head += buffer[..<n]
+                expected = TransportFloorBenchmark.responseLength(head)
+            }
+        }
+        exchanges += 1
+    }
+    return exchanges
+}
+
+if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "--floor",
+   let port = Int(CommandLine.arguments[3]), let seconds = Double(CommandLine.arguments[4]) {
+    await floor(host: CommandLine.arguments[2], port: port, seconds: seconds)
+} else {
+    await Bench.main(client: "asynchttp") { options in try AsyncHTTPDriver(options) }
+}
