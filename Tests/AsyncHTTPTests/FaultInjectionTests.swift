@@ -180,6 +180,20 @@ final class FaultInjectionTests: XCTestCase {
         }
     }
 
+    func testConnectionResetWhileIdleServesAGETOnceOnANewConnection() async throws {
+        try await withFault(.resetWhileIdle) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            _ = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            try await waitUntil { server.connectionsClosed >= 1 }
+            // A GET may trust the event loop's word that nothing arrived (no peek). Whether the loop has seen the
+            // reset yet or not, the GET reaches the server once, on a new connection, and is answered.
+            let body = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            XCTAssertEqual(body, Array("hello".utf8))
+            XCTAssertEqual(server.connectionsAccepted, 2)
+            XCTAssertEqual(server.requestsReceived, 2, "the reset connection carried no second request")
+        }
+    }
+
     // MARK: Half-closed sockets
 
     func testHalfCloseMidBodyIsConnectionClosedWithTheBytesReceived() async throws {

@@ -31,6 +31,10 @@ protocol IOEventNotifier: Sendable {
     func wait(fd: Int32, for interest: IOInterest, deadline: ContinuousClock.Instant?) async -> IOWaitResult
     /// Forget everything about `fd`; call before closing it.
     func deregister(fd: Int32)
+    /// Whether nothing can have arrived on `fd` since its last wait for reading ended: it is registered, its read
+    /// direction stayed armed, no read edge came that nobody waited for, and no event reported the peer's
+    /// close. False whenever the notifier cannot tell; the caller then asks the kernel.
+    func readSideIsQuiet(fd: Int32) -> Bool
 }
 
 #if os(Linux)
@@ -74,6 +78,8 @@ final class EpollEventLoop: IOEventNotifier {
         var writable = false
         /// The events epoll currently reports for this descriptor (always with `EPOLLET`).
         var armed = EpollEventLoop.readEvents | EpollEventLoop.writeEvents
+        /// An event reported the peer's close or an error (`EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`); it stays set.
+        var peerClosed = false
 
         /// An edge in `interest`'s direction: takes the parked waiter, or remembers the edge. A second edge
         /// while the first is still remembered disarms the direction (the caller applies `armed`).
@@ -216,6 +222,14 @@ final class EpollEventLoop: IOEventNotifier {
         }
     }
 
+    func readSideIsQuiet(fd: Int32) -> Bool {
+        state.withLock { state in
+            guard let registration = state.registrations[fd] else { return false }
+            return !registration.readable && !registration.peerClosed && registration.reader == nil
+                && registration.armed & Self.readEvents == Self.readEvents
+        }
+    }
+
     func deregister(fd: Int32) {
         let orphans = state.withLock { state -> [Waiter] in
             guard let registration = state.registrations.removeValue(forKey: fd) else { return [] }
@@ -338,6 +352,7 @@ final class EpollEventLoop: IOEventNotifier {
                         guard let slot = state.registrations.index(forKey: fd) else { continue }
                         let flags = event.events
                         let failed = flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
+                        if failed || flags & EPOLLRDHUP.rawValue != 0 { state.registrations.values[slot].peerClosed = true }
                         let armedBefore = state.registrations.values[slot].armed
                         if flags & Self.readEvents != 0 || failed, let reader = state.registrations.values[slot].edge(.readable) {
                             ready.append((reader.continuation, .ready))

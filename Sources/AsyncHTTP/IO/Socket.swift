@@ -294,6 +294,11 @@ final class Socket: @unchecked Sendable {
         pendingInput() == .nothing
     }
 
+    /// Whether the event loop has seen nothing arrive for reading since the last wait for it ended (see
+    /// ``IOEventNotifier/readSideIsQuiet(fd:)``). With a last `recv` that left the socket empty, that answers
+    /// ``looksReusable()`` without a system call.
+    var readSideIsQuiet: Bool { notifier.readSideIsQuiet(fd: fd) }
+
     /// What waits to be read, without reading it: nothing, bytes, or the peer's close (or an error).
     enum PendingInput: Equatable {
         case nothing, bytes, closed

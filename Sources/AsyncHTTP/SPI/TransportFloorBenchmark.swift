@@ -4,10 +4,6 @@
 // request and reading a response of known length. The difference between `seq` and this floor is what the
 // client's own request path adds. SPI rather than public API, as `ParserBenchmark` is.
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Keep-alive exchanges over one connection through the library's socket and event loop, without the client.
 @_spi(Benchmarks)
 public enum TransportFloorBenchmark {

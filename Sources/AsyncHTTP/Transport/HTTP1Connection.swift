@@ -20,6 +20,9 @@ final class HTTP1Connection: @unchecked Sendable {
     /// (a large download then costs one syscall per 256 KiB).
     private var readSize = 16 * 1024
     private static let maxReadSize = 256 * 1024
+    /// Plain TCP: the last `recv` left the socket empty (it returned less than asked, or `EAGAIN`). With the
+    /// event loop's word that no read edge came since, ``looksReusable()`` needs no system call.
+    private var socketDrained = false
 
     /// Where the connection is in its life (idle, writing, awaiting the head, body, done, must close, closed),
     /// with the keep-alive budget and the counters the stale-connection retry reads. Sans-IO; see
@@ -254,7 +257,8 @@ final class HTTP1Connection: @unchecked Sendable {
             }
             // Right after the request went out the answer is almost never there yet: wait before the first
             // read instead of spending a `recv` on EAGAIN (a third of all reads with 32 concurrent GETs).
-            let waitFirst = firstRead && tls == nil
+            // Under TLS only when OpenSSL holds no bytes of its own, which the socket would not show.
+            let waitFirst = firstRead && tls?.hasBufferedInput != true
             firstRead = false
             if case .end(let clean) = try await fill(deadlines: deadlines, phase: .head, waitFirst: waitFirst) {
                 let event = try HTTPClientError.mapping { () throws(HTTP1Error) in try parser.endOfInput(unclean: !clean) }
@@ -389,9 +393,10 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// One read into a fresh buffer.
     ///
-    /// `waitFirst` waits for readability before the first attempt. Only for a plain socket: TLS may hold
-    /// decrypted bytes the socket no longer shows. Safe with the edge-triggered loop, which remembers an edge
-    /// that came before the wait and reports a descriptor that is already readable when it is (re)armed.
+    /// `waitFirst` waits for readability before the first attempt. Not while TLS holds bytes of its own
+    /// (decrypted, or read ahead), which the socket no longer shows. Safe with the edge-triggered loop, which
+    /// remembers an edge that came before the wait and reports a descriptor that is already readable when it
+    /// is (re)armed.
     private func fill(
         deadlines: Deadlines, phase: HTTPClientError.TimeoutPhase, waitFirst: Bool = false
     ) async throws(HTTPClientError) -> Fill {
@@ -429,12 +434,24 @@ final class HTTP1Connection: @unchecked Sendable {
 
     // MARK: Lifecycle
 
-    /// Whether an idle connection is still worth reusing: nothing buffered, and the peer has not closed.
     /// Whether bytes beyond the current response are waiting in the read buffer.
     var hasBufferedInput: Bool { bufferOffset < buffer.count }
 
-    func looksReusable() -> Bool {
-        bufferOffset >= buffer.count && tls?.hasUnexpectedInput != true && socket.looksReusable()
+    /// Whether an idle connection is still worth reusing: nothing buffered, and the peer has not closed.
+    ///
+    /// `retryable`: the request may be sent again on a new connection if this one turns out closed (an
+    /// idempotent method with a replayable body; see `StaleConnectionRetry`). Then, on plain TCP whose last
+    /// `recv` left the socket empty, the event loop answers instead of the kernel: if no read edge has come
+    /// since (data or the peer's FIN would have made one) and none reported a close, nothing has arrived, and
+    /// the `recv(MSG_PEEK)` of every other reuse is saved. That answer is as old as the loop thread's last
+    /// look, microseconds on a busy machine, so a close just before it can be missed; the request then fails on
+    /// the closed connection and is sent once more on a new one. A request that could not be repeated always
+    /// asks the kernel.
+    func looksReusable(retryable: Bool = false) -> Bool {
+        guard bufferOffset >= buffer.count else { return false }
+        if let tls { return !tls.hasUnexpectedInput && socket.looksReusable() }
+        if retryable && socketDrained && socket.readSideIsQuiet { return true }
+        return socket.looksReusable()
     }
 
     func close() {
@@ -566,6 +583,11 @@ extension HTTP1Connection {
                 outcome = ReadOutcome(tls.tryRead(into: raw))
             } else {
                 outcome = ReadOutcome(socket.tryRead(into: raw))
+                switch outcome {
+                case .read(let n): socketDrained = n > 0 && n < size
+                case .wait: socketDrained = true
+                default: socketDrained = false
+                }
             }
             if case .read(let n) = outcome { count = n } else { count = 0 }
         }

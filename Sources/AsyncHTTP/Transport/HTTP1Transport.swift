@@ -182,7 +182,8 @@ final class HTTP1Transport: Sendable {
     ) async throws(AttemptFailure) -> (response: HTTPClientResponse, bodyWithheld: Bool) {
         let lease: HTTP1Lease
         do {
-            lease = try await self.lease(key, fresh: fresh, pin: pin, deadlines: deadlines)
+            lease = try await self.lease(key, fresh: fresh, pin: pin, deadlines: deadlines,
+                                         retryable: request.method.isIdempotent && request.isReplayable)
         } catch {
             throw .final(error)
         }
@@ -242,22 +243,23 @@ final class HTTP1Transport: Sendable {
     }
 
     /// A lease on the connection pinned for an NTLM handshake, an idle connection that still looks alive, or a
-    /// new one.
+    /// new one. `retryable`: the request may go out again if a reused connection turns out closed, which lets
+    /// the liveness check of an idle connection trust the event loop (``HTTP1Connection/looksReusable(retryable:)``).
     private func lease(
-        _ key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines
+        _ key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines, retryable: Bool
     ) async throws(HTTPClientError) -> HTTP1Lease {
         if let parked = pin?.take() {
             let lease = ConnectionLease(parked.connection, pool: parked.pool, pin: pin)
             if parked.connection.looksReusable() { return lease }
             // The server closed the handshake's connection; the handshake will fail and say so.
             await lease.discard()
-            return try await acquire(key, fresh: true, pin: pin, deadlines: deadlines)
+            return try await acquire(key, fresh: true, pin: pin, deadlines: deadlines, retryable: retryable)
         }
-        return try await acquire(key, fresh: fresh, pin: pin, deadlines: deadlines)
+        return try await acquire(key, fresh: fresh, pin: pin, deadlines: deadlines, retryable: retryable)
     }
 
     private func acquire(
-        _ key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines
+        _ key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines, retryable: Bool
     ) async throws(HTTPClientError) -> HTTP1Lease {
         let logger = settings.connectionLogger ?? settings.logger
         var fresh = fresh
@@ -268,7 +270,7 @@ final class HTTP1Transport: Sendable {
             switch try await pool.lease(key, fresh: fresh, deadline: deadlines.total) {
             case .reuse(let connection):
                 let lease = ConnectionLease(connection, pool: pool, pin: pin)
-                if connection.looksReusable() {
+                if connection.looksReusable(retryable: retryable) {
                     logger.debug("connection \(connection.id) reused", metadata: ["key": "\(key)"])
                     return lease
                 }
