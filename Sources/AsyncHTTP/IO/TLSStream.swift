@@ -253,10 +253,6 @@ final class TLSStream: @unchecked Sendable {
         }
     }
 
-    /// Whether OpenSSL holds bytes read from the socket but not yet returned: decrypted data, or records read
-    /// ahead. A wait for readability would not see them.
-    var hasBufferedInput: Bool { SSL_has_pending(ssl) == 1 }
-
     /// Whether an idle connection's OpenSSL buffer holds anything that makes it unfit for reuse: application
     /// data nobody asked for, or the server's close_notify. With read-ahead on, such bytes may already have
     /// left the socket (so `recv(MSG_PEEK)` sees nothing). A post-handshake message (a TLS 1.3 session
