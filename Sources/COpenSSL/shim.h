@@ -62,8 +62,21 @@ static inline int ahttp_SSL_get_ex_new_index(void) {
 // OpenSSL's own socket BIO calls write(2), which raises SIGPIPE on a peer that has gone.
 // The descriptor lives in the BIO's data pointer; the BIO never closes it (the socket owns it).
 
+// The BIO's data word: the descriptor in its low 32 bits and, on 64-bit systems, bit 32 set when the last recv
+// left the socket empty (it returned less than asked, or EAGAIN). The reuse check of an idle connection reads
+// that bit (ahttp_SSL_socket_drained) to know whether the event loop's view of the socket is enough.
+#if UINTPTR_MAX > 0xffffffffu
+#define AHTTP_BIO_DRAINED ((uintptr_t)1 << 32)
+#else
+#define AHTTP_BIO_DRAINED ((uintptr_t)0)
+#endif
+
+static inline int ahttp_bio_fd(BIO *bio) {
+    return (int)(uint32_t)((uintptr_t)BIO_get_data(bio) & 0xffffffffu);
+}
+
 static inline int ahttp_bio_write(BIO *bio, const char *data, int length) {
-    int fd = (int)(intptr_t)BIO_get_data(bio);
+    int fd = ahttp_bio_fd(bio);
     BIO_clear_retry_flags(bio);
     ssize_t n = send(fd, data, (size_t)length, MSG_NOSIGNAL);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
@@ -73,13 +86,24 @@ static inline int ahttp_bio_write(BIO *bio, const char *data, int length) {
 }
 
 static inline int ahttp_bio_read(BIO *bio, char *data, int length) {
-    int fd = (int)(intptr_t)BIO_get_data(bio);
+    int fd = ahttp_bio_fd(bio);
     BIO_clear_retry_flags(bio);
     ssize_t n = recv(fd, data, (size_t)length, 0);
+    int drained = n > 0 && n < (ssize_t)length;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
         BIO_set_retry_read(bio);
+        drained = errno != EINTR;
     }
+    uintptr_t word = (uintptr_t)(uint32_t)fd | (drained ? AHTTP_BIO_DRAINED : 0);
+    BIO_set_data(bio, (void *)word);
     return (int)n;
+}
+
+// Whether the last recv of `ssl`'s socket BIO left the socket empty (always 0 on 32-bit systems).
+static inline int ahttp_SSL_socket_drained(const SSL *ssl) {
+    BIO *bio = SSL_get_rbio(ssl);
+    if (bio == NULL) { return 0; }
+    return ((uintptr_t)BIO_get_data(bio) & AHTTP_BIO_DRAINED) != 0;
 }
 
 static inline long ahttp_bio_ctrl(BIO *bio, int cmd, long num, void *ptr) {
@@ -111,7 +135,7 @@ static inline BIO_METHOD *ahttp_bio_method_new(void) {
 
 static inline BIO *ahttp_bio_new_socket(BIO_METHOD *method, int fd) {
     BIO *bio = BIO_new(method);
-    if (bio != NULL) { BIO_set_data(bio, (void *)(intptr_t)fd); }
+    if (bio != NULL) { BIO_set_data(bio, (void *)(uintptr_t)(uint32_t)fd); }
     return bio;
 }
 

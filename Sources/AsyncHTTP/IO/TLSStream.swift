@@ -253,6 +253,9 @@ final class TLSStream: @unchecked Sendable {
         }
     }
 
+    /// Whether OpenSSL's last `recv` on the socket left it empty: it returned less than asked, or `EAGAIN`.
+    var socketDrained: Bool { ahttp_SSL_socket_drained(ssl) == 1 }
+
     /// Whether an idle connection's OpenSSL buffer holds anything that makes it unfit for reuse: application
     /// data nobody asked for, or the server's close_notify. With read-ahead on, such bytes may already have
     /// left the socket (so `recv(MSG_PEEK)` sees nothing). A post-handshake message (a TLS 1.3 session

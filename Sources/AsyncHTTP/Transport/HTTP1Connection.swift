@@ -440,16 +440,20 @@ final class HTTP1Connection: @unchecked Sendable {
     /// Whether an idle connection is still worth reusing: nothing buffered, and the peer has not closed.
     ///
     /// `retryable`: the request may be sent again on a new connection if this one turns out closed (an
-    /// idempotent method with a replayable body; see `StaleConnectionRetry`). Then, on plain TCP whose last
-    /// `recv` left the socket empty, the event loop answers instead of the kernel: if no read edge has come
-    /// since (data or the peer's FIN would have made one) and none reported a close, nothing has arrived, and
-    /// the `recv(MSG_PEEK)` of every other reuse is saved. That answer is as old as the loop thread's last
-    /// look, microseconds on a busy machine, so a close just before it can be missed; the request then fails on
-    /// the closed connection and is sent once more on a new one. A request that could not be repeated always
-    /// asks the kernel.
+    /// idempotent method with a replayable body; see `StaleConnectionRetry`). Then, when the last `recv` (ours,
+    /// or OpenSSL's under TLS) left the socket empty, the event loop answers instead of the kernel: if no read
+    /// edge has come since (data, a TLS alert or the peer's FIN would have made one) and none reported a
+    /// close, nothing has arrived, and the `recv(MSG_PEEK)` of every other reuse is saved. That answer is as
+    /// old as the loop thread's last look, microseconds on a busy machine, so a close just before it can be
+    /// missed; the request then fails on the closed connection and is sent once more on a new one. A request
+    /// that could not be repeated always asks the kernel.
     func looksReusable(retryable: Bool = false) -> Bool {
         guard bufferOffset >= buffer.count else { return false }
-        if let tls { return !tls.hasUnexpectedInput && socket.looksReusable() }
+        if let tls {
+            guard !tls.hasUnexpectedInput else { return false }
+            if retryable && tls.socketDrained && socket.readSideIsQuiet { return true }
+            return socket.looksReusable()
+        }
         if retryable && socketDrained && socket.readSideIsQuiet { return true }
         return socket.looksReusable()
     }
