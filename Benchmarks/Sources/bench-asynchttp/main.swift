@@ -104,10 +104,11 @@ struct AsyncHTTPDriver: BenchDriver {
     }
 }
 
-/// `bench-asynchttp --floor HOST PORT SECONDS`: the `seq` exchange without the client, twice. `loop`: the
-/// library's socket and event loop (``TransportFloorBenchmark``), so each response still wakes the epoll thread,
-/// which resumes the task on the cooperative pool. `blocking`: a blocking socket on one thread, as wrk or curl
-/// would read it. One JSON line each, with the process's CPU time per exchange.
+/// `bench-asynchttp --floor HOST PORT SECONDS`: the `seq` exchange three ways, each short of the whole client.
+/// `loop`: the library's socket and event loop (``TransportFloorBenchmark``), so each response still wakes the
+/// epoll thread, which resumes the task on the cooperative pool. `transport`: the client's transport without
+/// `send` and its middleware. `blocking`: a blocking socket on one thread, as wrk or curl would read it. One JSON
+/// line each, with the process's CPU time per exchange.
 func floor(host: String, port: Int, seconds: Double) async {
     let request = Array("GET /1k.bin HTTP/1.1\r\nHost: \(host):\(port)\r\nUser-Agent: AsyncHTTP/0.1\r\nAccept-Encoding: gzip, deflate\r\n\r\n".utf8)
     func report(_ mode: String, _ exchanges: Int?, _ cpu: Double) {

@@ -21,7 +21,7 @@ final class HTTP1Connection: @unchecked Sendable {
     private var readSize = 16 * 1024
     private static let maxReadSize = 256 * 1024
     /// Plain TCP: the last `recv` left the socket empty (it returned less than asked, or `EAGAIN`). With the
-    /// event loop's word that no read edge came since, ``looksReusable()`` needs no system call.
+    /// event loop's word that no read edge came since, ``looksReusable(retryable:)`` needs no system call.
     private var socketDrained = false
 
     /// Where the connection is in its life (idle, writing, awaiting the head, body, done, must close, closed),
@@ -448,13 +448,8 @@ final class HTTP1Connection: @unchecked Sendable {
     /// missed; the request then fails on the closed connection and is sent once more on a new one. A request
     /// that could not be repeated always asks the kernel.
     func looksReusable(retryable: Bool = false) -> Bool {
-        guard bufferOffset >= buffer.count else { return false }
-        if let tls {
-            guard !tls.hasUnexpectedInput else { return false }
-            if retryable && tls.socketDrained && socket.readSideIsQuiet { return true }
-            return socket.looksReusable()
-        }
-        if retryable && socketDrained && socket.readSideIsQuiet { return true }
+        guard bufferOffset >= buffer.count, tls?.hasUnexpectedInput != true else { return false }
+        if retryable && (tls?.socketDrained ?? socketDrained) && socket.readSideIsQuiet { return true }
         return socket.looksReusable()
     }
 
