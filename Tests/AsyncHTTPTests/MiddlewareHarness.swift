@@ -61,7 +61,7 @@ final class ScriptedPeer: Sendable {
 
     /// Sends `request` through `middleware` (outermost first) to this peer.
     func send(_ request: HTTPClientRequest, through middleware: [any HTTPClientMiddleware]) async throws -> HTTPClientResponse {
-        try await runChain(middleware[...], request) { try await self.handle($0) }
+        try await composeChain(middleware) { try await self.handle($0) }(request)
     }
 
     fileprivate func bodyEnded() { bodiesReadToEnd.withLock { $0 += 1 } }

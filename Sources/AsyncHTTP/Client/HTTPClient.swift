@@ -29,6 +29,8 @@ public final class HTTPClient: Sendable {
     public let configuration: Configuration
     /// The whole chain, outermost first: built-in members, then the configuration's own.
     let middleware: [any HTTPClientMiddleware]
+    /// ``middleware`` in front of the transport, composed once (see `composeChain`).
+    private let chain: MiddlewareChain
     /// The end of the chain: pool, connector, connections.
     let transport: HTTP1Transport
     /// Credentials, callbacks and Digest state, shared by the auth middleware and, through the transport's
@@ -69,6 +71,10 @@ public final class HTTPClient: Sendable {
         transport = HTTP1Transport(configuration: configuration, proxies: proxies, tunnelAuthenticator: authenticator)
         middleware = Self.builtInMiddleware(configuration, authenticator: authenticator, proxies: proxies, flow: transport.flow)
             + configuration.middleware
+        // The transport reads the send's observation from the task-local `send` binds (one lookup per attempt).
+        chain = composeChain(middleware) { [transport] request in
+            try await transport.roundTrip(request, observation: RequestObservation.current)
+        }
         configuration.cache?.clientStarted()
     }
 
@@ -84,31 +90,33 @@ public final class HTTPClient: Sendable {
         let requestID = requestIDs.add(1, ordering: .relaxed).newValue
         let observation = RequestObservation.make(for: request, requestID: requestID, observers: configuration.observers)
         return try await RequestLogContext.$scope.withValue(.init(requestID: requestID, observation: observation)) {
-            if formLogger.logLevel <= .debug, let form = request[FormSummaryOption.self] {
-                formLogger.debug("\(request.method) body: \(form.description)")
-            }
-            guard let observation else { return try await run(request, observation: nil) }
-            observation.queued(method: request.method, url: (try? request.httpURL().redactedDescription) ?? "(invalid URL)")
-            guard observation.observesProgress else { return try await run(request, observation: observation) }
-            do {
-                let response = try await run(request, observation: observation)
-                observation.sendReturned()
-                return response
-            } catch {
-                observation.sendFailed()
-                throw error
-            }
+            logForm(of: request)
+            if let observation { return try await runObserved(request, observation: observation) }
+            return try await chain(request)
         }
     }
 
-    /// The chain, outermost first, ending at the transport. `observation` is the send's (also bound in the
-    /// task-local for the middleware): handed to the transport directly, which saves it a task-local lookup per
-    /// attempt.
-    private func run(_ request: HTTPClientRequest, observation: RequestObservation?) async throws -> HTTPClientResponse {
-        let transport = self.transport
-        if middleware.isEmpty { return try await transport.roundTrip(request, observation: observation) }
-        return try await runChain(middleware[...], request) { request in
-            try await transport.roundTrip(request, observation: observation)
+    // Kept out of `send`, whose frame every request in flight carries (an async function's frame holds every
+    // local of all its paths): the form's log line, and the observed send.
+
+    @inline(never)
+    private func logForm(of request: HTTPClientRequest) {
+        if formLogger.logLevel <= .debug, let form = request[FormSummaryOption.self] {
+            formLogger.debug("\(request.method) body: \(form.description)")
+        }
+    }
+
+    @inline(never)
+    private func runObserved(_ request: HTTPClientRequest, observation: RequestObservation) async throws -> HTTPClientResponse {
+        observation.queued(method: request.method, url: (try? request.httpURL().redactedDescription) ?? "(invalid URL)")
+        guard observation.observesProgress else { return try await chain(request) }
+        do {
+            let response = try await chain(request)
+            observation.sendReturned()
+            return response
+        } catch {
+            observation.sendFailed()
+            throw error
         }
     }
 

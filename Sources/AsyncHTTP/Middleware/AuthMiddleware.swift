@@ -21,6 +21,40 @@ struct AuthMiddleware: HTTPClientMiddleware {
     static let drainLimit = 64 * 1024
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+        var request = request
+        guard try passesThrough(&request) else { return try await negotiate(request, first: nil, next: next) }
+        let response = try await next(request)
+        guard response.status.code == 401 else { return response }
+        return try await answer(response, to: request, next: next)
+    }
+
+    /// The challenge to a request that went out as it was. Its own function: the optional made for
+    /// ``negotiate(_:first:next:)`` would otherwise take room in the frame of every request's `intercept`.
+    @inline(never)
+    private func answer(_ challenge: HTTPClientResponse, to request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+        try await negotiate(request, first: challenge, next: next)
+    }
+
+    /// Whether `request` goes out as it is: no bearer token, nothing to present before a challenge, no plain-http
+    /// proxy to authenticate with. Its response then needs this step only if it is a `401`.
+    ///
+    /// The common case, kept out of ``negotiate(_:first:next:)``: an async function's frame holds every local
+    /// of all its paths, and every request in flight carries the frames of the steps it is in (about 19 KiB for
+    /// the whole negotiation against a few hundred bytes for this).
+    @inline(never)
+    private func passesThrough(_ request: inout HTTPClientRequest) throws(HTTPClientError) -> Bool {
+        let url = try request.httpURL()
+        let proxy = try proxies.route(recordingOn: &request, url: url)
+        guard !(proxy?.kind == .http && !url.isSecure), request.bearerToken == nil else { return false }
+        return request.headers[.authorization] != nil
+            || !(request.sendsCredentialsPreemptively || authenticator.mayPresentBeforeChallenge)
+    }
+
+    /// The whole exchange: credentials presented before a challenge, and each `401`/`407` answered. `first` is
+    /// the response to `request` when it already went out as it was (``passesThrough(_:)``); then nothing is
+    /// presented before the challenge, as nothing was.
+    @inline(never)
+    private func negotiate(_ request: HTTPClientRequest, first: HTTPClientResponse?, next: Next) async throws -> HTTPClientResponse {
         let url = try request.httpURL()
         var request = request
         let proxy = try proxies.route(recordingOn: &request, url: url)
@@ -46,13 +80,15 @@ struct AuthMiddleware: HTTPClientMiddleware {
                 urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: nil)
         }
 
+        // A request that already went out as it was (`first`: no bearer token, no plain-http proxy) presented
+        // nothing, and presents nothing now: its challenge is answered below.
         if let token = request.bearerToken {
             if let refusal = Authenticator.plainHTTPRefusal(.bearer, urlScheme: url.scheme, host: url.host, isProxy: false,
                                                             configuration: authenticator.configuration) {
                 throw refusal
             }
             request.headers[.authorization] = "Bearer " + token
-        } else if request.headers[.authorization] == nil,
+        } else if first == nil, request.headers[.authorization] == nil,
                   request.sendsCredentialsPreemptively || authenticator.mayPresentBeforeChallenge,
                   let value = try await authenticator.preemptiveAuthorization(
                       for: &origin, method: method, uri: uri, body: body, basicRequested: request.sendsCredentialsPreemptively) {
@@ -70,8 +106,15 @@ struct AuthMiddleware: HTTPClientMiddleware {
         defer { pin?.release() }
         var refreshedBearer = false
         // Bounded: every round either returns, or advances an exchange whose rounds `respond` caps.
+        var first = first
         for _ in 0..<32 {
-            let response = try await next(request)
+            let response: HTTPClientResponse
+            if let given = first {
+                response = given
+                first = nil
+            } else {
+                response = try await next(request)
+            }
             let code = response.status.code
             let answer: AuthorizationValue?
             let field: HTTPField.Name

@@ -80,13 +80,30 @@ struct CompressionMiddleware: HTTPClientMiddleware {
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         var request = request
+        let decodes = try prepare(&request)
+        return decoding(try await next(request), to: request, decodes: decodes)
+    }
+
+    // The work before and after the request goes out is synchronous and kept out of `intercept`: an async
+    // function's frame holds every local of all its paths, and every request in flight carries the frames of
+    // the steps it is in.
+
+    /// Compresses the request's body if it asks for that, and adds `Accept-Encoding` when this step will decode
+    /// the response (returned).
+    @inline(never)
+    private func prepare(_ request: inout HTTPClientRequest) throws(HTTPClientError) -> Bool {
         if request.compressesBody { try Self.gzipBody(of: &request) }
         let decodes = (request.acceptsCompressedResponse ?? policy.acceptsCompressedResponses)
             && !request.headers.contains(.acceptEncoding)
         if decodes { request.headers[.acceptEncoding] = Self.acceptEncoding }
+        return decodes
+    }
 
-        var response = try await next(request)
+    /// `response`, its body inflated as it is read when it is compressed and this step decodes it.
+    @inline(never)
+    private func decoding(_ response: HTTPClientResponse, to request: HTTPClientRequest, decodes: Bool) -> HTTPClientResponse {
         guard response.headers.contains(.contentEncoding) else { return response }
+        var response = response
         let codings = Self.contentCodings(response.headers)
         guard !codings.isEmpty else { return response }
         response.isCompressed = true

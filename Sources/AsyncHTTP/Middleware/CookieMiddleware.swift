@@ -15,15 +15,21 @@ struct CookieMiddleware: HTTPClientMiddleware {
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         guard request.usesCookieJar else { return try await next(request) }
-        if jar.isEmpty && request.headers[values: .cookie].count <= 1 {
-            // Nothing to send and nothing to merge: only a response that sets cookies needs the jar.
-            let response = try await next(request)
-            let setCookies = response.headers[values: .setCookie]
-            if !setCookies.isEmpty {
-                await jar.setCookies(fromHeaders: setCookies, for: try Self.context(of: request))
-            }
-            return response
+        guard jar.isEmpty && request.headers[values: .cookie].count <= 1 else {
+            return try await sendingCookies(request, next: next)
         }
+        // Nothing to send and nothing to merge: only a response that sets cookies needs the jar.
+        let response = try await next(request)
+        if response.headers.contains(.setCookie) { try await store(response, for: Self.context(of: request)) }
+        return response
+    }
+
+    // The jar's work is kept out of `intercept`, whose frame every request in flight carries: an async
+    // function's frame holds every local of all its paths.
+
+    /// Sends `request` with the jar's cookies merged into its own, and stores what the response sets.
+    @inline(never)
+    private func sendingCookies(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         let context = try Self.context(of: request)
         var request = request
         let stored = await jar.cookieHeader(for: context)
@@ -36,11 +42,17 @@ struct CookieMiddleware: HTTPClientMiddleware {
             request.headers.append(HTTPField(name: .cookie, value: Self.merge(own: own, stored: stored)))
         }
         let response = try await next(request)
+        await store(response, for: context)
+        return response
+    }
+
+    /// Stores the cookies `response` sets, if any.
+    @inline(never)
+    private func store(_ response: HTTPClientResponse, for context: CookieJar.RequestContext) async {
         let setCookies = response.headers[values: .setCookie]
         if !setCookies.isEmpty {
             await jar.setCookies(fromHeaders: setCookies, for: context)
         }
-        return response
     }
 
     private static func context(of request: HTTPClientRequest) throws(HTTPClientError) -> CookieJar.RequestContext {

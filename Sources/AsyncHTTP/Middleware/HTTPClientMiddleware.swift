@@ -41,15 +41,16 @@ public protocol HTTPClientMiddleware: Sendable {
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse
 }
 
-/// Runs `request` through `middleware` (outermost first) and then `terminal`.
-func runChain(
-    _ middleware: ArraySlice<any HTTPClientMiddleware>,
-    _ request: HTTPClientRequest,
-    terminal: (HTTPClientRequest) async throws -> HTTPClientResponse
-) async throws -> HTTPClientResponse {
-    guard let first = middleware.first else { return try await terminal(request) }
-    let rest = middleware.dropFirst()
-    return try await first.intercept(request) { request in
-        try await runChain(rest, request, terminal: terminal)
+/// A middleware chain composed in front of its terminal.
+typealias MiddlewareChain = @Sendable (HTTPClientRequest) async throws -> HTTPClientResponse
+
+/// `middleware` (outermost first) in front of `terminal`, composed once into one function: each request then
+/// runs one closure per step (an async frame of a few hundred bytes), and nothing is made per request.
+func composeChain(_ middleware: [any HTTPClientMiddleware], terminal: @escaping MiddlewareChain) -> MiddlewareChain {
+    var chain = terminal
+    for step in middleware.reversed() {
+        let next = chain
+        chain = { request in try await step.intercept(request, next: next) }
     }
+    return chain
 }

@@ -98,6 +98,35 @@ struct RedirectMiddleware: HTTPClientMiddleware {
     }
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+        _ = try request.httpURL()  // an invalid URL fails here, before anything is sent; the parse is kept
+        let response = try await next(request)
+        guard let final = try finished(response, to: request) else { return try await follow(request, first: response, next: next) }
+        return final
+    }
+
+    /// `response` as ``HTTPClient/send(_:)`` returns it, or nil when it is a redirect this request's policy
+    /// follows.
+    ///
+    /// Most responses are final, and the hops are followed in ``follow(_:first:next:)``: an async function's
+    /// frame holds every local of all its paths, and every request in flight carries the frames of the steps
+    /// it is in.
+    @inline(never)
+    private func finished(_ response: HTTPClientResponse, to request: HTTPClientRequest) throws(HTTPClientError) -> HTTPClientResponse? {
+        let url = try request.httpURL()
+        let policy = request.redirectPolicy ?? self.policy
+        if policy.followsRedirects, try Self.nextStep(for: response, method: request.method, from: url, policy: policy) != nil {
+            return nil
+        }
+        var response = response
+        response.originalURL = url
+        response.history = []
+        response.textDecodingFallback = request.textDecodingFallback ?? textDecodingFallback
+        return response
+    }
+
+    /// Follows the redirects that start with `first`, the response to `request`.
+    @inline(never)
+    private func follow(_ request: HTTPClientRequest, first: HTTPClientResponse, next: Next) async throws -> HTTPClientResponse {
         let policy = request.redirectPolicy ?? self.policy
         let fallback = request.textDecodingFallback ?? textDecodingFallback
         let originalURL = try request.httpURL()
@@ -107,9 +136,16 @@ struct RedirectMiddleware: HTTPClientMiddleware {
         // (method, URL) pairs requested since the last Set-Cookie; see the loop check below. Made at the
         // first redirect: most requests have none, and the URL's string form costs an allocation.
         var visitedSoFar: Set<VisitKey>?
+        var first: HTTPClientResponse? = first
 
         while true {
-            var response = try await next(current)
+            var response: HTTPClientResponse
+            if let given = first {
+                response = given
+                first = nil
+            } else {
+                response = try await next(current)
+            }
             guard policy.followsRedirects,
                   let step = try Self.nextStep(for: response, method: current.method, from: currentURL, policy: policy)
             else {

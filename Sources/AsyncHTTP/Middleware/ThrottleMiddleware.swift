@@ -15,13 +15,20 @@ struct ThrottleMiddleware: HTTPClientMiddleware {
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         guard let limit = request.maxBandwidthPerSecond else { return try await next(request) }
+        return try await next(try paced(request, limit: limit))
+    }
+
+    /// `request` with a pacer of its own. Synchronous and not inlined, so its temporaries (the log line, the
+    /// error) stay on the thread's stack instead of in every request's async frame.
+    @inline(never)
+    private func paced(_ request: HTTPClientRequest, limit: Int) throws(HTTPClientError) -> HTTPClientRequest {
         guard limit > 0 else {
             throw HTTPClientError(.invalidRequest, "maxBandwidthPerSecond is \(limit); it must be positive (nil for no limit of its own)")
         }
         var request = request
         logger?.debug("request limited to \(limit) bytes/s", metadata: ["url": "\(HTTPURL.redacting(request.url))"])
         request[PacerOption.self] = flow.pacer(requestLimit: limit)
-        return try await next(request)
+        return request
     }
 }
 

@@ -77,20 +77,26 @@ final class HTTP1Connection: @unchecked Sendable {
     }
 
     func write(_ bytes: ArraySlice<UInt8>, deadlines: Deadlines) async throws(HTTPClientError) {
+        if let pacer, pacer.isLimited { return try await writePaced(bytes, pacer: pacer, deadlines: deadlines) }
         var offset = 0
         while offset < bytes.count {
-            if let pacer, pacer.isLimited {
-                // Throttled: no more than the allowance goes to the socket at once.
-                let allowed = try await pacedAllowance(pacer, upTo: bytes.count - offset, deadlines: deadlines)
-                let end = offset + allowed
-                let outcome = bytes.withUnsafeBytes { raw in attemptWrite(UnsafeRawBufferPointer(rebasing: raw[offset..<end])) }
-                let written = try await settle(outcome, deadlines: deadlines)
-                pacedCredit -= written
-                offset += written
-                continue
-            }
             let outcome = bytes.withUnsafeBytes { raw in attemptWrite(UnsafeRawBufferPointer(rebasing: raw[offset...])) }
             offset += try await settle(outcome, deadlines: deadlines)
+        }
+    }
+
+    /// Throttled: no more than the allowance goes to the socket at once. Apart from ``write(_:deadlines:)``, whose
+    /// frame every request carries while its head goes out (an async function's frame holds all its paths' locals).
+    @inline(never)
+    private func writePaced(_ bytes: ArraySlice<UInt8>, pacer: TransferPacer, deadlines: Deadlines) async throws(HTTPClientError) {
+        var offset = 0
+        while offset < bytes.count {
+            let allowed = try await pacedAllowance(pacer, upTo: bytes.count - offset, deadlines: deadlines)
+            let end = offset + allowed
+            let outcome = bytes.withUnsafeBytes { raw in attemptWrite(UnsafeRawBufferPointer(rebasing: raw[offset..<end])) }
+            let written = try await settle(outcome, deadlines: deadlines)
+            pacedCredit -= written
+            offset += written
         }
     }
 

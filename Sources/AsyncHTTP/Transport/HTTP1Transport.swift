@@ -93,6 +93,45 @@ final class HTTP1Transport: Sendable {
         _ request: HTTPClientRequest, observation: RequestObservation? = nil
     ) async throws(HTTPClientError) -> HTTPClientResponse {
         guard !Task.isCancelled else { throw .cancelled }
+        var trip = try plan(request)
+        while true {
+            let outcome: (response: HTTPClientResponse, bodyWithheld: Bool)
+            do {
+                outcome = try await attempt(trip.prepared, key: trip.key, fresh: trip.fresh, pin: trip.pin, deadlines: trip.deadlines,
+                                            observation: observation, flow: trip.flow)
+            } catch {
+                if let final = retries(&trip, after: error, observation: observation) { throw final }
+                continue
+            }
+            if outcome.bodyWithheld, try retriesWithoutExpectation(&trip, status: outcome.response.status.code, observation: observation) {
+                continue
+            }
+            return outcome.response
+        }
+    }
+
+    // The work between attempts is synchronous and kept out of `roundTrip`: an async function's frame holds
+    // every local of all its paths (log lines and errors included), and every request in flight carries it.
+
+    /// What a round trip carries from one attempt to the next.
+    private struct RoundTrip {
+        let request: HTTPClientRequest
+        let url: HTTPURL
+        let key: ConnectionKey
+        let absoluteForm: Bool
+        let deadlines: Deadlines
+        /// The throttle step's pacer (the request's own limit) or the client's; counted in flight until the body ends.
+        let flow: AttemptFlow
+        let pin: ConnectionPin?
+        var prepared: PreparedRequest
+        var fresh: Bool
+        var timeoutRetries: Int
+        var retriedWithoutExpectation = false
+    }
+
+    /// Validates and encodes `request`, and picks its route and pool key.
+    @inline(never)
+    private func plan(_ request: HTTPClientRequest) throws(HTTPClientError) -> RoundTrip {
         if let problem = request.headerProblems.first { throw problem }
         let url = try request.httpURL()
         let deadlines = Deadlines(
@@ -116,56 +155,57 @@ final class HTTP1Transport: Sendable {
             key.endpoint = proxy.map { targets.endpoint(host: $0.host, port: $0.port) } ?? targets.endpoint(host: url.host, port: url.port)
         }
         let absoluteForm = proxy?.kind == .http && !url.isSecure
-        var prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent, absoluteForm: absoluteForm,
+        let prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent, absoluteForm: absoluteForm,
                                            expectContinue: request.expectContinue ?? settings.expectContinue)
-        var retriedWithoutExpectation = false
-        // The throttle step's pacer (the request's own limit) or the client's; counted in flight until the body ends.
-        let flow = AttemptFlow(pacer: request[PacerOption.self] ?? self.flow.sharedPacer, transfer: self.flow.activity.begin())
-        let pin = request.connectionPin
-        var timeoutRetries = request.retriesOnTimeout ?? settings.retriesOnTimeout
-        var fresh = !request.persistentConnection
-        while true {
-            let outcome: (response: HTTPClientResponse, bodyWithheld: Bool)
-            do {
-                outcome = try await attempt(prepared, key: key, fresh: fresh, pin: pin, deadlines: deadlines, observation: observation,
-                                            flow: flow)
-            } catch {
-                switch error {
-                case .stale(let error, let connectionID):
-                    settings.logger.debug("connection \(connectionID) was stale, retrying on a new connection",
-                                          metadata: ["url": "\(url.redactedDescription)", "error": "\(error)"])
-                    observation?.retry(reason: "connection \(connectionID) was closed by the server: \(error)")
-                    fresh = true
-                    // `stale` is produced only once: the next attempt runs on a fresh connection.
-                    continue
-                case .final(let error):
-                    if error.code == .timeout, timeoutRetries > 0, error.timeoutPhase != .total,
-                       request.method.isIdempotent, prepared.isReplayable {
-                        timeoutRetries -= 1
-                        settings.logger.debug("timed out, retrying",
-                                              metadata: ["url": "\(url.redactedDescription)", "left": "\(timeoutRetries)"])
-                        observation?.retry(reason: "\(error)")
-                        continue
-                    }
-                    observation?.failed(error)
-                    throw error
-                }
+        return RoundTrip(
+            request: request, url: url, key: key, absoluteForm: absoluteForm, deadlines: deadlines,
+            flow: AttemptFlow(pacer: request[PacerOption.self] ?? flow.sharedPacer, transfer: flow.activity.begin()),
+            pin: request.connectionPin, prepared: prepared, fresh: !request.persistentConnection,
+            timeoutRetries: request.retriesOnTimeout ?? settings.retriesOnTimeout)
+    }
+
+    /// After a failed attempt: nil when the request goes out again (on a new connection after a stale one; after
+    /// a timeout the request allows retrying), else the error to throw.
+    @inline(never)
+    private func retries(_ trip: inout RoundTrip, after failure: AttemptFailure, observation: RequestObservation?) -> HTTPClientError? {
+        switch failure {
+        case .stale(let error, let connectionID):
+            settings.logger.debug("connection \(connectionID) was stale, retrying on a new connection",
+                                  metadata: ["url": "\(trip.url.redactedDescription)", "error": "\(error)"])
+            observation?.retry(reason: "connection \(connectionID) was closed by the server: \(error)")
+            // `stale` is produced only once: the next attempt runs on a fresh connection.
+            trip.fresh = true
+            return nil
+        case .final(let error):
+            if error.code == .timeout, trip.timeoutRetries > 0, error.timeoutPhase != .total,
+               trip.request.method.isIdempotent, trip.prepared.isReplayable {
+                trip.timeoutRetries -= 1
+                settings.logger.debug("timed out, retrying",
+                                      metadata: ["url": "\(trip.url.redactedDescription)", "left": "\(trip.timeoutRetries)"])
+                observation?.retry(reason: "\(error)")
+                return nil
             }
-            // RFC 9110 §10.1.1: a 417 to `Expect: 100-continue` means something on the way does not do
-            // expectations; repeat the request without one. Only when the body was not sent (so it goes out
-            // once in all) and can be sent. Once.
-            if outcome.bodyWithheld, outcome.response.status.code == 417, prepared.isReplayable, !retriedWithoutExpectation {
-                retriedWithoutExpectation = true
-                settings.logger.debug("417 to Expect: 100-continue, retrying without it",
-                                      metadata: ["url": "\(url.redactedDescription)"])
-                observation?.retry(reason: "417 Expectation Failed before the body was sent; retrying without Expect")
-                prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent,
-                                               absoluteForm: absoluteForm, expectContinue: nil)
-                fresh = true
-                continue
-            }
-            return outcome.response
+            observation?.failed(error)
+            return error
         }
+    }
+
+    /// RFC 9110 §10.1.1: a 417 to `Expect: 100-continue` means something on the way does not do expectations;
+    /// the request goes out again without one (true). Only when the body was withheld (so it goes out once in
+    /// all) and can be sent. Once.
+    @inline(never)
+    private func retriesWithoutExpectation(
+        _ trip: inout RoundTrip, status: Int, observation: RequestObservation?
+    ) throws(HTTPClientError) -> Bool {
+        guard status == 417, trip.prepared.isReplayable, !trip.retriedWithoutExpectation else { return false }
+        trip.retriedWithoutExpectation = true
+        settings.logger.debug("417 to Expect: 100-continue, retrying without it",
+                              metadata: ["url": "\(trip.url.redactedDescription)"])
+        observation?.retry(reason: "417 Expectation Failed before the body was sent; retrying without Expect")
+        trip.prepared = try PreparedRequest(trip.request, url: trip.url, userAgent: settings.userAgent,
+                                            absoluteForm: trip.absoluteForm, expectContinue: nil)
+        trip.fresh = true
+        return true
     }
 
     private enum AttemptFailure: Error {
@@ -189,9 +229,7 @@ final class HTTP1Transport: Sendable {
         }
         let connection = lease.connection
         connection.pacer = flow.pacer
-        observation?.connectionAcquired(.init(
-            id: connection.id, reused: connection.wasReused, tlsSessionResumed: connection.tls?.sessionWasReused ?? false,
-            route: key.description, remoteAddress: connection.socket.remote.description))
+        if let observation { Self.observeAcquired(connection, key: key, observation: observation) }
         do {
             try connection.startRequest(method: request.method, persistent: request.persistentConnection)
             let early = try await request.write(to: connection, deadlines: deadlines, observation: observation)
@@ -202,27 +240,50 @@ final class HTTP1Transport: Sendable {
                 connection.requestWritten()
                 head = try await connection.readHead(deadlines: deadlines)
             }
-            observation?.headReceived(status: head.status, version: head.version, headers: head.headers,
-                                      bodyLength: head.announcedBodyLength)
+            if let observation { Self.observeHead(head, observation: observation) }
             let response = try await response(for: request, head: head, lease: lease, deadlines: deadlines, observation: observation,
                                               transfer: flow.transfer)
             return (response, early != nil)
         } catch {
             await lease.discard()
-            let attempt = StaleConnectionRetry.Attempt(
-                connectionWasReused: connection.wasReused,
-                requestBytesWritten: connection.requestBytesWritten,
-                responseBytesReceived: connection.responseBytesReceived,
-                isIdempotent: request.method.isIdempotent,
-                bodyIsReplayable: request.isReplayable
-            )
-            if !fresh, StaleConnectionRetry.mayRetry(attempt, after: error) {
-                throw .stale(error, connectionID: connection.id)
-            }
-            throw .final(error)
+            throw Self.failure(error, of: request, on: connection, fresh: fresh)
         }
     }
 
+    // Synchronous parts of `attempt`, kept out of its frame (which every request in flight carries).
+
+    @inline(never)
+    private static func observeAcquired(_ connection: HTTP1Connection, key: ConnectionKey, observation: RequestObservation) {
+        observation.connectionAcquired(.init(
+            id: connection.id, reused: connection.wasReused, tlsSessionResumed: connection.tls?.sessionWasReused ?? false,
+            route: key.description, remoteAddress: connection.socket.remote.description))
+    }
+
+    @inline(never)
+    private static func observeHead(_ head: HTTP1ResponseHead, observation: RequestObservation) {
+        observation.headReceived(status: head.status, version: head.version, headers: head.headers, bodyLength: head.announcedBodyLength)
+    }
+
+    /// A failed attempt: `stale` when the connection was a reused one that the server had closed, and the request
+    /// may go out again on a new one.
+    @inline(never)
+    private static func failure(
+        _ error: HTTPClientError, of request: PreparedRequest, on connection: HTTP1Connection, fresh: Bool
+    ) -> AttemptFailure {
+        let attempt = StaleConnectionRetry.Attempt(
+            connectionWasReused: connection.wasReused,
+            requestBytesWritten: connection.requestBytesWritten,
+            responseBytesReceived: connection.responseBytesReceived,
+            isIdempotent: request.method.isIdempotent,
+            bodyIsReplayable: request.isReplayable
+        )
+        if !fresh, StaleConnectionRetry.mayRetry(attempt, after: error) {
+            return .stale(error, connectionID: connection.id)
+        }
+        return .final(error)
+    }
+
+    @inline(never)
     private func response(
         for request: PreparedRequest, head: HTTP1ResponseHead, lease: HTTP1Lease, deadlines: Deadlines,
         observation: RequestObservation?, transfer: NetworkActivity.Transfer? = nil

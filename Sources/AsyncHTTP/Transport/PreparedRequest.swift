@@ -79,14 +79,26 @@ struct PreparedRequest: Sendable {
     func write(
         to connection: HTTP1Connection, deadlines: Deadlines, observation: RequestObservation? = nil
     ) async throws(HTTPClientError) -> HTTP1ResponseHead? {
-        if let pieces = body?.directPieces, connection.canSendFile {
-            return try await writeDirect(pieces, to: connection, deadlines: deadlines, observation: observation)
-        }
-        switch body?.storage {
-        case nil:
+        guard let body else {
             try await connection.write(head, deadlines: deadlines)
             observation?.headSent(head)
-        case .bytes(let bytes)?:
+            return nil
+        }
+        return try await write(head, body, to: connection, deadlines: deadlines, observation: observation)
+    }
+
+    /// The head and `body`. Apart from ``write(to:deadlines:observation:)``, whose frame every request carries
+    /// while its head goes out: an async function's frame holds every local of all its paths.
+    @inline(never)
+    private func write(
+        _ head: [UInt8], _ body: HTTPClientRequest.Body, to connection: HTTP1Connection, deadlines: Deadlines,
+        observation: RequestObservation?
+    ) async throws(HTTPClientError) -> HTTP1ResponseHead? {
+        if let pieces = body.directPieces, connection.canSendFile {
+            return try await writeDirect(pieces, to: connection, deadlines: deadlines, observation: observation)
+        }
+        switch body.storage {
+        case .bytes(let bytes):
             if let continueTimeout {
                 try await connection.write(head, deadlines: deadlines)
                 observation?.headSent(head)
@@ -107,7 +119,7 @@ struct PreparedRequest: Sendable {
                 observation.headSent(head)
                 if !bytes.isEmpty { observation.bodySent(total: bytes.count) }
             }
-        case .stream(let length, _, let makeSource)?:
+        case .stream(let length, _, let makeSource):
             // Made before the head goes out: a file that cannot be opened fails with nothing sent.
             let source = try makeSource()
             try await connection.write(head, deadlines: deadlines)
