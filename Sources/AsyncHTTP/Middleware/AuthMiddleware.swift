@@ -109,12 +109,7 @@ struct AuthMiddleware: HTTPClientMiddleware {
         var first = first
         for _ in 0..<32 {
             let response: HTTPClientResponse
-            if let given = first {
-                response = given
-                first = nil
-            } else {
-                response = try await next(request)
-            }
+            if let given = first.take() { response = given } else { response = try await next(request) }
             let code = response.status.code
             let answer: AuthorizationValue?
             let field: HTTPField.Name

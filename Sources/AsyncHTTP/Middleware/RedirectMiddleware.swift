@@ -140,12 +140,7 @@ struct RedirectMiddleware: HTTPClientMiddleware {
 
         while true {
             var response: HTTPClientResponse
-            if let given = first {
-                response = given
-                first = nil
-            } else {
-                response = try await next(current)
-            }
+            if let given = first.take() { response = given } else { response = try await next(current) }
             guard policy.followsRedirects,
                   let step = try Self.nextStep(for: response, method: current.method, from: currentURL, policy: policy)
             else {
