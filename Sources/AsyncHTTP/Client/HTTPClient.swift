@@ -27,9 +27,8 @@ public final class HTTPClient: Sendable {
     /// The configuration the client was made with. It is a copy: changing the variable you made it from
     /// afterwards changes nothing.
     public let configuration: Configuration
-    /// The whole chain, outermost first: built-in members, then the configuration's own.
-    let middleware: [any HTTPClientMiddleware]
-    /// ``middleware`` in front of the transport, composed once (see `composeChain`).
+    /// The middleware, outermost first (the built-in members, then the configuration's own), in front of the
+    /// transport, composed once (see `composeChain`).
     private let chain: MiddlewareChain
     /// The end of the chain: pool, connector, connections.
     let transport: HTTP1Transport
@@ -69,9 +68,9 @@ public final class HTTPClient: Sendable {
         authenticator = Authenticator(configuration: configuration.authentication, logger: configuration.logger(for: .authentication))
         let proxies = ProxyRouter(configuration.proxy)
         transport = HTTP1Transport(configuration: configuration, proxies: proxies, tunnelAuthenticator: authenticator)
-        middleware = Self.builtInMiddleware(configuration, authenticator: authenticator, proxies: proxies, flow: transport.flow)
+        let middleware = Self.builtInMiddleware(configuration, authenticator: authenticator, proxies: proxies, flow: transport.flow)
             + configuration.middleware
-        // The transport reads the send's observation from the task-local `send` binds (one lookup per attempt).
+        // The transport reads the send's observation from the task-local `send` binds (one lookup per hop).
         chain = composeChain(middleware) { [transport] request in
             try await transport.roundTrip(request, observation: RequestObservation.current)
         }

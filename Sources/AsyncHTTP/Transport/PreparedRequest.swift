@@ -84,15 +84,14 @@ struct PreparedRequest: Sendable {
             observation?.headSent(head)
             return nil
         }
-        return try await write(head, body, to: connection, deadlines: deadlines, observation: observation)
+        return try await writeWithBody(body, to: connection, deadlines: deadlines, observation: observation)
     }
 
-    /// The head and `body`. Apart from ``write(to:deadlines:observation:)``, whose frame every request carries
+    /// The head and its `body`. Apart from ``write(to:deadlines:observation:)``, whose frame every request carries
     /// while its head goes out: an async function's frame holds every local of all its paths.
     @inline(never)
-    private func write(
-        _ head: [UInt8], _ body: HTTPClientRequest.Body, to connection: HTTP1Connection, deadlines: Deadlines,
-        observation: RequestObservation?
+    private func writeWithBody(
+        _ body: HTTPClientRequest.Body, to connection: HTTP1Connection, deadlines: Deadlines, observation: RequestObservation?
     ) async throws(HTTPClientError) -> HTTP1ResponseHead? {
         if let pieces = body.directPieces, connection.canSendFile {
             return try await writeDirect(pieces, to: connection, deadlines: deadlines, observation: observation)
