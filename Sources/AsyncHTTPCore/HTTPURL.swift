@@ -251,7 +251,7 @@ package struct URIReference {
             guard let first = name.first else {
                 throw .invalidURL("missing scheme before ':'")
             }
-            guard Self.isAlpha(first), name.allSatisfy({ Self.isAlpha($0) || ByteScanner.isDigit($0) || isDelimiter($0, "+-.") }) else {
+            guard Self.isAlpha(first), name.allSatisfy({ Self.isAlpha($0) || Self.isDigit($0) || isDelimiter($0, "+-.") }) else {
                 throw .invalidURL("invalid scheme '\(String(decoding: name, as: UTF8.self))'")
             }
             let lowercased = Self.asciiLowercased(name)
@@ -290,11 +290,17 @@ package struct URIReference {
     /// Every byte must be one RFC 3986 allows somewhere (unreserved, gen-delims, sub-delims, or "%" followed
     /// by two hex digits); which component may hold which delimiter is checked per component.
     private static func checkCharacters(_ bytes: [UInt8]) throws(HTTPClientError) {
+        let (low, high) = uriCharacterMasks
         var index = 0
         while index < bytes.count {
             let byte = bytes[index]
+            // The common case by table: a URI character other than "%".
+            if byte < 64 ? low >> byte & 1 == 1 : byte < 128 && high >> (byte &- 64) & 1 == 1 {
+                index += 1
+                continue
+            }
             if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, ByteScanner.hexValue(bytes[index + 1]) != nil, ByteScanner.hexValue(bytes[index + 2]) != nil else {
+                guard index + 2 < bytes.count, Self.hexValue(bytes[index + 1]) != nil, Self.hexValue(bytes[index + 2]) != nil else {
                     let escape = String(decoding: bytes[index..<min(index + 3, bytes.count)], as: UTF8.self)
                     throw .invalidURL("invalid percent-escape '\(escape)' at offset \(characterOffset(bytes, index)) in URL")
                 }
@@ -307,6 +313,15 @@ package struct URIReference {
             index += 1
         }
     }
+
+    /// ``isURICharacter(_:)`` for bytes 0–63 and 64–127, one bit each; "%" is not in it (checked apart).
+    private static let uriCharacterMasks: (UInt64, UInt64) = {
+        var masks: (UInt64, UInt64) = (0, 0)
+        for byte in UInt8(0)..<128 where isURICharacter(byte) {
+            if byte < 64 { masks.0 |= 1 << byte } else { masks.1 |= 1 << (byte - 64) }
+        }
+        return masks
+    }()
 
     /// The error for a character that may not appear (here), naming it and its position in characters.
     private static func invalidCharacter(_ bytes: [UInt8], at index: Int, component: String?) -> HTTPClientError {
@@ -342,9 +357,21 @@ package struct URIReference {
 
     package static func isAlpha(_ byte: UInt8) -> Bool { (byte | 0x20) &- UInt8(ascii: "a") < 26 }
 
+    // AsyncHTTP1's `ByteScanner` has these too, but a `package` function is not inlined across modules
+    // (docs/performance.md, session 10), and the URL of every request is checked byte by byte with them.
+    @inline(__always)
+    static func isDigit(_ byte: UInt8) -> Bool { byte &- UInt8(ascii: "0") < 10 }
+
+    @inline(__always)
+    static func hexValue(_ byte: UInt8) -> Int? {
+        if Self.isDigit(byte) { return Int(byte &- UInt8(ascii: "0")) }
+        let lower = byte | 0x20
+        return lower &- UInt8(ascii: "a") < 6 ? Int(lower &- UInt8(ascii: "a")) + 10 : nil
+    }
+
     /// unreserved: ALPHA / DIGIT / "-" / "." / "_" / "~"
     package static func isUnreserved(_ byte: UInt8) -> Bool {
-        isAlpha(byte) || ByteScanner.isDigit(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+        isAlpha(byte) || Self.isDigit(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
             || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
     }
 
@@ -480,15 +507,15 @@ package struct URIReference {
                 }
                 throw invalidCharacter(bytes, at: index, component: "host")
             }
+            try checkNumericHost(bytes[hostStart..<hostEnd])
             host = Self.asciiLowercased(bytes[hostStart..<hostEnd])
             if hostEnd < range.upperBound { portStart = hostEnd + 1 }
-            try checkNumericHost(host)
         }
         guard !host.isEmpty else { throw .invalidURL("missing host") }
         var port: Int?
         if let portStart, portStart < range.upperBound {
             let digits = bytes[portStart..<range.upperBound]
-            if let bad = digits.firstIndex(where: { !ByteScanner.isDigit($0) }) {
+            if let bad = digits.firstIndex(where: { !Self.isDigit($0) }) {
                 throw .invalidURL("invalid port '\(String(decoding: digits, as: UTF8.self))' (invalid character at offset \(characterOffset(bytes, bad)))")
             }
             let significant = digits.drop(while: { $0 == UInt8(ascii: "0") })
@@ -506,30 +533,37 @@ package struct URIReference {
     /// `inet_aton` (behind getaddrinfo) reads `127.1`, `0x7f.1` or `017.0.0.1` as addresses, so such a name
     /// would connect somewhere a check of ``HTTPURL/isIPAddress`` did not expect. WHATWG URL rejects or
     /// rewrites these for the same reason ("ends in a number").
-    private static func checkNumericHost(_ host: String) throws(HTTPClientError) {
+    private static func checkNumericHost(_ host: ArraySlice<UInt8>) throws(HTTPClientError) {
         // One pass over the bytes, no allocation: this runs for every request (it showed in profiles).
-        var bytes = host.utf8[...]
+        var bytes = host
         if bytes.count > 1, bytes.last == UInt8(ascii: ".") { bytes = bytes.dropLast() }
-        let last = bytes.lastIndex(of: UInt8(ascii: ".")).map { bytes[bytes.index(after: $0)...] } ?? bytes
-        guard !last.isEmpty else { return }
+        let last = bytes.lastIndex(of: UInt8(ascii: ".")).map { bytes[($0 + 1)...] } ?? bytes
+        guard let first = last.first else { return }
         let isNumber: Bool
-        if last.count > 2, last.first == UInt8(ascii: "0"), last.dropFirst().first == UInt8(ascii: "x") || last.dropFirst().first == UInt8(ascii: "X") {
-            isNumber = last.dropFirst(2).allSatisfy { ByteScanner.hexValue($0) != nil }
+        if last.count > 2, first == UInt8(ascii: "0"), last[last.startIndex + 1] | 0x20 == UInt8(ascii: "x") {
+            isNumber = last.dropFirst(2).allSatisfy { Self.hexValue($0) != nil }
         } else {
-            isNumber = last.allSatisfy(ByteScanner.isDigit)
+            isNumber = last.allSatisfy(Self.isDigit)
         }
-        if isNumber && !isIPv4Address(Substring(host)) {
-            throw .invalidURL("ambiguous numeric host '\(host)' (write an IPv4 address as four decimal numbers 0...255 without leading zeros)")
+        if isNumber && !isIPv4Address(host) {
+            throw .invalidURL("ambiguous numeric host '\(asciiLowercased(host))' (write an IPv4 address as four decimal numbers 0...255 without leading zeros)")
         }
     }
 
     /// IPv4address = dec-octet "." dec-octet "." dec-octet "." dec-octet (RFC 3986 §3.2.2), no leading zeros.
     package static func isIPv4Address(_ text: Substring) -> Bool {
+        // A native string's bytes are contiguous; the walk over them is the one below, without `UTF8View`'s
+        // index arithmetic.
+        text.utf8.withContiguousStorageIfAvailable { isIPv4Address($0) } ?? isIPv4Address(Array(text.utf8)[...])
+    }
+
+    /// The same test over bytes.
+    static func isIPv4Address<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
         var octets = 0
         var value = 0
         var digits = 0
         var leadingZero = false
-        for byte in text.utf8 {
+        for byte in bytes {
             if byte == UInt8(ascii: ".") {
                 guard digits > 0, octets < 3 else { return false }
                 octets += 1
@@ -537,7 +571,7 @@ package struct URIReference {
                 digits = 0
                 continue
             }
-            guard ByteScanner.isDigit(byte) else { return false }
+            guard Self.isDigit(byte) else { return false }
             if digits == 0 { leadingZero = byte == UInt8(ascii: "0") } else if leadingZero { return false }
             digits += 1
             value = value * 10 + Int(byte &- 0x30)
@@ -568,7 +602,7 @@ package struct URIReference {
                     guard isIPv4Address(part) else { throw invalid }
                     groups += 2
                 } else {
-                    guard (1...4).contains(part.utf8.count), part.utf8.allSatisfy({ ByteScanner.hexValue($0) != nil }) else {
+                    guard (1...4).contains(part.utf8.count), part.utf8.allSatisfy({ Self.hexValue($0) != nil }) else {
                         throw invalid
                     }
                     groups += 1
@@ -587,7 +621,7 @@ package struct URIReference {
         var index = bytes.startIndex
         while index < bytes.endIndex {
             if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.endIndex,
-                let high = ByteScanner.hexValue(bytes[index + 1]), let low = ByteScanner.hexValue(bytes[index + 2])
+                let high = Self.hexValue(bytes[index + 1]), let low = Self.hexValue(bytes[index + 2])
             {
                 decoded.append(UInt8(high << 4 | low))
                 index += 3

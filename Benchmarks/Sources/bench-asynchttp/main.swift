@@ -104,11 +104,12 @@ struct AsyncHTTPDriver: BenchDriver {
     }
 }
 
-/// `bench-asynchttp --floor HOST PORT SECONDS`: the `seq` exchange three ways, each short of the whole client.
+/// `bench-asynchttp --floor HOST PORT SECONDS`: the `seq` exchange four ways, each short of the benchmark's client.
 /// `loop`: the library's socket and event loop (``TransportFloorBenchmark``), so each response still wakes the
 /// epoll thread, which resumes the task on the cooperative pool. `transport`: the client's transport without
-/// `send` and its middleware. `blocking`: a blocking socket on one thread, as wrk or curl would read it. One JSON
-/// line each, with the process's CPU time per exchange.
+/// `send` and its middleware. `send`: `HTTPClient.send`, middleware included, without the benchmark's runner.
+/// `blocking`: a blocking socket on one thread, as wrk or curl would read it. One JSON line each, with the
+/// process's CPU time per exchange.
 func floor(host: String, port: Int, seconds: Double) async {
     let request = Array("GET /1k.bin HTTP/1.1\r\nHost: \(host):\(port)\r\nUser-Agent: AsyncHTTP/0.1\r\nAccept-Encoding: gzip, deflate\r\n\r\n".utf8)
     func report(_ mode: String, _ exchanges: Int?, _ cpu: Double) {
@@ -123,10 +124,51 @@ func floor(host: String, port: Int, seconds: Double) async {
     before = Memory.cpuSeconds()
     let transport = await TransportFloorBenchmark.transportRoundTrips(client: client, url: "http://\(host):\(port)/1k.bin", seconds: seconds)
     report("transport", transport, Memory.cpuSeconds() - before)
+    before = Memory.cpuSeconds()
+    let sent = await sendRoundTrips(client: client, url: "http://\(host):\(port)/1k.bin", seconds: seconds)
+    report("send", sent, Memory.cpuSeconds() - before)
     await client.shutdown()
     before = Memory.cpuSeconds()
     let blocking = blockingExchanges(host: host, port: port, request: request, seconds: seconds)
     report("blocking", blocking, Memory.cpuSeconds() - before)
+}
+
+/// `bench-asynchttp --chain N`: the built-in middleware's own CPU time per request, with no I/O
+/// (``ChainBenchmark``): N requests through no step, all of them, and each alone, in five interleaved rounds;
+/// prints the median and the fastest round of each, in nanoseconds per request. Two builds compared this way
+/// run at the same time (one per core), so the machine's drift weighs on both alike.
+func chain(iterations: Int) async throws {
+    let names = ChainBenchmark.stepNames
+    var variants: [(name: String, steps: [Int]?)] = [("none", []), ("all", nil)]
+    for (index, name) in names.enumerated() { variants.append((name, [index])) }
+    var results: [String: [Double]] = [:]
+    for _ in 0..<5 {
+        for variant in variants {
+            let nanoseconds = try await ChainBenchmark.run(url: "http://127.0.0.1:18080/1k.bin", steps: variant.steps, iterations: iterations)
+            results[variant.name, default: []].append(nanoseconds)
+        }
+    }
+    for variant in variants {
+        let sorted = results[variant.name]!.sorted()
+        print(variant.name, "median", Int(sorted[2]), "ns; min", Int(sorted[0]))
+    }
+}
+
+/// `client.send` and the whole body, over and over, one at a time: `seq` without the benchmark's runner.
+func sendRoundTrips(client: HTTPClient, url: String, seconds: Double) async -> Int? {
+    let end = ContinuousClock.now + .nanoseconds(Int64(seconds * 1e9))
+    var exchanges = 0
+    while ContinuousClock.now < end {
+        do {
+            let response = try await client.send(HTTPClientRequest(url: url))
+            for try await _ in response.body {}
+            guard response.status.code == 200 else { return nil }
+        } catch {
+            return nil
+        }
+        exchanges += 1
+    }
+    return exchanges
 }
 
 /// Keep-alive exchanges on a blocking IPv4 socket, each response read until its `Content-Length` is complete.
@@ -166,7 +208,9 @@ func blockingExchanges(host: String, port: Int, request: [UInt8], seconds: Doubl
     return exchanges
 }
 
-if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "--floor",
+if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--chain", let iterations = Int(CommandLine.arguments[2]) {
+    try await chain(iterations: iterations)
+} else if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "--floor",
    let port = Int(CommandLine.arguments[3]), let seconds = Double(CommandLine.arguments[4]) {
     await floor(host: CommandLine.arguments[2], port: port, seconds: seconds)
 } else {

@@ -278,7 +278,7 @@ final class Socket: @unchecked Sendable {
     }
 
     /// Suspends until the socket is ready, mapping a timeout to `phase`.
-    func waitUntil(
+    nonisolated(nonsending) func waitUntil(
         _ interest: IOInterest, deadline: ContinuousClock.Instant?, phase: HTTPClientError.TimeoutPhase
     ) async throws(HTTPClientError) {
         switch await notifier.wait(fd: fd, for: interest, deadline: deadline) {

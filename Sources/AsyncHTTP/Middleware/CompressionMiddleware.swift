@@ -59,6 +59,8 @@ struct CompressionMiddleware: HTTPClientMiddleware {
 
     /// What is advertised. Not `br` or `zstd`: zlib decodes only these two.
     static let acceptEncoding = "gzip, deflate"
+    /// ``acceptEncoding`` as a field, made once (making a field checks its value).
+    static let acceptEncodingField = HTTPField(name: .acceptEncoding, value: acceptEncoding)
 
     /// Compressed input is fed to zlib this much at a time, so one step of the body yields at most about
     /// 16 MiB even at deflate's worst ratio (≈1032:1) when the ratio check is off (the transfer-coding
@@ -81,7 +83,9 @@ struct CompressionMiddleware: HTTPClientMiddleware {
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         var request = request
         let decodes = try prepare(&request)
-        return decoding(try await next(request), to: request, decodes: decodes)
+        var response = try await next(request)
+        decode(&response, to: request, decodes: decodes)
+        return response
     }
 
     // The work before and after the request goes out is synchronous and kept out of `intercept`: an async
@@ -95,22 +99,24 @@ struct CompressionMiddleware: HTTPClientMiddleware {
         if request.compressesBody { try Self.gzipBody(of: &request) }
         let decodes = (request.acceptsCompressedResponse ?? policy.acceptsCompressedResponses)
             && !request.headers.contains(.acceptEncoding)
-        if decodes { request.headers[.acceptEncoding] = Self.acceptEncoding }
+        // Appended: the field is known to be absent, and the subscript's setter would search for it again.
+        if decodes { request.headers.append(Self.acceptEncodingField) }
         return decodes
     }
 
     /// `response`, its body inflated as it is read when it is compressed and this step decodes it.
+    /// In place (`inout`): a response passed by value and returned would be copied, retaining each of its
+    /// fields, and the original released.
     @inline(never)
-    private func decoding(_ response: HTTPClientResponse, to request: HTTPClientRequest, decodes: Bool) -> HTTPClientResponse {
-        guard response.headers.contains(.contentEncoding) else { return response }
-        var response = response
+    private func decode(_ response: inout HTTPClientResponse, to request: HTTPClientRequest, decodes: Bool) {
+        guard response.headers.contains(.contentEncoding) else { return }
         let codings = Self.contentCodings(response.headers)
-        guard !codings.isEmpty else { return response }
+        guard !codings.isEmpty else { return }
         response.isCompressed = true
         // Only one coding is decoded; stacked codings ("gzip, gzip") are left for the caller, as Go does.
         guard decodes, codings.count == 1, let coding = ContentCoding(token: codings[0]),
               Self.hasBody(response, method: request.method)
-        else { return response }
+        else { return }
 
         let recorder = request.keepsRawCompressedBody ? RawBodyRecorder(limit: rawBodyLimit) : nil
         response.body = HTTPClientResponse.Body(
@@ -118,7 +124,6 @@ struct CompressionMiddleware: HTTPClientMiddleware {
         response.rawBodyRecorder = recorder
         response.headers[.contentEncoding] = nil
         response.headers[.contentLength] = nil
-        return response
     }
 
     /// The codings of `Content-Encoding` (RFC 9110 §8.4), lowercased, in the order applied, without `identity`.

@@ -15,7 +15,8 @@ struct CookieMiddleware: HTTPClientMiddleware {
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         guard request.usesCookieJar else { return try await next(request) }
-        guard jar.isEmpty && request.headers[values: .cookie].count <= 1 else {
+        // `contains` first: counting the fields makes an array of their values.
+        guard jar.isEmpty && (!request.headers.contains(.cookie) || request.headers[values: .cookie].count <= 1) else {
             return try await sendingCookies(request, next: next)
         }
         // Nothing to send and nothing to merge: only a response that sets cookies needs the jar.

@@ -99,29 +99,31 @@ struct RedirectMiddleware: HTTPClientMiddleware {
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         _ = try request.httpURL()  // an invalid URL fails here, before anything is sent; the parse is kept
-        let response = try await next(request)
-        guard let final = try finished(response, to: request) else { return try await follow(request, first: response, next: next) }
-        return final
+        var response = try await next(request)
+        guard try finish(&response, to: request) else { return try await follow(request, first: response, next: next) }
+        return response
     }
 
-    /// `response` as ``HTTPClient/send(_:)`` returns it, or nil when it is a redirect this request's policy
-    /// follows.
+    /// Makes `response` what ``HTTPClient/send(_:)`` returns and says true, or says false when it is a redirect
+    /// this request's policy follows.
     ///
     /// Most responses are final, and the hops are followed in ``follow(_:first:next:)``: an async function's
     /// frame holds every local of all its paths, and every request in flight carries the frames of the steps
     /// it is in.
+    ///
+    /// In place (`inout`): a response passed by value and returned would be copied, retaining each of its
+    /// fields, and the original released.
     @inline(never)
-    private func finished(_ response: HTTPClientResponse, to request: HTTPClientRequest) throws(HTTPClientError) -> HTTPClientResponse? {
+    private func finish(_ response: inout HTTPClientResponse, to request: HTTPClientRequest) throws(HTTPClientError) -> Bool {
         let url = try request.httpURL()
         let policy = request.redirectPolicy ?? self.policy
         if policy.followsRedirects, try Self.nextStep(for: response, method: request.method, from: url, policy: policy) != nil {
-            return nil
+            return false
         }
-        var response = response
-        response.originalURL = url
-        response.history = []
+        if response.originalURL != url { response.originalURL = url }
+        if !response.history.isEmpty { response.history = [] }
         response.textDecodingFallback = request.textDecodingFallback ?? textDecodingFallback
-        return response
+        return true
     }
 
     /// Follows the redirects that start with `first`, the response to `request`.
@@ -219,6 +221,14 @@ struct RedirectMiddleware: HTTPClientMiddleware {
         var url: String
     }
 
+    /// 301, 302, 303, 307 or 308: the statuses that are followed (a `switch`: it runs for every response).
+    static func isRedirect(_ code: Int) -> Bool {
+        switch code {
+        case 301, 302, 303, 307, 308: true
+        default: false
+        }
+    }
+
     /// The hop a response asks for, or nil when it is not a redirect to follow (not 301/302/303/307/308,
     /// or no `Location`: RFC 9110 §15.4 makes `Location` optional, and without it the response is final).
     ///
@@ -228,7 +238,7 @@ struct RedirectMiddleware: HTTPClientMiddleware {
         for response: HTTPClientResponse, method: HTTPRequest.Method, from base: HTTPURL, policy: RedirectPolicy
     ) throws(HTTPClientError) -> Step? {
         let code = response.status.code
-        guard [301, 302, 303, 307, 308].contains(code), let location = try singleLocation(of: response, from: base) else { return nil }
+        guard Self.isRedirect(code), let location = try singleLocation(of: response, from: base) else { return nil }
         let keepsMethod = switch code {
         case 307, 308: true
         case 303: false

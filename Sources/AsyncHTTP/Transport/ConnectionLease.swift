@@ -47,7 +47,7 @@ final class ConnectionLease<Connection: LeasedConnection>: Sendable {
 
     /// The response ended where its framing says. A connection that can carry another request goes back to
     /// its home for reuse; any other is closed there.
-    func responseEnded() async {
+    nonisolated(nonsending) func responseEnded() async {
         guard claim() else { return }
         await home.take(back: connection, reusable: connection.isReusable)
     }

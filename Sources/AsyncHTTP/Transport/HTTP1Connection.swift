@@ -72,11 +72,11 @@ final class HTTP1Connection: @unchecked Sendable {
     // MARK: Writing
 
     /// Writes all of `bytes`, suspending while the socket is full.
-    func write(_ bytes: [UInt8], deadlines: Deadlines) async throws(HTTPClientError) {
+    nonisolated(nonsending) func write(_ bytes: [UInt8], deadlines: Deadlines) async throws(HTTPClientError) {
         try await write(bytes[...], deadlines: deadlines)
     }
 
-    func write(_ bytes: ArraySlice<UInt8>, deadlines: Deadlines) async throws(HTTPClientError) {
+    nonisolated(nonsending) func write(_ bytes: ArraySlice<UInt8>, deadlines: Deadlines) async throws(HTTPClientError) {
         if let pacer, pacer.isLimited { return try await writePaced(bytes, pacer: pacer, deadlines: deadlines) }
         var offset = 0
         while offset < bytes.count {
@@ -102,7 +102,7 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// Writes `first` then `second` with as few syscalls as possible: one `sendmsg` for plain TCP,
     /// one copy into a single buffer when `second` is small.
-    func write(_ first: [UInt8], _ second: ArraySlice<UInt8>, deadlines: Deadlines) async throws(HTTPClientError) {
+    nonisolated(nonsending) func write(_ first: [UInt8], _ second: ArraySlice<UInt8>, deadlines: Deadlines) async throws(HTTPClientError) {
         if second.count <= 4096 {
             try await write(first + second, deadlines: deadlines)
             return
@@ -135,7 +135,7 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// Writes `parts` in order: one `sendmsg` for all of them on plain TCP (a batch of body chunks), one
     /// `SSL_write` each under TLS, which cuts records of at most 16 KiB anyway.
-    func write(_ parts: [ArraySlice<UInt8>], deadlines: Deadlines) async throws(HTTPClientError) {
+    nonisolated(nonsending) func write(_ parts: [ArraySlice<UInt8>], deadlines: Deadlines) async throws(HTTPClientError) {
         if parts.count <= 1 || tls != nil || pacer?.isLimited == true {
             for part in parts { try await write(part, deadlines: deadlines) }
             return
@@ -171,7 +171,7 @@ final class HTTP1Connection: @unchecked Sendable {
     }
 
     /// Turns a write attempt into bytes written, waiting for readiness when it could not proceed.
-    private func settle(_ outcome: WriteOutcome, deadlines: Deadlines) async throws(HTTPClientError) -> Int {
+    nonisolated(nonsending) private func settle(_ outcome: WriteOutcome, deadlines: Deadlines) async throws(HTTPClientError) -> Int {
         switch outcome {
         case .wrote(let n):
             machine.wrote(n)
@@ -245,7 +245,7 @@ final class HTTP1Connection: @unchecked Sendable {
     }
 
     /// Reads until the response head is complete. Interim 1xx responses are skipped by the parser.
-    func readHead(deadlines: Deadlines) async throws(HTTPClientError) -> HTTP1ResponseHead {
+    nonisolated(nonsending) func readHead(deadlines: Deadlines) async throws(HTTPClientError) -> HTTP1ResponseHead {
         var firstRead = true
         while true {
             if bufferOffset < buffer.count {
@@ -277,7 +277,7 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// The next body chunk, or nil when the body is complete. Reads from the socket only when the
     /// buffered bytes are used up, so a consumer that stops asking stops the reading (backpressure).
-    func nextBodyChunk(deadlines: Deadlines) async throws(HTTPClientError) -> ArraySlice<UInt8>? {
+    nonisolated(nonsending) func nextBodyChunk(deadlines: Deadlines) async throws(HTTPClientError) -> ArraySlice<UInt8>? {
         while true {
             if let step = try parseBuffered() {
                 switch step {
@@ -403,7 +403,7 @@ final class HTTP1Connection: @unchecked Sendable {
     /// `waitFirst` waits for readability before the first attempt. Only for a plain socket: TLS may hold
     /// decrypted bytes the socket no longer shows. Safe with the edge-triggered loop, which remembers an edge
     /// that came before the wait and reports a descriptor that is already readable when it is (re)armed.
-    private func fill(
+    nonisolated(nonsending) private func fill(
         deadlines: Deadlines, phase: HTTPClientError.TimeoutPhase, waitFirst: Bool = false
     ) async throws(HTTPClientError) -> Fill {
         if waitFirst {

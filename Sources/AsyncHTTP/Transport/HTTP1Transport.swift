@@ -89,7 +89,7 @@ final class HTTP1Transport: Sendable {
 
     /// Sends `request` and returns once the response head has arrived. `observation`: the send's, made by
     /// ``HTTPClient/send(_:)`` when the client has observers or the request a progress handler.
-    func roundTrip(
+    nonisolated(nonsending) func roundTrip(
         _ request: HTTPClientRequest, observation: RequestObservation? = nil
     ) async throws(HTTPClientError) -> HTTPClientResponse {
         guard !Task.isCancelled else { throw .cancelled }
@@ -216,7 +216,7 @@ final class HTTP1Transport: Sendable {
 
     /// One try: lease or open a connection, write the request, read the head. `bodyWithheld`: a final response
     /// came before the body of an `Expect: 100-continue` request, which was therefore not sent.
-    private func attempt(
+    nonisolated(nonsending) private func attempt(
         _ request: PreparedRequest, key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines,
         observation: RequestObservation?, flow: AttemptFlow
     ) async throws(AttemptFailure) -> (response: HTTPClientResponse, bodyWithheld: Bool) {
@@ -284,7 +284,7 @@ final class HTTP1Transport: Sendable {
     }
 
     @inline(never)
-    private func response(
+    nonisolated(nonsending) private func response(
         for request: PreparedRequest, head: HTTP1ResponseHead, lease: HTTP1Lease, deadlines: Deadlines,
         observation: RequestObservation?, transfer: NetworkActivity.Transfer? = nil
     ) async throws(HTTPClientError) -> HTTPClientResponse {
@@ -306,7 +306,7 @@ final class HTTP1Transport: Sendable {
     /// A lease on the connection pinned for an NTLM handshake, an idle connection that still looks alive, or a
     /// new one. `retryable`: the request may go out again if a reused connection turns out closed, which lets
     /// the liveness check of an idle connection trust the event loop (``HTTP1Connection/looksReusable(retryable:)``).
-    private func lease(
+    nonisolated(nonsending) private func lease(
         _ key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines, retryable: Bool
     ) async throws(HTTPClientError) -> HTTP1Lease {
         if let parked = pin?.take() {
@@ -319,7 +319,7 @@ final class HTTP1Transport: Sendable {
         return try await acquire(key, fresh: fresh, pin: pin, deadlines: deadlines, retryable: retryable)
     }
 
-    private func acquire(
+    nonisolated(nonsending) private func acquire(
         _ key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines, retryable: Bool
     ) async throws(HTTPClientError) -> HTTP1Lease {
         let logger = settings.connectionLogger ?? settings.logger

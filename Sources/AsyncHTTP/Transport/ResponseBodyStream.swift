@@ -40,7 +40,7 @@ final class ResponseBodyStream: @unchecked Sendable {
         self.requestID = RequestLogContext.requestID
     }
 
-    func next() async throws(HTTPClientError) -> ArraySlice<UInt8>? {
+    nonisolated(nonsending) func next() async throws(HTTPClientError) -> ArraySlice<UInt8>? {
         guard !reading.exchange(true, ordering: .acquiring) else {
             throw HTTPClientError(.bodyInUse,
                 "another task is already reading this response body; a streamed body has one reader at a time")
