@@ -135,26 +135,26 @@ package enum HTTP1RequestEncoder {
 
     private static func validateMethod(_ method: String) throws(HTTP1Error) {
         guard !method.isEmpty else { throw .invalidRequest("empty request method") }
-        for (offset, byte) in method.utf8.enumerated() where !ByteScanner.isTokenCharacter(byte) {
+        if let offset = firstOffset(in: method, where: { !ByteScanner.isTokenCharacter($0) }) {
+            let byte = Array(method.utf8)[offset]
             throw .invalidRequest("invalid character \(ByteScanner.describe(byte)) at offset \(offset) in method \(quoted(method))")
         }
     }
 
     private static func validateName(_ name: String) throws(HTTP1Error) {
         guard !name.isEmpty else { throw .invalidRequest("empty header name") }
-        for (offset, byte) in name.utf8.enumerated() where !ByteScanner.isTokenCharacter(byte) {
+        if let offset = firstOffset(in: name, where: { !ByteScanner.isTokenCharacter($0) }) {
+            let byte = Array(name.utf8)[offset]
             throw .invalidRequest("invalid character \(ByteScanner.describe(byte)) at offset \(offset) in header name \(quoted(name))")
         }
     }
 
     private static func validateValue(_ value: String, name: String) throws(HTTP1Error) {
-        for byte in value.utf8 {
-            switch byte {
-            case ByteScanner.cr: throw .invalidRequest("header '\(name)' value contains a carriage return")
-            case ByteScanner.lf: throw .invalidRequest("header '\(name)' value contains a line feed")
-            case 0: throw .invalidRequest("header '\(name)' value contains a NUL byte")
-            default: continue
-            }
+        guard let offset = firstOffset(in: value, where: { $0 == ByteScanner.cr || $0 == ByteScanner.lf || $0 == 0 }) else { return }
+        switch Array(value.utf8)[offset] {
+        case ByteScanner.cr: throw .invalidRequest("header '\(name)' value contains a carriage return")
+        case ByteScanner.lf: throw .invalidRequest("header '\(name)' value contains a line feed")
+        default: throw .invalidRequest("header '\(name)' value contains a NUL byte")
         }
     }
 
@@ -162,17 +162,29 @@ package enum HTTP1RequestEncoder {
     /// the request line.
     private static func validateTarget(_ target: String) throws(HTTP1Error) {
         guard !target.isEmpty else { throw .invalidRequest("empty request target") }
-        for (offset, byte) in target.utf8.enumerated() {
-            if byte == ByteScanner.sp {
-                throw .invalidRequest("request target contains a space at offset \(offset)")
-            }
-            if byte < 0x20 || byte == 0x7F {
-                throw .invalidRequest("request target contains control character \(ByteScanner.describe(byte)) at offset \(offset)")
-            }
-            if byte >= 0x80 {
-                throw .invalidRequest("request target contains a non-ASCII byte \(ByteScanner.describe(byte)) at offset \(offset)")
-            }
+        guard let offset = firstOffset(in: target, where: { $0 <= ByteScanner.sp || $0 >= 0x7F }) else { return }
+        let byte = Array(target.utf8)[offset]
+        if byte == ByteScanner.sp {
+            throw .invalidRequest("request target contains a space at offset \(offset)")
         }
+        if byte < 0x20 || byte == 0x7F {
+            throw .invalidRequest("request target contains control character \(ByteScanner.describe(byte)) at offset \(offset)")
+        }
+        throw .invalidRequest("request target contains a non-ASCII byte \(ByteScanner.describe(byte)) at offset \(offset)")
+    }
+
+    /// The offset of the first byte of `string` that `test` picks, or nil. Every head checks its method, target,
+    /// host and each field this way: over a native string's contiguous bytes, not `String.UTF8View`'s iterator.
+    @inline(__always)
+    private static func firstOffset(in string: String, where test: (UInt8) -> Bool) -> Int? {
+        if let found = string.utf8.withContiguousStorageIfAvailable({ bytes -> Int? in
+            for offset in bytes.indices where test(bytes[offset]) { return offset }
+            return nil
+        }) {
+            return found
+        }
+        for (offset, byte) in string.utf8.enumerated() where test(byte) { return offset }
+        return nil
     }
 
     private static func quoted(_ string: String) -> String {

@@ -307,6 +307,38 @@ final class HTTPURLTests: XCTestCase {
         }
     }
 
+    /// The one-pass parser of common URLs must give what the general parser gives, or leave the URL to it.
+    func testCommonURLsParseAsTheGeneralParserParsesThem() throws {
+        let schemes = ["http://", "https://", "HTTP://", "httpx://", "http:/"]
+        let hosts = ["127.0.0.1", "example.com", "a-b.example.org", "h042.bench.test", "Example.com", "1.2.3.com", "10.0.0",
+                     "256.1.1.1", "01.2.3.4", "0x7f.1", "123", "host.1a", "example.com.", "a_b.example", "[::1]", "", "u@h", "h%41"]
+        let ports = ["", ":8080", ":1", ":65535", ":65536", ":0", ":080", ":", ":123456", ":8x"]
+        let paths = ["", "/", "/1k.bin", "/a/b/c;p=1", "/a b", "/%20", "/a[b]", "/~user/x.html", "/@:!$&'()*+,=", "/é"]
+        let queries = ["", "?", "?x=1&y=2", "?a?b", "?q=[1]", "?q=%2F"]
+        let fragments = ["", "#frag", "#"]
+        var common = 0
+        for scheme in schemes {
+            for host in hosts {
+                for port in ports {
+                    for path in paths {
+                        for query in queries {
+                            for fragment in fragments {
+                                let string = scheme + host + port + path + query + fragment
+                                guard let fast = HTTPURL.parseCommon(string) else { continue }
+                                common += 1
+                                XCTAssertEqual(fast, try HTTPURL.parseGeneral(string), string)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        XCTAssertGreaterThan(common, 500, "the common-URL parser took almost nothing")
+        for string in ["http://127.0.0.1:18080/1k.bin", "https://example.com/", "http://h042.bench.test:18080/hosts/1k.bin?x=1"] {
+            XCTAssertNotNil(HTTPURL.parseCommon(string), string)
+        }
+    }
+
     func testRemoveDotSegments() {
         // RFC 3986 §5.2.4's two worked examples, and edge cases.
         XCTAssertEqual(URIReference.removeDotSegments("/a/b/c/./../../g"), "/a/g")

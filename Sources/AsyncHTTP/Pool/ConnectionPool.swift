@@ -80,14 +80,16 @@ actor ConnectionPool {
     /// Returns a connection after its response ended. Kept for reuse when `reusable`, else closed.
     func release(_ connection: HTTP1Connection, reusable: Bool) {
         let key = connection.key
-        guard machines[key] != nil else { return connection.close() }
+        // One lookup (hashing the key: its strings, its proxy) for the whole release: nothing below adds or
+        // removes a key before the last use of `slot`.
+        guard let slot = machines.index(forKey: key) else { return connection.close() }
         let now = self.now()
         var lifetime = idleTimeout
         // The server's `Keep-Alive: timeout=N`: stop reusing one second early, so a request does not
         // race the server's own close (curl and browsers leave a similar margin).
         if let serverTimeout = connection.keepAliveTimeout { lifetime = min(lifetime, serverTimeout - .seconds(1)) }
         let keep = reusable && !isShutDown
-        let (handOff, close) = machines[key]!.released(connection, reusable: keep, expires: now + lifetime, now: now)
+        let (handOff, close) = machines.values[slot].released(connection, reusable: keep, expires: now + lifetime, now: now)
         if let close {
             logger.debug("connection \(close.id) closed", metadata: ["key": "\(key)", "reason": "\(keep ? "expired" : "not reusable")"])
             close.close()
@@ -96,7 +98,7 @@ actor ConnectionPool {
             scheduleSweep()
         }
         carryOut(handOff)
-        forgetIfUnused(key)
+        if machines.values[slot].isUnused { machines.remove(at: slot) }
     }
 
     /// A leased slot is lost: the connect failed or the connection was closed after an error.

@@ -48,7 +48,7 @@ struct PreparedRequest: Sendable {
             headers[.connection] = "keep-alive"
         }
         // RFC 9110 §10.1.1: 100-continue only with content, and not towards an HTTP/1.0 server, which has no 1xx.
-        let expectField = HTTPField.Name("Expect")!
+        let expectField = Self.expect
         let askedForContinue = headers[expectField]?.lowercased() == "100-continue"
         if let expectContinue, let body = request.body, request.version == .http1_1,
            askedForContinue || expectContinue.applies(toBodyLength: body.length) {
@@ -68,6 +68,9 @@ struct PreparedRequest: Sendable {
         }
         self.head = head
     }
+
+    /// `Expect`, which swift-http-types does not name; made once (making a name checks and lowercases it).
+    private static let expect = HTTPField.Name("Expect")!
 
     var isReplayable: Bool { body?.isReplayable ?? true }
 
