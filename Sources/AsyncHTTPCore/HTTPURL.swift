@@ -18,23 +18,108 @@ import AsyncHTTP1
 ///
 /// Properties can only be set from inside the library, so a value always holds a URL that was validated.
 public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
+    /// The parts, in one box: a request's URL is copied several times on its way (the request, its plan, the
+    /// response's `url` and `originalURL`), and a copy then retains one object instead of eight strings, and
+    /// moves eight bytes instead of 120.
+    ///
+    /// `@unchecked Sendable`: written only through ``writableParts()``, which copies a box that is shared
+    /// (copy-on-write), so a box another value can see is never written.
+    private final class Parts: @unchecked Sendable {
+        var scheme: String
+        var user: String?
+        var password: String?
+        var host: String
+        var port: Int
+        var path: String
+        var query: String?
+        var fragment: String?
+
+        init(scheme: String, user: String? = nil, password: String? = nil, host: String, port: Int, path: String,
+             query: String? = nil, fragment: String? = nil) {
+            self.scheme = scheme
+            self.user = user
+            self.password = password
+            self.host = host
+            self.port = port
+            self.path = path
+            self.query = query
+            self.fragment = fragment
+        }
+
+        func copy() -> Parts {
+            Parts(scheme: scheme, user: user, password: password, host: host, port: port, path: path, query: query, fragment: fragment)
+        }
+    }
+
+    private var parts: Parts
+
+    /// The box, first copied if another value shares it.
+    private mutating func writableParts() -> Parts {
+        if !isKnownUniquelyReferenced(&parts) { parts = parts.copy() }
+        return parts
+    }
+
     /// `http` or `https` (or `http+unix` / `https+unix`), lowercased.
-    public package(set) var scheme: String
+    public package(set) var scheme: String {
+        get { parts.scheme }
+        set { writableParts().scheme = newValue }
+    }
     /// The user name from the userinfo, percent-decoded.
-    public package(set) var user: String?
+    public package(set) var user: String? {
+        get { parts.user }
+        set { writableParts().user = newValue }
+    }
     /// The password from the userinfo, percent-decoded.
-    public package(set) var password: String?
+    public package(set) var password: String? {
+        get { parts.password }
+        set { writableParts().password = newValue }
+    }
     /// The host, lowercased: a registered name, an IPv4 address, or an IPv6 address without its brackets.
     /// For `http+unix` and `https+unix`, the socket's path, percent-decoded and case kept.
-    public package(set) var host: String
+    public package(set) var host: String {
+        get { parts.host }
+        set { writableParts().host = newValue }
+    }
     /// The explicit port, or the scheme's default (80 for http, 443 for https).
-    public package(set) var port: Int
+    public package(set) var port: Int {
+        get { parts.port }
+        set { writableParts().port = newValue }
+    }
     /// The path as given (percent-escapes kept), `/` when the URL has none.
-    public package(set) var path: String
+    public package(set) var path: String {
+        get { parts.path }
+        set { writableParts().path = newValue }
+    }
     /// The query without its `?`.
-    public package(set) var query: String?
+    public package(set) var query: String? {
+        get { parts.query }
+        set { writableParts().query = newValue }
+    }
     /// The fragment without its `#`; never sent to a server.
-    public package(set) var fragment: String?
+    public package(set) var fragment: String? {
+        get { parts.fragment }
+        set { writableParts().fragment = newValue }
+    }
+
+    /// Equal parts (two copies of one URL share their box, and compare at once).
+    public static func == (lhs: HTTPURL, rhs: HTTPURL) -> Bool {
+        if lhs.parts === rhs.parts { return true }
+        let a = lhs.parts, b = rhs.parts
+        return a.scheme == b.scheme && a.user == b.user && a.password == b.password && a.host == b.host
+            && a.port == b.port && a.path == b.path && a.query == b.query && a.fragment == b.fragment
+    }
+
+    /// Hashes every part, as ``==(_:_:)`` compares them.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(scheme)
+        hasher.combine(user)
+        hasher.combine(password)
+        hasher.combine(host)
+        hasher.combine(port)
+        hasher.combine(path)
+        hasher.combine(query)
+        hasher.combine(fragment)
+    }
 
     /// Parses an absolute `http` or `https` URL.
     ///
@@ -136,10 +221,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
 
     /// A URL of these parts, nothing else set; for ``parseCommon(_:)``, which has checked them.
     private init(scheme: String, host: String, port: Int, path: String) {
-        self.scheme = scheme
-        self.host = host
-        self.port = port
-        self.path = path
+        parts = Parts(scheme: scheme, host: host, port: port, path: path)
     }
 
     /// Builds a URL from a reference's authority, query and fragment with the given scheme and path.
@@ -150,14 +232,10 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
         guard let authority = reference.authority else {
             throw .invalidURL("missing host (expected '\(scheme)://host')")
         }
-        self.scheme = scheme
-        self.user = authority.user
-        self.password = authority.password
-        self.host = authority.host
-        self.port = authority.port ?? (scheme.hasPrefix("https") ? 443 : 80)
-        self.path = path.isEmpty ? "/" : path
-        self.query = reference.query
-        self.fragment = reference.fragment
+        parts = Parts(
+            scheme: scheme, user: authority.user, password: authority.password, host: authority.host,
+            port: authority.port ?? (scheme.hasPrefix("https") ? 443 : 80), path: path.isEmpty ? "/" : path,
+            query: reference.query, fragment: reference.fragment)
     }
 
     /// The origin-form request target (RFC 9112 §3.2.1): the path and the query.

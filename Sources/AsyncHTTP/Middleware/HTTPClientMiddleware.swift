@@ -49,8 +49,20 @@ typealias MiddlewareChain = @Sendable (HTTPClientRequest) async throws -> HTTPCl
 func composeChain(_ middleware: [any HTTPClientMiddleware], terminal: @escaping MiddlewareChain) -> MiddlewareChain {
     var chain = terminal
     for step in middleware.reversed() {
-        let next = chain
-        chain = { request in try await step.intercept(request, next: next) }
+        chain = link(step, to: chain)
     }
     return chain
+}
+
+/// One step in front of `next`. The built-in steps are called by their concrete types: through the protocol, each
+/// step of each request runs a witness thunk too, an async frame of its own with its own resumption.
+private func link(_ step: any HTTPClientMiddleware, to next: @escaping MiddlewareChain) -> MiddlewareChain {
+    switch step {
+    case let step as RedirectMiddleware: { request in try await step.intercept(request, next: next) }
+    case let step as AuthMiddleware: { request in try await step.intercept(request, next: next) }
+    case let step as CookieMiddleware: { request in try await step.intercept(request, next: next) }
+    case let step as CompressionMiddleware: { request in try await step.intercept(request, next: next) }
+    case let step as ThrottleMiddleware: { request in try await step.intercept(request, next: next) }
+    default: { request in try await step.intercept(request, next: next) }
+    }
 }
