@@ -46,7 +46,7 @@ static inline int ahttp_TLS1_3_VERSION(void) { return TLS1_3_VERSION; }
 static inline int ahttp_TLS1_VERSION(void) { return TLS1_VERSION; }
 static inline int ahttp_TLS1_1_VERSION(void) { return TLS1_1_VERSION; }
 static inline long ahttp_SSL_MODE_defaults(void) {
-    return SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER;
+    return SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS;
 }
 static inline long ahttp_SSL_SESS_CACHE_client_external(void) {
     return SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE;
