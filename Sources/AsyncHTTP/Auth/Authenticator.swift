@@ -1,5 +1,6 @@
 import HTTPTypes
 import Logging
+import Synchronization
 
 /// Where the credentials of an attempt came from, in lookup order.
 enum CredentialSource: Int, Sendable, Comparable {
@@ -111,7 +112,8 @@ actor Authenticator {
     private var lastQuestion: Task<Void, Never>?
     /// Set on the first success: until then, a request that asks for nothing preemptive skips the actor
     /// entirely on its way out (one hop saved per request on the fast path).
-    private let anySuccess = Locked(false)
+    /// An atomic, not a lock: every request reads it.
+    private let anySuccess = Atomic<Bool>(false)
     /// The removal counts of the session and persistent stores last seen, to notice a cleared session.
     private var seenRemovals: (session: Int, persistent: Int)
     /// How often ``clearSession()`` ran: counted with the stores' removals, for a client without a session store.
@@ -119,7 +121,7 @@ actor Authenticator {
 
     /// Whether credentials may be sent before a challenge without the request asking: some succeeded already.
     nonisolated var mayPresentBeforeChallenge: Bool {
-        configuration.presentsCredentialsAfterSuccess && anySuccess.withLock { $0 }
+        configuration.presentsCredentialsAfterSuccess && anySuccess.load(ordering: .acquiring)
     }
 
     private struct Endpoint: Hashable {
@@ -197,7 +199,7 @@ actor Authenticator {
             succeeded.removeAll()
             digest.removeAll()
             answered.removeAll()
-            anySuccess.withLock { $0 = false }
+            anySuccess.store(false, ordering: .releasing)
             logger.debug("authentication session cleared")
             return
         }
@@ -380,7 +382,7 @@ actor Authenticator {
         }
         answered[space] = nil
         succeeded[endpoint(exchange)] = (space, attempt.credentials)
-        anySuccess.withLock { $0 = true }
+        anySuccess.store(true, ordering: .releasing)
         logger.debug("authenticated", metadata: ["space": "\(space)", "user": "\(attempt.credentials.username)"])
         guard attempt.source != .session, space.realm != nil || space.authenticationScheme == .ntlm else { return }
         await configuration.sessionStore?.store(attempt.credentials, for: space)
