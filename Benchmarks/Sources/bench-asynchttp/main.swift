@@ -125,7 +125,9 @@ func floor(host: String, port: Int, seconds: Double) async {
     let transport = await TransportFloorBenchmark.transportRoundTrips(client: client, url: "http://\(host):\(port)/1k.bin", seconds: seconds)
     report("transport", transport, Memory.cpuSeconds() - before)
     before = Memory.cpuSeconds()
-    let sent = await sendRoundTrips(client: client, url: "http://\(host):\(port)/1k.bin", seconds: seconds)
+    let sent = await TransportFloorBenchmark.roundTrips(seconds: seconds) {
+        try await client.send(HTTPClientRequest(url: "http://\(host):\(port)/1k.bin"))
+    }
     report("send", sent, Memory.cpuSeconds() - before)
     await client.shutdown()
     before = Memory.cpuSeconds()
@@ -152,23 +154,6 @@ func chain(iterations: Int) async throws {
         let sorted = results[variant.name]!.sorted()
         print(variant.name, "median", Int(sorted[2]), "ns; min", Int(sorted[0]))
     }
-}
-
-/// `client.send` and the whole body, over and over, one at a time: `seq` without the benchmark's runner.
-func sendRoundTrips(client: HTTPClient, url: String, seconds: Double) async -> Int? {
-    let end = ContinuousClock.now + .nanoseconds(Int64(seconds * 1e9))
-    var exchanges = 0
-    while ContinuousClock.now < end {
-        do {
-            let response = try await client.send(HTTPClientRequest(url: url))
-            for try await _ in response.body {}
-            guard response.status.code == 200 else { return nil }
-        } catch {
-            return nil
-        }
-        exchanges += 1
-    }
-    return exchanges
 }
 
 /// Keep-alive exchanges on a blocking IPv4 socket, each response read until its `Content-Length` is complete.

@@ -11,20 +11,21 @@ import HTTPTypes
 public enum ChainBenchmark {
     /// The step names of the default configuration's chain, outermost first.
     public static var stepNames: [String] {
+        defaultSteps().map { String(describing: type(of: $0)) }
+    }
+
+    /// The built-in steps of a client with the default configuration.
+    private static func defaultSteps() -> [any HTTPClientMiddleware] {
         let configuration = HTTPClient.Configuration()
         return HTTPClient.builtInMiddleware(
             configuration, authenticator: Authenticator(configuration: configuration.authentication, logger: configuration.logger),
             proxies: ProxyRouter(configuration.proxy))
-            .map { String(describing: type(of: $0)) }
     }
 
     /// Sends `iterations` GETs of `url` through the steps at `steps` (indices into ``stepNames``; nil for all)
     /// and reads each body; returns the nanoseconds per request.
     public static func run(url: String, steps: [Int]?, iterations: Int) async throws -> Double {
-        let configuration = HTTPClient.Configuration()
-        let all = HTTPClient.builtInMiddleware(
-            configuration, authenticator: Authenticator(configuration: configuration.authentication, logger: configuration.logger),
-            proxies: ProxyRouter(configuration.proxy))
+        let all = defaultSteps()
         let chosen = steps.map { $0.map { all[$0] } } ?? all
         let body = [UInt8](repeating: 0x61, count: 1024)[...]
         let headers: HTTPFields = [

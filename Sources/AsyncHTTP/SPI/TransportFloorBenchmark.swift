@@ -67,11 +67,18 @@ public enum TransportFloorBenchmark {
     ///
     /// - Returns: the number of complete exchanges, or nil on the first failure or a status other than 200.
     public static func transportRoundTrips(client: HTTPClient, url: String, seconds: Double) async -> Int? {
+        await roundTrips(seconds: seconds) { try await client.transport.roundTrip(HTTPClientRequest(url: url)) }
+    }
+
+    /// `exchange` and the whole body of the response it returns, over and over for `seconds`, one at a time.
+    ///
+    /// - Returns: the number of complete exchanges, or nil on the first failure or a status other than 200.
+    public static func roundTrips(seconds: Double, _ exchange: () async throws -> HTTPClientResponse) async -> Int? {
         let end = ContinuousClock.now + .nanoseconds(Int64(seconds * 1e9))
         var exchanges = 0
         while ContinuousClock.now < end {
             do {
-                let response = try await client.transport.roundTrip(HTTPClientRequest(url: url))
+                let response = try await exchange()
                 for try await _ in response.body {}
                 guard response.status.code == 200 else { return nil }
             } catch {

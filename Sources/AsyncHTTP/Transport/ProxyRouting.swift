@@ -48,10 +48,10 @@ struct ProxyResolver: Sendable {
         }
     }
 
-    /// The proxy for `url`, or nil to connect directly.
     /// No proxy for any URL, and no problem to throw.
     var isDirect: Bool { http == nil && https == nil && problem == nil }
 
+    /// The proxy for `url`, or nil to connect directly.
     func proxy(for url: HTTPURL) -> ProxyConfiguration? {
         guard let proxy = url.isSecure ? https : http else { return nil }
         if bypassesLoopback, url.host == "localhost" || url.host.hasSuffix(".localhost") || NoProxyList.isLoopback(url.host) {
@@ -159,14 +159,9 @@ struct ProxyRouter: Sendable {
     /// For requests that ask for `.environment` while the client has another setting.
     private let environment: ProxyResolver
 
-    /// The client's setting sends everything directly (no proxy configured or in the environment, and no
-    /// problem to report): then a request that keeps the client's setting needs no routing at all.
-    private let clientIsDirect: Bool
-
     init(_ setting: ProxySetting, environment: [String: String] = ProcessEnvironment.current()) {
         client = ProxyResolver(setting, environment: environment)
         self.environment = setting == .environment ? client : ProxyResolver(.environment, environment: environment)
-        clientIsDirect = client.isDirect
     }
 
     private func resolver(for setting: ProxySetting?) -> ProxyResolver {
@@ -183,7 +178,7 @@ struct ProxyRouter: Sendable {
     func route(for request: HTTPClientRequest, url: HTTPURL) throws(HTTPClientError) -> ProxyConfiguration? {
         // Every request of a client without proxies, twice each (the auth step and the transport): no copy of a
         // resolver, no recorded decision to look up (one is recorded only for a proxy).
-        if clientIsDirect, request.proxy == nil { return nil }
+        if request.proxy == nil, client.isDirect { return nil }
         if let decided = request[ProxyRouteOption.self], decided.url == request.url, decided.setting == request.proxy {
             return decided.proxy
         }
