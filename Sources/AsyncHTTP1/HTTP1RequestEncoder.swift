@@ -30,13 +30,15 @@ package enum HTTP1RequestEncoder {
     /// - `Content-Length` and `Transfer-Encoding` in `headers` are dropped: `framing` alone decides them,
     ///   so a caller's field can never contradict the body that follows (a request-smuggling shape).
     /// - `User-Agent` is added only if `headers` has none and `userAgent` is non-nil.
+    /// - `port`, when given, follows `host` after a colon in the `Host` field (the caller leaves out a default
+    ///   port); `host` then holds the name alone, in brackets if it is an IPv6 address.
     ///
     /// Throws `.invalidRequest` for a method that is not a token, a target with a space, control or
     /// non-ASCII byte, a host or field value with CR, LF or NUL, a version other than 1.0/1.1, or chunked
     /// framing on HTTP/1.0 (which has no chunked coding).
     package static func encodeHead(
-        method: HTTPRequest.Method, target: String, host: String, headers: HTTPFields, framing: HTTP1BodyFraming,
-        version: HTTPVersion, userAgent: String?, into buffer: inout [UInt8]
+        method: HTTPRequest.Method, target: String, host: String, port: Int? = nil, headers: HTTPFields,
+        framing: HTTP1BodyFraming, version: HTTPVersion, userAgent: String?, into buffer: inout [UInt8]
     ) throws(HTTP1Error) {
         guard version == .http1_1 || version == .http1_0 else {
             throw .invalidRequest("cannot send an \(version) request (only HTTP/1.0 and HTTP/1.1)")
@@ -60,7 +62,13 @@ package enum HTTP1RequestEncoder {
 
         var hasUserAgent = false
         if !headers.contains(hostFieldName) {
-            append(name: "Host", value: host, into: &buffer)
+            buffer.append(contentsOf: "Host: ".utf8)
+            buffer.append(contentsOf: host.utf8)
+            if let port {
+                buffer.append(UInt8(ascii: ":"))
+                appendDecimal(port, into: &buffer)
+            }
+            buffer.append(contentsOf: crlf)
         }
         // RFC 6265 §5.4: at most one Cookie field. `HTTPFields` splits a Cookie value at "; " into separate
         // fields (HTTP/2's RFC 9113 §8.2.3), and HTTP/1 servers join repeated fields with ", ", which breaks
@@ -193,6 +201,19 @@ package enum HTTP1RequestEncoder {
     }
 
     @inline(__always)
+    /// `value`'s decimal digits (a port: not negative).
+    private static func appendDecimal(_ value: Int, into buffer: inout [UInt8]) {
+        precondition(value >= 0, "a port is not negative")
+        var divisor = 1
+        while divisor <= value / 10 { divisor *= 10 }
+        var rest = value
+        while divisor > 0 {
+            buffer.append(UInt8(truncatingIfNeeded: rest / divisor) + UInt8(ascii: "0"))
+            rest %= divisor
+            divisor /= 10
+        }
+    }
+
     private static func append(name: String, value: String, into buffer: inout [UInt8]) {
         buffer.append(contentsOf: name.utf8)
         buffer.append(UInt8(ascii: ":"))

@@ -310,10 +310,17 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
     ///
     /// For a Unix socket URL, `localhost`: the socket path is not a host name a server knows itself by.
     public var hostHeader: String {
-        if isUnixSocket { return "localhost" }
-        var text = isIPv6Literal ? "[" + host + "]" : host
-        if port != defaultPort { text += ":" + String(port) }
-        return text
+        let (name, port) = hostHeaderParts
+        guard let port else { return name }
+        return name + ":" + String(port)
+    }
+
+    /// ``hostHeader`` before it is joined: the host (in brackets if IPv6; `localhost` for a Unix socket) and the
+    /// port to write after a colon, nil for the scheme's default. The request encoder writes the two into the
+    /// head, so no string is built for them.
+    public var hostHeaderParts: (name: String, port: Int?) {
+        if isUnixSocket { return ("localhost", nil) }
+        return (isIPv6Literal ? "[" + host + "]" : host, port != defaultPort ? port : nil)
     }
 
     /// The host is an IPv6 address (written in brackets in the URL).

@@ -124,6 +124,28 @@ final class ConnectionTargetTests: XCTestCase {
         XCTAssertEqual(unix.description, "http://example.com:80 at unix:@name")
     }
 
+    func testKeysWithEqualPartsAreEqualAndHashAlike() throws {
+        let proxy = ProxyConfiguration(kind: .http, host: "proxy", port: 3128)
+        let a = ConnectionKey(scheme: "http", host: "example.com", port: 80, proxy: proxy)
+        var b = ConnectionKey(scheme: "http", host: "example.com", port: 80)
+        b.proxy = proxy  // the same parts, set afterwards and boxed apart
+        XCTAssertEqual(a, b)
+        XCTAssertEqual(a.hashValue, b.hashValue)
+        XCTAssertEqual(Set([a, b]).count, 1)
+        b.proxy = nil
+        XCTAssertNotEqual(a, b)
+        XCTAssertEqual(b, ConnectionKey(scheme: "http", host: "example.com", port: 80))
+        XCTAssertNotEqual(b, ConnectionKey(scheme: "https", host: "example.com", port: 80))
+        XCTAssertNotEqual(b, ConnectionKey(scheme: "http", host: "example.org", port: 80))
+        XCTAssertNotEqual(b, ConnectionKey(scheme: "http", host: "example.com", port: 81))
+        var c = b
+        c.endpoint = .host("other", port: 80)
+        XCTAssertNotEqual(b, c)
+        c.endpoint = nil
+        XCTAssertEqual(b, c)
+        XCTAssertEqual(b.hashValue, c.hashValue)
+    }
+
     // MARK: Unix socket addresses
 
     func testUnixSocketAddressLengths() throws {

@@ -3,6 +3,7 @@ import XCTest
 
 @testable import AsyncHTTP
 @testable import AsyncHTTP1
+import AsyncHTTPCore
 
 final class HTTP1RequestEncoderTests: XCTestCase {
     func encode(
@@ -28,6 +29,29 @@ final class HTTP1RequestEncoderTests: XCTestCase {
     }
 
     // MARK: - Heads
+
+    func testHostPortIsWrittenAfterTheName() throws {
+        for (host, port, expected) in [
+            ("example.com", 8080, "example.com:8080"), ("[::1]", 443, "[::1]:443"), ("h", 0, "h:0"), ("h", 9, "h:9"),
+            ("h", 10, "h:10"), ("h", 65535, "h:65535"),
+        ] {
+            var buffer: [UInt8] = []
+            try HTTP1RequestEncoder.encodeHead(
+                method: .get, target: "/", host: host, port: port, headers: [:], framing: .none, version: .http1_1,
+                userAgent: nil, into: &buffer)
+            XCTAssertEqual(String(decoding: buffer, as: UTF8.self), "GET / HTTP/1.1\r\nHost: \(expected)\r\n\r\n")
+        }
+        // Through a parsed URL: the default port is left out, IPv6 in brackets, a Unix socket as localhost.
+        for (url, expected) in [
+            ("http://example.com:8080/", "example.com:8080"), ("http://example.com:80/", "example.com"),
+            ("https://[::1]:8443/", "[::1]:8443"), ("https://[::1]/", "[::1]"), ("http+unix://%2Ftmp%2Fs.sock/", "localhost"),
+        ] {
+            let parsed = try HTTPURL(url)
+            let parts = parsed.hostHeaderParts
+            XCTAssertEqual(parts.port.map { parts.name + ":" + String($0) } ?? parts.name, expected, url)
+            XCTAssertEqual(parsed.hostHeader, expected, url)
+        }
+    }
 
     func testGETHeadHasHostFirstThenFieldsThenUserAgent() throws {
         let head = try encode(

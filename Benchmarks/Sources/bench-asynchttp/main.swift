@@ -104,35 +104,36 @@ struct AsyncHTTPDriver: BenchDriver {
     }
 }
 
-/// `bench-asynchttp --floor HOST PORT SECONDS`: the `seq` exchange four ways, each short of the benchmark's client.
-/// `loop`: the library's socket and event loop (``TransportFloorBenchmark``), so each response still wakes the
-/// epoll thread, which resumes the task on the cooperative pool. `transport`: the client's transport without
-/// `send` and its middleware. `send`: `HTTPClient.send`, middleware included, without the benchmark's runner.
-/// `blocking`: a blocking socket on one thread, as wrk or curl would read it. One JSON line each, with the
-/// process's CPU time per exchange.
-func floor(host: String, port: Int, seconds: Double) async {
+/// `bench-asynchttp --floor HOST PORT SECONDS [MODE...]`: the `seq` exchange four ways, each short of the
+/// benchmark's client (all four unless modes are named; a mode named twice runs twice, so `transport send transport
+/// send` interleaves two). `loop`: the library's socket and event loop (``TransportFloorBenchmark``), so each
+/// response still wakes the epoll thread, which resumes the task on the cooperative pool. `transport`: the
+/// client's transport without `send` and its middleware. `send`: `HTTPClient.send`, middleware included, without
+/// the benchmark's runner. `blocking`: a blocking socket on one thread, as wrk or curl would read it. One JSON
+/// line each, with the process's CPU time per exchange.
+func floor(host: String, port: Int, seconds: Double, modes: [String]) async {
     let request = Array("GET /1k.bin HTTP/1.1\r\nHost: \(host):\(port)\r\nUser-Agent: AsyncHTTP/0.1\r\nAccept-Encoding: gzip, deflate\r\n\r\n".utf8)
+    let url = "http://\(host):\(port)/1k.bin"
     func report(_ mode: String, _ exchanges: Int?, _ cpu: Double) {
         guard let exchanges, exchanges > 0 else { return print("{\"mode\":\"\(mode)\",\"errors\":1}") }
         let rate = Double(exchanges) / seconds
         print("{\"mode\":\"\(mode)\",\"requests\":\(exchanges),\"req_per_s\":\(Int(rate)),\"cpu_us_per_request\":\(Int(cpu / Double(exchanges) * 1e6))}")
     }
-    var before = Memory.cpuSeconds()
-    let loop = await TransportFloorBenchmark.run(host: host, port: port, request: request, seconds: seconds)
-    report("loop", loop, Memory.cpuSeconds() - before)
     let client = HTTPClient()
-    before = Memory.cpuSeconds()
-    let transport = await TransportFloorBenchmark.transportRoundTrips(client: client, url: "http://\(host):\(port)/1k.bin", seconds: seconds)
-    report("transport", transport, Memory.cpuSeconds() - before)
-    before = Memory.cpuSeconds()
-    let sent = await TransportFloorBenchmark.roundTrips(seconds: seconds) {
-        try await client.send(HTTPClientRequest(url: "http://\(host):\(port)/1k.bin"))
+    for mode in modes {
+        let before = Memory.cpuSeconds()
+        let exchanges: Int?
+        switch mode {
+        case "loop": exchanges = await TransportFloorBenchmark.run(host: host, port: port, request: request, seconds: seconds)
+        case "transport": exchanges = await TransportFloorBenchmark.transportRoundTrips(client: client, url: url, seconds: seconds)
+        case "send":
+            exchanges = await TransportFloorBenchmark.roundTrips(seconds: seconds) { try await client.send(HTTPClientRequest(url: url)) }
+        case "blocking": exchanges = blockingExchanges(host: host, port: port, request: request, seconds: seconds)
+        default: exchanges = nil
+        }
+        report(mode, exchanges, Memory.cpuSeconds() - before)
     }
-    report("send", sent, Memory.cpuSeconds() - before)
     await client.shutdown()
-    before = Memory.cpuSeconds()
-    let blocking = blockingExchanges(host: host, port: port, request: request, seconds: seconds)
-    report("blocking", blocking, Memory.cpuSeconds() - before)
 }
 
 /// `bench-asynchttp --chain N`: the built-in middleware's own CPU time per request, with no I/O
@@ -195,9 +196,11 @@ func blockingExchanges(host: String, port: Int, request: [UInt8], seconds: Doubl
 
 if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--chain", let iterations = Int(CommandLine.arguments[2]) {
     try await chain(iterations: iterations)
-} else if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "--floor",
+} else if CommandLine.arguments.count >= 5, CommandLine.arguments[1] == "--floor",
    let port = Int(CommandLine.arguments[3]), let seconds = Double(CommandLine.arguments[4]) {
-    await floor(host: CommandLine.arguments[2], port: port, seconds: seconds)
+    let modes = Array(CommandLine.arguments.dropFirst(5))
+    await floor(host: CommandLine.arguments[2], port: port, seconds: seconds,
+                modes: modes.isEmpty ? ["loop", "transport", "send", "blocking"] : modes)
 } else {
     await Bench.main(client: "asynchttp") { options in try AsyncHTTPDriver(options) }
 }

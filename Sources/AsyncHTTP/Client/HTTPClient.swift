@@ -111,7 +111,8 @@ public final class HTTPClient: Sendable {
 
     @inline(never)
     private func logForm(of request: HTTPClientRequest) {
-        if formLogger.logLevel <= .debug, let form = request[FormSummaryOption.self] {
+        // The option first: most requests have none, and a logger's level is read through two handlers.
+        if let form = request[FormSummaryOption.self], formLogger.logLevel <= .debug {
             formLogger.debug("\(request.method) body: \(form.description)")
         }
     }

@@ -176,6 +176,12 @@ public struct HTTPClientRequest: Sendable {
         _modify { yield &storageForWriting.fields.proxy }
     }
 
+    /// Whether ``proxy`` is set, without copying the setting out.
+    var hasProxySetting: Bool {
+        if case .some = storage.fields.proxy { return true }
+        return false
+    }
+
     /// Problems found by ``setHeader(_:_:)``, reported when the request is sent.
     var headerProblems: [HTTPClientError] {
         get { storage.fields.headerProblems }

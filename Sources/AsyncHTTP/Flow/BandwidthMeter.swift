@@ -15,8 +15,16 @@ struct BandwidthMeter: Sendable {
     /// The slot of the first byte recorded: the average of a meter younger than its window covers only the
     /// time since then.
     private var first: Int64?
+    /// Where slot `current` starts and ends: a record inside it (nearly every one) needs no division of a
+    /// 128-bit duration (about 0.2 µs a request in `seq`, perf).
+    private var currentStart: ContinuousClock.Instant
+    private var currentEnd: ContinuousClock.Instant
 
-    init(now: ContinuousClock.Instant) { origin = now }
+    init(now: ContinuousClock.Instant) {
+        origin = now
+        currentStart = now
+        currentEnd = now + Self.slot
+    }
 
     private func slotNumber(_ now: ContinuousClock.Instant) -> Int64 {
         guard now > origin else { return 0 }
@@ -33,11 +41,13 @@ struct BandwidthMeter: Sendable {
             slots[Int((current + step) % Int64(Self.slotCount))] = 0
         }
         current = number
+        currentStart = origin + Self.slot * Int(number)
+        currentEnd = currentStart + Self.slot
     }
 
     mutating func record(_ bytes: Int, now: ContinuousClock.Instant) {
         guard bytes > 0 else { return }
-        let number = slotNumber(now)
+        let number = now >= currentStart && now < currentEnd ? current : slotNumber(now)
         advance(to: number)
         if first == nil { first = number }
         slots[Int(number % Int64(Self.slotCount))] += bytes

@@ -1,15 +1,77 @@
 /// What a pooled connection is keyed by: connections are shared only between requests that agree on all of it.
+///
+/// The pool hashes and compares a key at every lease and release. So the hash is computed once, when the key is
+/// made or changed, and the rarely set parts (a proxy, an endpoint) sit in one shared box: a direct key copies
+/// as two strings and compares without touching them (before: about 1.4 µs of hashing, comparing and copying
+/// per `seq` request, perf).
 struct ConnectionKey: Hashable, Sendable, CustomStringConvertible {
-    var scheme: String
-    var host: String
-    var port: Int
+    let scheme: String
+    let host: String
+    let port: Int
     /// The proxy the connection goes through, credentials included: requests through different proxies,
     /// or as different proxy users, never share a connection.
-    var proxy: ProxyConfiguration? = nil
+    var proxy: ProxyConfiguration? {
+        get { route?.proxy }
+        set { setRoute(proxy: newValue, endpoint: endpoint) }
+    }
     /// Where the first hop is dialled when it is not the host (or proxy) and port through DNS: a Unix socket,
     /// or what a `--resolve` or `--connect-to` override says. Part of the key, so an overridden request never
     /// gets a connection to the ordinary address, nor the other way round.
-    var endpoint: Endpoint? = nil
+    var endpoint: Endpoint? {
+        get { route?.endpoint }
+        set { setRoute(proxy: proxy, endpoint: newValue) }
+    }
+
+    /// The proxy and endpoint; nil when there are neither.
+    private var route: Route?
+    /// Every part hashed once, fed whole to each hasher.
+    private var hash: Int
+
+    init(scheme: String, host: String, port: Int, proxy: ProxyConfiguration? = nil, endpoint: Endpoint? = nil) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        route = proxy == nil && endpoint == nil ? nil : Route(proxy: proxy, endpoint: endpoint)
+        hash = Self.hash(scheme: scheme, host: host, port: port, route: route)
+    }
+
+    private mutating func setRoute(proxy: ProxyConfiguration?, endpoint: Endpoint?) {
+        route = proxy == nil && endpoint == nil ? nil : Route(proxy: proxy, endpoint: endpoint)
+        hash = Self.hash(scheme: scheme, host: host, port: port, route: route)
+    }
+
+    private static func hash(scheme: String, host: String, port: Int, route: Route?) -> Int {
+        var hasher = Hasher()
+        hasher.combine(scheme)
+        hasher.combine(host)
+        hasher.combine(port)
+        hasher.combine(route?.proxy)
+        hasher.combine(route?.endpoint)
+        return hasher.finalize()
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(hash)
+    }
+
+    static func == (a: ConnectionKey, b: ConnectionKey) -> Bool {
+        guard a.hash == b.hash, a.port == b.port, a.host == b.host, a.scheme == b.scheme else { return false }
+        switch (a.route, b.route) {
+        case (nil, nil): return true
+        case (let x?, let y?): return x === y || (x.proxy == y.proxy && x.endpoint == y.endpoint)
+        default: return false
+        }
+    }
+
+    /// The parts of a key most keys do not have.
+    private final class Route: Sendable {
+        let proxy: ProxyConfiguration?
+        let endpoint: Endpoint?
+        init(proxy: ProxyConfiguration?, endpoint: Endpoint?) {
+            self.proxy = proxy
+            self.endpoint = endpoint
+        }
+    }
 
     /// Where a connection is dialled instead of resolving the key's host (or its proxy's) and port.
     enum Endpoint: Hashable, Sendable, CustomStringConvertible {

@@ -140,20 +140,19 @@ final class HTTP1Transport: Sendable {
         )
         var targets = request.option(ConnectionTargetOptions.self) { $0.isUnset }
             ? settings.targets : settings.targets.applying(request[ConnectionTargetOptions.self])
-        var key: ConnectionKey
+        let (scheme, host): (String, String)
         if let socketPath = url.unixSocketPath {
             // http+unix / https+unix: the URL names the socket; TLS checks the name the Host header sends.
             targets.unixSocket = socketPath.hasPrefix("\0") ? .abstract(String(socketPath.dropFirst())) : .path(socketPath)
-            key = ConnectionKey(scheme: url.isSecure ? "https" : "http", host: url.hostHeader, port: url.port)
+            (scheme, host) = (url.isSecure ? "https" : "http", url.hostHeader)
         } else {
-            key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.port)
+            (scheme, host) = (url.scheme, url.host)
         }
         // A Unix socket is dialled directly: no proxy (curl's --unix-socket ignores them too).
         let proxy = targets.unixSocket == nil ? try proxies.route(for: request, url: url) : nil
-        key.proxy = proxy
-        if !targets.isEmpty {
-            key.endpoint = proxy.map { targets.endpoint(host: $0.host, port: $0.port) } ?? targets.endpoint(host: url.host, port: url.port)
-        }
+        let endpoint = targets.isEmpty
+            ? nil : proxy.map { targets.endpoint(host: $0.host, port: $0.port) } ?? targets.endpoint(host: url.host, port: url.port)
+        let key = ConnectionKey(scheme: scheme, host: host, port: url.port, proxy: proxy, endpoint: endpoint)
         let absoluteForm = proxy?.kind == .http && !url.isSecure
         let prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent, absoluteForm: absoluteForm,
                                            expectContinue: request.expectContinue ?? settings.expectContinue)

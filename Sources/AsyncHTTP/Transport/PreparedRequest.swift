@@ -61,9 +61,10 @@ struct PreparedRequest: Sendable {
         var head: [UInt8] = []
         head.reserveCapacity(256)
         let target = absoluteForm ? url.absoluteFormTarget : url.requestTarget
+        let host = url.hostHeaderParts
         try HTTPClientError.mapping { () throws(HTTP1Error) in
             try HTTP1RequestEncoder.encodeHead(
-                method: request.method, target: target, host: url.hostHeader, headers: headers,
+                method: request.method, target: target, host: host.name, port: host.port, headers: headers,
                 framing: framing, version: request.version, userAgent: userAgent, into: &head)
         }
         self.head = head

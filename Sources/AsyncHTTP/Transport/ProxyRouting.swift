@@ -6,6 +6,9 @@ struct ProxyResolver: Sendable {
     private let bypassesLoopback: Bool
     /// Problems with the environment's proxy variables, reported by every request that would use them.
     let problem: HTTPClientError?
+    /// No proxy for any URL, and no problem to throw. Stored: every request of a client asks, twice, and working
+    /// it out compares three optionals of large values (about 0.4 µs a request in `seq`, perf).
+    let isDirect: Bool
 
     static let direct = ProxyResolver(http: nil, https: nil, bypass: NoProxyList(""), bypassesLoopback: false, problem: nil)
 
@@ -15,6 +18,7 @@ struct ProxyResolver: Sendable {
         self.bypass = bypass
         self.bypassesLoopback = bypassesLoopback
         self.problem = problem
+        isDirect = http == nil && https == nil && problem == nil
     }
 
     init(_ setting: ProxySetting, environment: [String: String] = ProcessEnvironment.current()) {
@@ -47,9 +51,6 @@ struct ProxyResolver: Sendable {
             self.init(http: http, https: https, bypass: NoProxyList(value("no_proxy") ?? ""), bypassesLoopback: true, problem: problem)
         }
     }
-
-    /// No proxy for any URL, and no problem to throw.
-    var isDirect: Bool { http == nil && https == nil && problem == nil }
 
     /// The proxy for `url`, or nil to connect directly.
     func proxy(for url: HTTPURL) -> ProxyConfiguration? {
@@ -178,7 +179,7 @@ struct ProxyRouter: Sendable {
     func route(for request: HTTPClientRequest, url: HTTPURL) throws(HTTPClientError) -> ProxyConfiguration? {
         // Every request of a client without proxies, twice each (the auth step and the transport): no copy of a
         // resolver, no recorded decision to look up (one is recorded only for a proxy).
-        if request.proxy == nil, client.isDirect { return nil }
+        if client.isDirect, !request.hasProxySetting { return nil }
         if let decided = request[ProxyRouteOption.self], decided.url == request.url, decided.setting == request.proxy {
             return decided.proxy
         }
