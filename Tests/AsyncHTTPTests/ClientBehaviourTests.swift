@@ -60,7 +60,7 @@ final class ClientBehaviourTests: XCTestCase {
 
     func testIdleConnectionExpiresAfterTheIdleTimeout() async throws {
         // Time is injected into the pool: the test moves it instead of sleeping.
-        let time = Locked(ContinuousClock.now)
+        let time = Locked(MonotonicTime.now)
         var configuration = HTTPClient.Configuration()
         configuration.idleTimeout = .milliseconds(150)
         configuration.proxy = .none

@@ -22,7 +22,7 @@ final class EventLoopQuietTests: XCTestCase {
 
         // A wait ended by data, and the data read: quiet.
         send(peer, "a")
-        let first = await loop.wait(fd: ours, for: .readable, deadline: .now + .seconds(5))
+        let first = await loop.wait(fd: ours, for: .readable, deadline: MonotonicTime.now + .seconds(5))
         XCTAssertEqual(first, .ready)
         XCTAssertEqual(drain(ours), 1)
         XCTAssertTrue(loop.readSideIsQuiet(fd: ours))
@@ -32,13 +32,13 @@ final class EventLoopQuietTests: XCTestCase {
         try await waitUntil { !self.loop.readSideIsQuiet(fd: ours) }
         XCTAssertEqual(drain(ours), 1)
         XCTAssertFalse(loop.readSideIsQuiet(fd: ours), "the edge is remembered until a wait takes it")
-        let second = await loop.wait(fd: ours, for: .readable, deadline: .now + .seconds(5))
+        let second = await loop.wait(fd: ours, for: .readable, deadline: MonotonicTime.now + .seconds(5))
         XCTAssertEqual(second, .ready, "the remembered edge")
         XCTAssertEqual(drain(ours), 0)
         // epoll reports every wake-up of a readable descriptor as a read edge, so that one arrival may have
         // counted twice and disarmed the direction: not quiet until a wait that parks has armed it again.
         send(peer, "c")
-        let third = await loop.wait(fd: ours, for: .readable, deadline: .now + .seconds(5))
+        let third = await loop.wait(fd: ours, for: .readable, deadline: MonotonicTime.now + .seconds(5))
         XCTAssertEqual(third, .ready)
         XCTAssertEqual(drain(ours), 1)
         XCTAssertTrue(loop.readSideIsQuiet(fd: ours))
@@ -46,7 +46,7 @@ final class EventLoopQuietTests: XCTestCase {
         // The peer closes: never quiet again, even once a wait has taken the edge.
         XCTAssertEqual(shutdown(peer, Int32(SHUT_WR)), 0)
         try await waitUntil { !self.loop.readSideIsQuiet(fd: ours) }
-        let fourth = await loop.wait(fd: ours, for: .readable, deadline: .now + .seconds(5))
+        let fourth = await loop.wait(fd: ours, for: .readable, deadline: MonotonicTime.now + .seconds(5))
         XCTAssertEqual(fourth, .ready)
         XCTAssertFalse(loop.readSideIsQuiet(fd: ours), "a reported close stays")
     }

@@ -30,7 +30,7 @@ final class NameLookupsBoundTests: XCTestCase {
         }
     }
 
-    func soon() -> ContinuousClock.Instant { .now + .milliseconds(50) }
+    func soon() -> MonotonicTime { .now + .milliseconds(50) }
 
     func testHungLookupsKeepAtMostTheLimitAndTheRestFailWithinTheirDeadline() async throws {
         XCTAssertEqual(NameLookups.defaultLimit, 64)

@@ -10,9 +10,9 @@ final class PoolStateMachineTests: XCTestCase {
     }
 
     typealias Machine = PoolStateMachine<FakeConnection>
-    let t0 = ContinuousClock.now
+    let t0 = MonotonicTime.now
 
-    func at(_ seconds: Int) -> ContinuousClock.Instant { t0 + .seconds(seconds) }
+    func at(_ seconds: Int) -> MonotonicTime { t0 + .seconds(seconds) }
 
     func waiter(_ id: UInt64, fresh: Bool = false) -> Machine.Waiter { .init(id: id, fresh: fresh) }
 

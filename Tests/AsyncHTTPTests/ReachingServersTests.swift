@@ -229,7 +229,7 @@ final class ReachingServersTests: XCTestCase {
             gate.wait()
             return .success([SocketAddress(numericHost: "127.0.0.1", port: port)!])
         }
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = MonotonicTime.now + .seconds(20)
         try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<10 {
                 group.addTask { try await lookups.resolve(host: "one.test", port: 80, deadline: deadline, cacheFor: .seconds(60)).count }
@@ -271,14 +271,14 @@ final class ReachingServersTests: XCTestCase {
         }
         gate.signal()
         await assertThrowsHTTPError(.dnsFailure) {
-            _ = try await lookups.resolve(host: "flaky.test", port: 80, deadline: .now + .seconds(20), cacheFor: .seconds(60))
+            _ = try await lookups.resolve(host: "flaky.test", port: 80, deadline: MonotonicTime.now + .seconds(20), cacheFor: .seconds(60))
         }
         // The failure was not remembered: the next caller looks again. One caller gives up (a short deadline)
         // while the lookup runs; the other still gets the answer.
-        let patient = Task { try await lookups.resolve(host: "flaky.test", port: 80, deadline: .now + .seconds(20), cacheFor: .seconds(60)) }
+        let patient = Task { try await lookups.resolve(host: "flaky.test", port: 80, deadline: MonotonicTime.now + .seconds(20), cacheFor: .seconds(60)) }
         while calls.withLock({ $0 }) < 2 { try await Task.sleep(for: .milliseconds(1)) }
         await assertThrowsHTTPError(.timeout) {
-            _ = try await lookups.resolve(host: "flaky.test", port: 80, deadline: .now + .milliseconds(20), cacheFor: .seconds(60))
+            _ = try await lookups.resolve(host: "flaky.test", port: 80, deadline: MonotonicTime.now + .milliseconds(20), cacheFor: .seconds(60))
         }
         gate.signal()
         let addresses = try await patient.value

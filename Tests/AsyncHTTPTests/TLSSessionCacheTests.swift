@@ -90,7 +90,7 @@ final class TLSSessionCacheTests: XCTestCase {
     /// One https request on a fresh connection through `context`; whether the handshake resumed.
     func fetch(port: Int, context: TLSContext) async throws -> Bool {
         let address = try XCTUnwrap(SocketAddress(numericHost: "127.0.0.1", port: port))
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = MonotonicTime.now + .seconds(10)
         let socket = try await Socket.connect(to: address, deadline: deadline, notifier: IOBackend.notifier)
         defer { socket.close() }
         let stream = try TLSStream(socket: socket, context: context, host: "localhost", port: port, hostIsIPAddress: false)

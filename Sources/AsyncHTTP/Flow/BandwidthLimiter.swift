@@ -59,7 +59,7 @@ final class NetworkFlow: Sendable {
 
     init(bytesPerSecond: Int?, now: ContinuousClock.Instant = .now) {
         limiter = BandwidthLimiter(bytesPerSecond: bytesPerSecond, now: now)
-        meter = Locked(BandwidthMeter(now: now))
+        meter = Locked(BandwidthMeter(now: .now))
         sharedPacer = TransferPacer(limiter: limiter, own: nil, meter: meter)
     }
 
@@ -70,7 +70,7 @@ final class NetworkFlow: Sendable {
     }
 
     /// Bytes per second over the last five seconds, both directions.
-    func averageBytesPerSecond(now: ContinuousClock.Instant = .now) -> Int {
+    func averageBytesPerSecond(now: MonotonicTime = .now) -> Int {
         meter.withLock { $0.average(now: now) }
     }
 }
@@ -118,8 +118,9 @@ final class TransferPacer: Sendable {
         }
         guard notBefore > now else { return granted }
         do {
-            if let total = deadlines.total, total < notBefore {
-                try await Task.sleep(until: total, clock: .continuous)
+            // The total deadline is on the request path's clock, the buckets on `ContinuousClock`: compared as waits.
+            if let total = deadlines.total, MonotonicTime.now.duration(to: total) < ContinuousClock.now.duration(to: notBefore) {
+                try await total.sleepUntil()
                 throw HTTPClientError.timeout(.total, "the total deadline passed while the transfer was throttled")
             }
             try await Task.sleep(until: notBefore, clock: .continuous)
@@ -144,7 +145,7 @@ final class TransferPacer: Sendable {
     /// Bytes that crossed the socket, paced or not: counted for the average.
     func record(_ moved: Int) {
         guard moved > 0 else { return }
-        let now = ContinuousClock.now
+        let now = MonotonicTime.now
         meter.withLock { $0.record(moved, now: now) }
     }
 }

@@ -28,7 +28,7 @@ enum IOWaitResult: Sendable {
 /// Swift's cooperative pool. Deadlines live in the loop's own timer heap, so a wait with a timeout
 /// costs no extra task or timer object.
 protocol IOEventNotifier: Sendable {
-    func wait(fd: Int32, for interest: IOInterest, deadline: ContinuousClock.Instant?) async -> IOWaitResult
+    func wait(fd: Int32, for interest: IOInterest, deadline: MonotonicTime?) async -> IOWaitResult
     /// Forget everything about `fd`; call before closing it.
     func deregister(fd: Int32)
     /// Whether nothing can have arrived on `fd` since its last wait for reading ended: it is registered, its read
@@ -67,7 +67,7 @@ final class EpollEventLoop: IOEventNotifier {
     private struct Waiter {
         var id: UInt64
         var continuation: UnsafeContinuation<IOWaitResult, Never>
-        var deadline: ContinuousClock.Instant?
+        var deadline: MonotonicTime?
     }
 
     private struct Registration {
@@ -108,7 +108,7 @@ final class EpollEventLoop: IOEventNotifier {
     private static let writeEvents = EPOLLOUT.rawValue
 
     private struct Timer: Comparable {
-        var deadline: ContinuousClock.Instant
+        var deadline: MonotonicTime
         var fd: Int32
         var interest: IOInterest
         var id: UInt64
@@ -121,7 +121,7 @@ final class EpollEventLoop: IOEventNotifier {
         var timers = MinHeap<Timer>()
         var nextID: UInt64 = 1
         /// When the loop thread will wake up by itself; a new earlier deadline must wake it sooner.
-        var plannedWake: ContinuousClock.Instant?
+        var plannedWake: MonotonicTime?
         var sleeping = false
         /// Waiters with a deadline still parked. Timers of waiters that finished early stay in the heap
         /// (lazy deletion); when dead entries outnumber live ones the heap is rebuilt, so memory stays
@@ -179,8 +179,8 @@ final class EpollEventLoop: IOEventNotifier {
         case parked(wake: Bool)
     }
 
-    func wait(fd: Int32, for interest: IOInterest, deadline: ContinuousClock.Instant?) async -> IOWaitResult {
-        if let deadline, deadline <= .now { return .timedOut }
+    func wait(fd: Int32, for interest: IOInterest, deadline: MonotonicTime?) async -> IOWaitResult {
+        if let deadline, deadline <= MonotonicTime.now { return .timedOut }
         // The common case on a busy connection: the edge came between the caller's EAGAIN and this call.
         guard let id = takeReadyFlagOrAllocateID(fd: fd, interest: interest) else { return .ready }
         return await withTaskCancellationHandler {
@@ -331,11 +331,10 @@ final class EpollEventLoop: IOEventNotifier {
                     return -1
                 }
                 state.plannedWake = next
-                let remaining = ContinuousClock.now.duration(to: next)
-                if remaining <= .zero { return 0 }
-                let (seconds, attoseconds) = remaining.components
+                let now = MonotonicTime.now
+                guard next > now else { return 0 }
                 // Round up so a deadline is never reported before it has passed.
-                return Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+                return Int32(clamping: (next.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
             }
             let count = epoll_wait(epollFD, events, Int32(capacity), timeoutMs)
             var sawWake = false
@@ -370,7 +369,7 @@ final class EpollEventLoop: IOEventNotifier {
                     }
                 }
                 guard !state.timers.isEmpty else { return }
-                let now = ContinuousClock.now
+                let now = MonotonicTime.now
                 while let timer = state.timers.peek, timer.deadline <= now {
                     state.timers.pop()
                     guard let slot = state.registrations.index(forKey: timer.fd) else { continue }

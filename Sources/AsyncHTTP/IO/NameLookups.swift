@@ -83,7 +83,7 @@ final class NameLookups: Sendable {
     /// - Concurrent callers for one name share one lookup: the first starts it, the others wait for its
     ///   answer, each within its own deadline and cancellation.
     func resolve(
-        host: String, port: Int, deadline: ContinuousClock.Instant?, cacheFor timeToLive: Duration? = nil
+        host: String, port: Int, deadline: MonotonicTime?, cacheFor timeToLive: Duration? = nil
     ) async throws(HTTPClientError) -> [SocketAddress] {
         if let address = SocketAddress(numericHost: host, port: port) { return [address] }
         let key = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
@@ -163,7 +163,7 @@ final class NameLookups: Sendable {
                     state.withLock { state in state.leave(key, id: id) }
                 }
                 if let deadline {
-                    let nanos = max(0, ContinuousClock.now.duration(to: deadline).nanoseconds)
+                    let nanos = max(0, MonotonicTime.now.duration(to: deadline).nanoseconds)
                     timers.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanos))) {
                         finish(.failure(.timeout(.connect, "resolving \(host) took too long")))
                     }

@@ -23,7 +23,7 @@ enum Resolver {
     /// The addresses of `host:port`; with `cacheFor`, an answer at most that old may be reused (see
     /// ``NameLookups/resolve(host:port:deadline:cacheFor:)``).
     static func resolve(
-        host: String, port: Int, deadline: ContinuousClock.Instant?, cacheFor timeToLive: Duration? = nil
+        host: String, port: Int, deadline: MonotonicTime?, cacheFor timeToLive: Duration? = nil
     ) async throws(HTTPClientError) -> [SocketAddress] {
         try await shared.resolve(host: host, port: port, deadline: deadline, cacheFor: timeToLive)
     }

@@ -146,7 +146,7 @@ final class Socket: @unchecked Sendable {
 
     /// Connects to `address` without blocking, within `deadline`.
     static func connect(
-        to address: SocketAddress, deadline: ContinuousClock.Instant?, notifier: any IOEventNotifier
+        to address: SocketAddress, deadline: MonotonicTime?, notifier: any IOEventNotifier
     ) async throws(HTTPClientError) -> Socket {
         #if os(Linux)
         let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -279,7 +279,7 @@ final class Socket: @unchecked Sendable {
 
     /// Suspends until the socket is ready, mapping a timeout to `phase`.
     nonisolated(nonsending) func waitUntil(
-        _ interest: IOInterest, deadline: ContinuousClock.Instant?, phase: HTTPClientError.TimeoutPhase
+        _ interest: IOInterest, deadline: MonotonicTime?, phase: HTTPClientError.TimeoutPhase
     ) async throws(HTTPClientError) {
         switch await notifier.wait(fd: fd, for: interest, deadline: deadline) {
         case .ready: return

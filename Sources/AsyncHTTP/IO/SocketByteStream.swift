@@ -7,7 +7,7 @@ import Darwin
 /// Exact-length reads and whole writes on a raw socket, for handshakes that are not HTTP.
 struct SocketByteStream {
     let socket: Socket
-    let deadline: ContinuousClock.Instant
+    let deadline: MonotonicTime
 
     func write(_ bytes: [UInt8]) async throws(HTTPClientError) {
         var offset = 0

@@ -182,7 +182,7 @@ final class TLSStream: @unchecked Sendable {
     /// Whether the last handshake resumed a cached session.
     var sessionWasReused: Bool { ahttp_SSL_session_reused(ssl) == 1 }
 
-    func handshake(deadline: ContinuousClock.Instant?) async throws(HTTPClientError) {
+    func handshake(deadline: MonotonicTime?) async throws(HTTPClientError) {
         while true {
             ERR_clear_error()
             let result = SSL_connect(ssl)

@@ -30,10 +30,10 @@ actor ConnectionPool {
     private var isShutDown = false
 
     /// The time, injected: expiry decisions read it, so tests move time instead of sleeping.
-    private let now: @Sendable () -> ContinuousClock.Instant
+    private let now: @Sendable () -> MonotonicTime
 
     init(limit: Int, idleTimeout: Duration, logger: Logger,
-         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
+         now: @escaping @Sendable () -> MonotonicTime = { .now }) {
         self.now = now
         self.limit = limit
         self.idleTimeout = idleTimeout
@@ -41,7 +41,7 @@ actor ConnectionPool {
     }
 
     /// A connection for `key`. With `fresh`, never an idle one (the stale-connection retry).
-    func lease(_ key: ConnectionKey, fresh: Bool, deadline: ContinuousClock.Instant?) async throws(HTTPClientError) -> Lease {
+    func lease(_ key: ConnectionKey, fresh: Bool, deadline: MonotonicTime?) async throws(HTTPClientError) -> Lease {
         guard !isShutDown else { throw .shutdown }
         let id = nextWaiterID
         nextWaiterID += 1
@@ -59,7 +59,7 @@ actor ConnectionPool {
             logger.trace("waiting for a connection", metadata: ["key": "\(key)", "waiter": "\(id)"])
             let timer = deadline.map { deadline in
                 Task { [weak self] in
-                    try? await Task.sleep(until: deadline, clock: .continuous)
+                    try? await deadline.sleepUntil()
                     await self?.waiterGaveUp(key, id, .timeout(.poolWait, "no connection to \(key) became free in time"))
                 }
             }
@@ -183,7 +183,7 @@ actor ConnectionPool {
         guard sweeper == nil else { return }
         sweeper = Task { [weak self] in
             while let next = await self?.nextExpiry() {
-                try? await Task.sleep(until: next, clock: .continuous)
+                try? await next.sleepUntil()
                 if Task.isCancelled { return }
                 await self?.sweep()
             }
@@ -191,7 +191,7 @@ actor ConnectionPool {
         }
     }
 
-    private func nextExpiry() -> ContinuousClock.Instant? {
+    private func nextExpiry() -> MonotonicTime? {
         machines.values.compactMap(\.nextExpiry).min()
     }
 

@@ -8,7 +8,7 @@
 struct PoolStateMachine<Connection: AnyObject> {
     struct IdleEntry {
         var connection: Connection
-        var expires: ContinuousClock.Instant
+        var expires: MonotonicTime
     }
 
     struct Waiter: Equatable {
@@ -48,10 +48,10 @@ struct PoolStateMachine<Connection: AnyObject> {
     }
 
     var isUnused: Bool { idle.isEmpty && leased == 0 && waiters.isEmpty }
-    var nextExpiry: ContinuousClock.Instant? { idle.lazy.map(\.expires).min() }
+    var nextExpiry: MonotonicTime? { idle.lazy.map(\.expires).min() }
 
     /// A request wants a connection. `close` lists idle connections found expired at checkout.
-    mutating func leaseRequested(_ waiter: Waiter, now: ContinuousClock.Instant) -> (action: LeaseAction, close: [Connection]) {
+    mutating func leaseRequested(_ waiter: Waiter, now: MonotonicTime) -> (action: LeaseAction, close: [Connection]) {
         let expired = removeExpired(now: now)
         if !waiter.fresh, let entry = idle.popLast() {
             leased += 1
@@ -74,7 +74,7 @@ struct PoolStateMachine<Connection: AnyObject> {
     /// A leased connection finished a response and may be kept (`reusable`) until `expires`.
     /// `close` is the connection to close when it is not kept.
     mutating func released(
-        _ connection: Connection, reusable: Bool, expires: ContinuousClock.Instant, now: ContinuousClock.Instant
+        _ connection: Connection, reusable: Bool, expires: MonotonicTime, now: MonotonicTime
     ) -> (handOff: HandOff, close: Connection?) {
         precondition(leased > 0, "released a connection that was not leased")
         guard reusable, expires > now else {
@@ -108,7 +108,7 @@ struct PoolStateMachine<Connection: AnyObject> {
     }
 
     /// Idle connections past their expiry, removed from the pool; the caller closes them.
-    mutating func sweep(now: ContinuousClock.Instant) -> [Connection] {
+    mutating func sweep(now: MonotonicTime) -> [Connection] {
         removeExpired(now: now)
     }
 
@@ -135,7 +135,7 @@ struct PoolStateMachine<Connection: AnyObject> {
     }
 
     @discardableResult
-    private mutating func removeExpired(now: ContinuousClock.Instant) -> [Connection] {
+    private mutating func removeExpired(now: MonotonicTime) -> [Connection] {
         guard idle.contains(where: { $0.expires <= now }) else { return [] }
         var expired: [Connection] = []
         idle.removeAll { entry in

@@ -105,7 +105,7 @@ final class Connector: Sendable {
     }
 
     private func tunnel(
-        on socket: Socket, through proxy: ProxyConfiguration, to key: ConnectionKey, deadline: ContinuousClock.Instant
+        on socket: Socket, through proxy: ProxyConfiguration, to key: ConnectionKey, deadline: MonotonicTime
     ) async throws(HTTPClientError) -> Socket {
         let reconnect = { () async throws(HTTPClientError) -> Socket in
             try await self.connectSocket(host: proxy.host, port: proxy.port, endpoint: key.endpoint, deadline: deadline,
@@ -124,7 +124,7 @@ final class Connector: Sendable {
     /// A TCP connection to `host:port` (or where `endpoint` says instead), its addresses raced with Happy
     /// Eyeballs (RFC 8305; see ``HappyEyeballs``).
     private func connectSocket(
-        host: String, port: Int, endpoint: ConnectionKey.Endpoint?, deadline: ContinuousClock.Instant, what: String
+        host: String, port: Int, endpoint: ConnectionKey.Endpoint?, deadline: MonotonicTime, what: String
     ) async throws(HTTPClientError) -> Socket {
         let addresses: [SocketAddress]
         switch endpoint {

@@ -3,7 +3,7 @@ extension HTTP1Connection {
     /// Returns false, leaving the connection to be closed, if that would take more than `limit` bytes or
     /// run past `deadline`, or if the connection cannot be reused anyway.
     /// One second is plenty for 64 KiB on any link worth keeping a connection to.
-    func drainResponse(limit: Int, deadline: ContinuousClock.Instant) async -> Bool {
+    func drainResponse(limit: Int, deadline: MonotonicTime) async -> Bool {
         if let remaining = remainingContentLength, remaining > limit { return false }
         let deadlines = Deadlines(inactivity: nil, total: deadline)
         var drained = 0

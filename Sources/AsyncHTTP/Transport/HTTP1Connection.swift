@@ -538,7 +538,7 @@ extension HTTP1Connection {
     /// timeout shortens it (a server silent that long is taken not to do 100-continue) instead of failing the
     /// request, and only the total deadline ends it with a timeout error.
     func awaitContinue(timeout: Duration, deadlines: Deadlines) async throws(HTTPClientError) -> ContinueOutcome {
-        let giveUp = ContinuousClock.now + min(timeout, deadlines.inactivity ?? timeout)
+        let giveUp = MonotonicTime.now + min(timeout, deadlines.inactivity ?? timeout)
         // Bounded: each round parses what is buffered or reads once; the wait ends by `giveUp` at the latest.
         while true {
             while bufferOffset < buffer.count {
@@ -566,7 +566,7 @@ extension HTTP1Connection {
             case .wouldBlock:
                 break
             }
-            guard ContinuousClock.now < giveUp else { return .sendBody }
+            guard MonotonicTime.now < giveUp else { return .sendBody }
             if let total = deadlines.total, total <= giveUp {
                 try await socket.waitUntil(.readable, deadline: total, phase: .total)
             } else {

@@ -51,7 +51,7 @@ final class HTTP1Transport: Sendable {
     /// `now` is the pool's clock: injected by tests that move time instead of sleeping.
     convenience init(
         configuration: HTTPClient.Configuration, proxies: ProxyRouter, tunnelAuthenticator: (any ProxyTunnelAuthenticator)?,
-        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
+        now: @escaping @Sendable () -> MonotonicTime = { .now }
     ) {
         // Clamped so that a bad value cannot trap here; `HTTPClient` refuses every request of such a client
         // with the error of `Configuration.validate()`.
@@ -136,7 +136,7 @@ final class HTTP1Transport: Sendable {
         let url = try request.httpURL()
         let deadlines = Deadlines(
             inactivity: request.inactivityTimeout ?? settings.inactivityTimeout,
-            total: (request.timeout ?? settings.totalTimeout).map { .now + $0 }
+            total: (request.timeout ?? settings.totalTimeout).map { MonotonicTime.now + $0 }
         )
         var targets = request.option(ConnectionTargetOptions.self) { $0.isUnset }
             ? settings.targets : settings.targets.applying(request[ConnectionTargetOptions.self])

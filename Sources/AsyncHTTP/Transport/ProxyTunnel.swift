@@ -29,7 +29,7 @@ protocol ProxyTunnelAuthenticator: Sendable {
 enum ProxyTunnel {
     static func open<Authenticator: ProxyTunnelAuthenticator>(
         on socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, authenticator: Authenticator,
-        userAgent: String?, limits: HTTP1ResponseParser.Limits, deadline: ContinuousClock.Instant,
+        userAgent: String?, limits: HTTP1ResponseParser.Limits, deadline: MonotonicTime,
         reconnect: () async throws(HTTPClientError) -> Socket
     ) async throws(HTTPClientError) -> Socket {
         let authority = (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
@@ -98,7 +98,7 @@ enum ProxyTunnel {
 /// connected to the proxy; afterwards the socket reaches the target.
 enum SOCKS5 {
     static func connect(
-        _ socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, deadline: ContinuousClock.Instant
+        _ socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, deadline: MonotonicTime
     ) async throws(HTTPClientError) {
         let stream = SocketByteStream(socket: socket, deadline: deadline)
         let credentials = proxy.credentials
