@@ -55,15 +55,15 @@ package enum HTTP1RequestEncoder {
 
         let start = buffer.count
         buffer.reserveCapacity(start + 128 + target.utf8.count + headers.count * 32)
-        buffer.append(contentsOf: method.rawValue.utf8)
+        appendUTF8(method.rawValue, into: &buffer)
         buffer.append(ByteScanner.sp)
-        buffer.append(contentsOf: target.utf8)
+        appendUTF8(target, into: &buffer)
         buffer.append(contentsOf: version == .http1_1 ? httpVersion1_1 : httpVersion1_0)
 
         var hasUserAgent = false
         if !headers.contains(hostFieldName) {
-            buffer.append(contentsOf: "Host: ".utf8)
-            buffer.append(contentsOf: host.utf8)
+            appendUTF8("Host: ", into: &buffer)
+            appendUTF8(host, into: &buffer)
             if let port {
                 buffer.append(UInt8(ascii: ":"))
                 appendDecimal(port, into: &buffer)
@@ -214,12 +214,22 @@ package enum HTTP1RequestEncoder {
         }
     }
 
+    /// `string`'s UTF-8 bytes, copied from its contiguous storage in one go (`Array.append(contentsOf:)` of a
+    /// `String.UTF8View` copies through the view's generic path: about a third of what encoding a head cost).
+    @inline(__always)
+    private static func appendUTF8(_ string: String, into buffer: inout [UInt8]) {
+        if string.utf8.withContiguousStorageIfAvailable({ buffer.append(contentsOf: $0) }) == nil {
+            buffer.append(contentsOf: string.utf8)
+        }
+    }
+
     private static func append(name: String, value: String, into buffer: inout [UInt8]) {
-        buffer.append(contentsOf: name.utf8)
+        appendUTF8(name, into: &buffer)
         buffer.append(UInt8(ascii: ":"))
         buffer.append(ByteScanner.sp)
-        buffer.append(contentsOf: value.utf8)
-        buffer.append(contentsOf: crlf)
+        appendUTF8(value, into: &buffer)
+        buffer.append(ByteScanner.cr)
+        buffer.append(ByteScanner.lf)
     }
 
     // swift-http-types marks `.host` unavailable (it models HTTP/2's `:authority`); HTTP/1.1 needs the field.

@@ -24,7 +24,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
     ///
     /// `@unchecked Sendable`: written only through ``writableParts()``, which copies a box that is shared
     /// (copy-on-write), so a box another value can see is never written.
-    private final class Parts: @unchecked Sendable {
+    package final class Parts: @unchecked Sendable {
         var scheme: String
         var user: String?
         var password: String?
@@ -52,6 +52,13 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     private var parts: Parts
+
+    /// The box, for a cache that keeps this URL by one reference (`HTTPClientRequest`'s parsed URL, held in an
+    /// atomic). The box must not be written through it.
+    package var sharedParts: Parts { parts }
+
+    /// The URL whose box is `parts` (from ``sharedParts``).
+    package init(sharing parts: Parts) { self.parts = parts }
 
     /// The box, first copied if another value shares it.
     private mutating func writableParts() -> Parts {

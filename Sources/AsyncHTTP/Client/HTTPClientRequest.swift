@@ -49,7 +49,8 @@ public struct HTTPClientRequest: Sendable {
         /// that is uniquely referenced (through `storageForWriting`), so no reader can be holding the
         /// reference being released. An atomic, not `Mutex` (invisible to the thread sanitizer on Linux, see
         /// `Locked`) or `Locked` (a lock allocated per request): loading it is one plain load on x86.
-        private let parsed: Atomic<Unmanaged<ParsedURL>?>
+        /// The parsed URL's own box is what is held: a box of its own around it cost each request an allocation.
+        private let parsed: Atomic<Unmanaged<HTTPURL.Parts>?>
 
         init(url: String) {
             self.url = url
@@ -69,12 +70,12 @@ public struct HTTPClientRequest: Sendable {
 
         /// `url` parsed, if a reader has parsed it since it was last set.
         var cachedURL: HTTPURL? {
-            parsed.load(ordering: .acquiring)?.takeUnretainedValue().url
+            parsed.load(ordering: .acquiring).map { HTTPURL(sharing: $0.takeUnretainedValue()) }
         }
 
         /// Records `url` parsed; when two readers parse at once, the first to record wins.
         func cache(_ url: HTTPURL) {
-            let box = Unmanaged.passRetained(ParsedURL(url))
+            let box = Unmanaged.passRetained(url.sharedParts)
             if !parsed.compareExchange(expected: nil, desired: box, ordering: .acquiringAndReleasing).exchanged {
                 box.release()
             }
@@ -101,12 +102,6 @@ public struct HTTPClientRequest: Sendable {
         /// option list, and a request that watches its progress reads the handler twice. Together about a tenth
         /// of what observing progress cost per request in `conc` (perf, session 12).
         var progressHandler: HTTPProgressHandler?
-    }
-
-    /// ``url`` parsed; a box, so that the cache in ``Storage`` is one reference.
-    final class ParsedURL: Sendable {
-        let url: HTTPURL
-        init(_ url: HTTPURL) { self.url = url }
     }
 
     private var storage: Storage

@@ -120,6 +120,8 @@ extension HTTPClientResponse {
         public typealias Failure = any Error
 
         enum Storage: Sendable {
+            /// One chunk: most bodies that arrive with their head are one read (no array made for it).
+            case chunk(ArraySlice<UInt8>)
             case buffered([ArraySlice<UInt8>])
             case connection(ResponseBodyStream)
             case sequence(@Sendable () -> ChunkIterator)
@@ -134,7 +136,7 @@ extension HTTPClientResponse {
 
         /// A body held in memory.
         public init(bytes: [UInt8]) {
-            storage = .buffered(bytes.isEmpty ? [] : [bytes[...]])
+            storage = bytes.isEmpty ? .buffered([]) : .chunk(bytes[...])
         }
 
         /// A body produced by any sequence of chunks: middleware uses this to wrap a body
@@ -152,6 +154,7 @@ extension HTTPClientResponse {
 
         /// Reads the body's chunks in order.
         public struct AsyncIterator: AsyncIteratorProtocol {
+            var first: ArraySlice<UInt8>?
             var buffered: [ArraySlice<UInt8>]
             var index = 0
             let stream: ResponseBodyStream?
@@ -159,6 +162,10 @@ extension HTTPClientResponse {
 
             /// The next chunk, or nil at the end of the body.
             public mutating func next() async throws -> ArraySlice<UInt8>? {
+                if let chunk = first {
+                    first = nil
+                    return chunk
+                }
                 if index < buffered.count {
                     defer { index += 1 }
                     return buffered[index]
@@ -173,9 +180,10 @@ extension HTTPClientResponse {
         /// (a second one fails with `HTTPClientError.Code.bodyInUse`).
         public func makeAsyncIterator() -> AsyncIterator {
             switch storage {
-            case .buffered(let chunks): AsyncIterator(buffered: chunks, stream: nil, iterator: nil)
-            case .connection(let stream): AsyncIterator(buffered: [], stream: stream, iterator: nil)
-            case .sequence(let make): AsyncIterator(buffered: [], stream: nil, iterator: make())
+            case .chunk(let chunk): AsyncIterator(first: chunk, buffered: [], stream: nil, iterator: nil)
+            case .buffered(let chunks): AsyncIterator(first: nil, buffered: chunks, stream: nil, iterator: nil)
+            case .connection(let stream): AsyncIterator(first: nil, buffered: [], stream: stream, iterator: nil)
+            case .sequence(let make): AsyncIterator(first: nil, buffered: [], stream: nil, iterator: make())
             }
         }
 
@@ -183,6 +191,7 @@ extension HTTPClientResponse {
         /// soon as it would exceed `maxBytes` (the connection is then closed, not drained).
         public func collect(upTo maxBytes: Int) async throws -> [UInt8] {
             var bytes: [UInt8] = []
+            if case .chunk(let chunk) = storage, chunk.count <= maxBytes { return Array(chunk) }
             if case .buffered(let chunks) = storage, chunks.count == 1, chunks[0].count <= maxBytes {
                 return Array(chunks[0])
             }

@@ -8,14 +8,18 @@ import Synchronization
 /// round are exchanges of their own, one after the other.
 final class NetworkActivity: Sendable {
     private struct State {
-        var count = 0
         var watchers: [Int: AsyncStream<Int>.Continuation] = [:]
         var nextWatcher = 0
     }
 
     private let state = Locked(State())
+    /// The count, outside the lock: every request changes it twice, and usually nobody watches. A change adds
+    /// first and then looks for watchers; a watcher registers first and then reads the count (all sequentially
+    /// consistent), so one of the two always sees the other and no change goes unreported.
+    private let current = Atomic<Int>(0)
+    private let watching = Atomic<Int>(0)
 
-    var count: Int { state.withLock { $0.count } }
+    var count: Int { current.load(ordering: .sequentiallyConsistent) }
 
     /// Counts one transfer until the returned token ends (``Transfer/end()``, or when it is released).
     func begin() -> Transfer {
@@ -24,11 +28,13 @@ final class NetworkActivity: Sendable {
     }
 
     fileprivate func change(by delta: Int) {
-        let (count, watchers) = state.withLock { state in
-            state.count += delta
-            return (state.count, state.watchers.isEmpty ? [] : Array(state.watchers.values))
+        current.add(delta, ordering: .sequentiallyConsistent)
+        guard watching.load(ordering: .sequentiallyConsistent) > 0 else { return }
+        // Under the lock, the count as it is now: the last to take the lock reports the latest count.
+        state.withLock { state in
+            let count = current.load(ordering: .sequentiallyConsistent)
+            for watcher in state.watchers.values { watcher.yield(count) }
         }
-        for watcher in watchers { watcher.yield(count) }
     }
 
     /// The count now, then every change; ends when the consumer stops listening. Keeps only the newest count
@@ -38,11 +44,15 @@ final class NetworkActivity: Sendable {
         let id = state.withLock { state in
             defer { state.nextWatcher += 1 }
             state.watchers[state.nextWatcher] = continuation
-            continuation.yield(state.count)
+            watching.add(1, ordering: .sequentiallyConsistent)
+            continuation.yield(current.load(ordering: .sequentiallyConsistent))
             return state.nextWatcher
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.watchers.removeValue(forKey: id) }
+            guard let self else { return }
+            state.withLock { state in
+                if state.watchers.removeValue(forKey: id) != nil { watching.subtract(1, ordering: .sequentiallyConsistent) }
+            }
         }
         return stream
     }

@@ -21,7 +21,8 @@ actor ConnectionPool {
     }
 
     private let limit: Int
-    private let idleTimeout: Duration
+    /// The idle timeout as the clock counts, worked out once: every release stamps an expiry.
+    private let idleTimeoutNanoseconds: UInt64
     private let logger: Logger
     private var machines: [ConnectionKey: PoolStateMachine<HTTP1Connection>] = [:]
     private var waiters: [UInt64: UnsafeContinuation<WaiterResult, Never>] = [:]
@@ -36,7 +37,7 @@ actor ConnectionPool {
          now: @escaping @Sendable () -> MonotonicTime = { .now }) {
         self.now = now
         self.limit = limit
-        self.idleTimeout = idleTimeout
+        idleTimeoutNanoseconds = idleTimeout.wholeNanoseconds
         self.logger = logger
     }
 
@@ -84,12 +85,12 @@ actor ConnectionPool {
         // removes a key before the last use of `slot`.
         guard let slot = machines.index(forKey: key) else { return connection.close() }
         let now = self.now()
-        var lifetime = idleTimeout
+        var expires = now.adding(nanoseconds: idleTimeoutNanoseconds)
         // The server's `Keep-Alive: timeout=N`: stop reusing one second early, so a request does not
         // race the server's own close (curl and browsers leave a similar margin).
-        if let serverTimeout = connection.keepAliveTimeout { lifetime = min(lifetime, serverTimeout - .seconds(1)) }
+        if let serverTimeout = connection.keepAliveTimeout { expires = min(expires, now + (serverTimeout - .seconds(1))) }
         let keep = reusable && !isShutDown
-        let (handOff, close) = machines.values[slot].released(connection, reusable: keep, expires: now + lifetime, now: now)
+        let (handOff, close) = machines.values[slot].released(connection, reusable: keep, expires: expires, now: now)
         if let close {
             logger.debug("connection \(close.id) closed", metadata: ["key": "\(key)", "reason": "\(keep ? "expired" : "not reusable")"])
             close.close()

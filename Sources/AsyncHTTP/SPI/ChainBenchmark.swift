@@ -34,7 +34,7 @@ public enum ChainBenchmark {
             HTTPField.Name("ETag")!: "\"6566a0c0-400\"", .acceptRanges: "bytes",
         ]
         let chain = composeChain(chosen) { request in
-            HTTPClientResponse(status: .ok, headers: headers, body: .init(storage: .buffered([body])), url: try request.httpURL())
+            HTTPClientResponse(status: .ok, headers: headers, body: .init(storage: .chunk(body)), url: try request.httpURL())
         }
         let start = ContinuousClock.now
         var bytes = 0

@@ -45,8 +45,10 @@ struct ConnectionKey: Hashable, Sendable, CustomStringConvertible {
         hasher.combine(scheme)
         hasher.combine(host)
         hasher.combine(port)
-        hasher.combine(route?.proxy)
-        hasher.combine(route?.endpoint)
+        if let route {
+            hasher.combine(route.proxy)
+            hasher.combine(route.endpoint)
+        }
         return hasher.finalize()
     }
 

@@ -304,14 +304,28 @@ final class HTTP1Connection: @unchecked Sendable {
     /// What of the body is already buffered (a small response often arrives with its head), taken with no I/O.
     enum BufferedBody {
         /// The whole body: the connection's response has ended.
-        case complete([ArraySlice<UInt8>])
+        case complete(BufferedChunks)
         /// The start of the body; the rest is still to be read with ``nextBodyChunk(deadlines:)``.
-        case partial([ArraySlice<UInt8>])
+        case partial(BufferedChunks)
     }
 
-    /// Takes the body chunks that arrived with the head.
+    /// Body chunks parsed from the read buffer. Most responses that came whole have one; it is kept without
+    /// an array (an allocation per request).
+    struct BufferedChunks {
+        private(set) var first: ArraySlice<UInt8>?
+        private(set) var more: [ArraySlice<UInt8>] = []
+
+        mutating func append(_ chunk: ArraySlice<UInt8>) {
+            if first == nil { first = chunk } else { more.append(chunk) }
+        }
+
+        /// All of them, in order.
+        var all: [ArraySlice<UInt8>] { first.map { [$0] + more } ?? [] }
+    }
+
+    /// The body bytes already buffered: all of them if the response ended there, else what there is.
     func takeBufferedBody() throws(HTTPClientError) -> BufferedBody {
-        var chunks: [ArraySlice<UInt8>] = []
+        var chunks = BufferedChunks()
         while true {
             guard let step = try parseBuffered() else { return .partial(chunks) }
             switch step {

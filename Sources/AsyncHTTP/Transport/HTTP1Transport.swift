@@ -292,11 +292,16 @@ final class HTTP1Transport: Sendable {
         case .complete(let chunks):
             // The whole body came with the head: hand the connection back before the caller even reads.
             await lease.responseEnded()
-            observation?.bodyReceivedWhole(chunks)
-            body = .init(storage: .buffered(chunks))
+            if let first = chunks.first, chunks.more.isEmpty {
+                observation?.bodyReceivedWhole([first])
+                body = .init(storage: .chunk(first))
+            } else {
+                observation?.bodyReceivedWhole(chunks.all)
+                body = .init(storage: .buffered(chunks.all))
+            }
         case .partial(let chunks):
             body = .init(storage: .connection(ResponseBodyStream(
-                lease: lease, bufferedChunks: chunks, deadlines: deadlines, logger: settings.logger, observation: observation,
+                lease: lease, bufferedChunks: chunks.all, deadlines: deadlines, logger: settings.logger, observation: observation,
                 transfer: transfer)))
         }
         return HTTPClientResponse(status: head.status, headers: head.headers, version: head.version, body: body, url: request.url)
