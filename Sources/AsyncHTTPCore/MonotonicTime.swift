@@ -1,11 +1,11 @@
-/// A point on the monotonic clock (`CLOCK_MONOTONIC`, the clock `epoll_wait`'s timeout counts on), in
-/// nanoseconds: the request path's deadlines, the event loop's timers, the pool's expiry stamps and a request's
+/// A point on the monotonic clock `ContinuousClock` reads (`CLOCK_BOOTTIME` on Linux, which counts time asleep),
+/// in nanoseconds: the request path's deadlines, the event loop's timers, the pool's expiry stamps and a request's
 /// observation marks. The clock is read in `Sources/AsyncHTTP/IO/SystemClock.swift` (`MonotonicTime.now`).
 ///
 /// Not `ContinuousClock.Instant`: that type comes from the Concurrency library, which is built for library
 /// evolution, and the instant has no fixed layout there. So each copy, optional, comparison and sum of one is a
 /// call through its value witnesses or into the library. They cost a `seq` request about 3 µs (perf, session
-/// 17), and observing progress a large part of its cost (session 12). `ContinuousClock` stays at the edges
+/// 17), and observing progress a large part of its cost (session 10). `ContinuousClock` stays at the edges
 /// that need it (`Task.sleep`, the public event times).
 package struct MonotonicTime: Comparable, Hashable, Sendable {
     package var nanoseconds: UInt64

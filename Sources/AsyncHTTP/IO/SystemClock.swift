@@ -18,10 +18,15 @@ enum SystemClock {
 }
 
 extension MonotonicTime {
-    /// `clock_gettime(CLOCK_MONOTONIC)`.
+    /// `clock_gettime(CLOCK_BOOTTIME)` on Linux, the clock `ContinuousClock` reads there: time asleep (a
+    /// suspended laptop) counts, so an idle connection or a deadline has run out when the machine wakes.
     static var now: MonotonicTime {
         var time = timespec()
+        #if os(Linux)
+        clock_gettime(CLOCK_BOOTTIME, &time)
+        #else
         clock_gettime(CLOCK_MONOTONIC, &time)
+        #endif
         return MonotonicTime(nanoseconds: UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec))
     }
 
