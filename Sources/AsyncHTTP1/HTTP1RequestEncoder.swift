@@ -200,7 +200,6 @@ package enum HTTP1RequestEncoder {
         return copy.withUTF8 { ByteScanner.quote(UnsafeRawBufferPointer($0)) }
     }
 
-    @inline(__always)
     /// `value`'s decimal digits (a port: not negative).
     private static func appendDecimal(_ value: Int, into buffer: inout [UInt8]) {
         precondition(value >= 0, "a port is not negative")
@@ -223,6 +222,7 @@ package enum HTTP1RequestEncoder {
         }
     }
 
+    @inline(__always)
     private static func append(name: String, value: String, into buffer: inout [UInt8]) {
         appendUTF8(name, into: &buffer)
         buffer.append(UInt8(ascii: ":"))

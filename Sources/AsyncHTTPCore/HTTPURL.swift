@@ -325,7 +325,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
     /// ``hostHeader`` before it is joined: the host (in brackets if IPv6; `localhost` for a Unix socket) and the
     /// port to write after a colon, nil for the scheme's default. The request encoder writes the two into the
     /// head, so no string is built for them.
-    public var hostHeaderParts: (name: String, port: Int?) {
+    package var hostHeaderParts: (name: String, port: Int?) {
         if isUnixSocket { return ("localhost", nil) }
         return (isIPv6Literal ? "[" + host + "]" : host, port != defaultPort ? port : nil)
     }

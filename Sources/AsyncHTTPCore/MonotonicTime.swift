@@ -38,7 +38,6 @@ package struct MonotonicTime: Comparable, Hashable, Sendable {
     package func duration(to later: MonotonicTime) -> Duration {
         later.nanoseconds > nanoseconds ? .nanoseconds(Int64(clamping: later.nanoseconds - nanoseconds)) : .zero
     }
-
 }
 
 extension Duration {

@@ -31,13 +31,12 @@ struct ConnectionKey: Hashable, Sendable, CustomStringConvertible {
         self.scheme = scheme
         self.host = host
         self.port = port
-        route = proxy == nil && endpoint == nil ? nil : Route(proxy: proxy, endpoint: endpoint)
+        route = Route.make(proxy: proxy, endpoint: endpoint)
         hash = Self.hash(scheme: scheme, host: host, port: port, route: route)
     }
 
     private mutating func setRoute(proxy: ProxyConfiguration?, endpoint: Endpoint?) {
-        route = proxy == nil && endpoint == nil ? nil : Route(proxy: proxy, endpoint: endpoint)
-        hash = Self.hash(scheme: scheme, host: host, port: port, route: route)
+        self = ConnectionKey(scheme: scheme, host: host, port: port, proxy: proxy, endpoint: endpoint)
     }
 
     private static func hash(scheme: String, host: String, port: Int, route: Route?) -> Int {
@@ -69,9 +68,14 @@ struct ConnectionKey: Hashable, Sendable, CustomStringConvertible {
     private final class Route: Sendable {
         let proxy: ProxyConfiguration?
         let endpoint: Endpoint?
-        init(proxy: ProxyConfiguration?, endpoint: Endpoint?) {
+        private init(proxy: ProxyConfiguration?, endpoint: Endpoint?) {
             self.proxy = proxy
             self.endpoint = endpoint
+        }
+
+        /// nil when there are neither.
+        static func make(proxy: ProxyConfiguration?, endpoint: Endpoint?) -> Route? {
+            proxy == nil && endpoint == nil ? nil : Route(proxy: proxy, endpoint: endpoint)
         }
     }
 

@@ -1,12 +1,10 @@
 /// The deadlines one request runs under: an inactivity timeout between bytes (ASIHTTPRequest's
 /// `timeOutSeconds`) and an optional total deadline.
 struct Deadlines: Sendable {
-    var inactivity: Duration? {
-        didSet { inactivityNanoseconds = inactivity?.wholeNanoseconds }
-    }
-    var total: MonotonicTime?
+    let inactivity: Duration?
+    let total: MonotonicTime?
     /// ``inactivity`` as the clock counts, worked out once: `next` runs before every wait.
-    private var inactivityNanoseconds: UInt64?
+    private let inactivityNanoseconds: UInt64?
 
     init(inactivity: Duration?, total: MonotonicTime?) {
         self.inactivity = inactivity
