@@ -22,12 +22,6 @@ package struct MonotonicTime: Comparable, Hashable, Sendable {
     /// Moves `time` `duration` later.
     package static func += (time: inout MonotonicTime, duration: Duration) { time = time + duration }
 
-    /// `duration` earlier (a negative one counts as none; the difference stops at the clock's zero).
-    package static func - (time: MonotonicTime, duration: Duration) -> MonotonicTime {
-        let (earlier, overflow) = time.nanoseconds.subtractingReportingOverflow(duration.wholeNanoseconds)
-        return MonotonicTime(nanoseconds: overflow ? 0 : earlier)
-    }
-
     /// `nanoseconds` later, stopping at the end of the clock's range.
     package func adding(nanoseconds delta: UInt64) -> MonotonicTime {
         let (later, overflow) = nanoseconds.addingReportingOverflow(delta)
