@@ -2,7 +2,21 @@
 #ifndef ASYNCHTTP_CEPOLL_SHIM_H
 #define ASYNCHTTP_CEPOLL_SHIM_H
 #ifdef __linux__
+#include <stdint.h>
+#include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+
+// The processors in this process's affinity mask, or 0 if it cannot be read. glibc declares sched_getaffinity
+// only under _GNU_SOURCE, which would change the system headers this module shares with Glibc's, so the
+// declaration is local (pid_t is int; the mask is 1,024 bits, cpu_set_t's size).
+static inline int ahttp_affinity_processor_count(void) {
+    extern int sched_getaffinity(int pid, size_t size, void *mask);
+    uint64_t mask[16] = {0};
+    if (sched_getaffinity(0, sizeof(mask), mask) != 0) { return 0; }
+    int count = 0;
+    for (int i = 0; i < 16; i++) { count += __builtin_popcountll(mask[i]); }
+    return count;
+}
 #endif
 #endif

@@ -149,6 +149,82 @@ final class ClientBehaviourTests: XCTestCase {
         XCTAssertEqual(server.connectionsAccepted, 1, "the second request should reuse the connection")
     }
 
+    // MARK: Busy polling for the head
+
+    /// A client whose requests poll for the head (the 1 ms maximum, so a loaded machine still answers in time).
+    func pollingClient(limit: Duration = .milliseconds(1)) -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.busyPollLimit = limit
+        return HTTPClient(configuration: configuration)
+    }
+
+    /// Sequential requests to a server that answers within the limit poll for their heads and get them while
+    /// polling, on one keep-alive connection, with every body whole.
+    func testSequentialRequestsToAFastServerGetTheirHeadsWhilePolling() async throws {
+        let client = pollingClient()
+        XCTAssertEqual(NetworkActivity.inProcess, 0, "a transfer of an earlier test is still in flight")
+        let counters = client.transport.connector.busyPollCounters
+        var requests = 0
+        while requests < 200, counters.hits < 3 {
+            let response = try await client.send(HTTPClientRequest(url: url("/hello")))
+            let body = try await response.body.collect(upTo: 1024)
+            XCTAssertEqual(body, Array("hello".utf8))
+            requests += 1
+        }
+        if Processors.available >= 2 {
+            XCTAssertGreaterThanOrEqual(counters.hits, 3, "\(counters.polls) polls in \(requests) requests")
+            XCTAssertGreaterThanOrEqual(counters.polls, counters.hits)
+        } else {
+            XCTAssertEqual(counters.polls, 0, "one processor: never poll")
+        }
+        XCTAssertEqual(server.connectionsAccepted, 1)
+        await client.shutdown()
+    }
+
+    /// A head that takes 50 ms is waited for on the event loop after a vain poll, arrives whole, and stops the
+    /// connection polling for the requests after it.
+    func testASlowHeadParksAfterItsPollAndStopsTheNextPolls() async throws {
+        let client = pollingClient()
+        let counters = client.transport.connector.busyPollCounters
+        for _ in 0..<5 {
+            _ = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 1024)
+        }
+        let slow = try await client.send(HTTPClientRequest(url: url("/slow-head?ms=50")))
+        let slowBody = try await slow.body.collect(upTo: 1024)
+        XCTAssertEqual(slowBody, Array("slow".utf8))
+        let pollsAfterTheSlowHead = counters.polls
+        for _ in 0..<3 {
+            _ = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 1024)
+        }
+        XCTAssertEqual(counters.polls, pollsAfterTheSlowHead, "a 50 ms estimate is far above the 1 ms limit")
+        XCTAssertEqual(server.connectionsAccepted, 1)
+        await client.shutdown()
+    }
+
+    func testBusyPollingOffNeverPolls() async throws {
+        let client = pollingClient(limit: .zero)
+        for _ in 0..<5 {
+            _ = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 1024)
+        }
+        XCTAssertEqual(client.transport.connector.busyPollCounters.polls, 0)
+        await client.shutdown()
+    }
+
+    /// With requests in flight together none polls: each would hold a cooperative thread the others need.
+    func testConcurrentRequestsDoNotPoll() async throws {
+        let client = pollingClient()
+        let counters = client.transport.connector.busyPollCounters
+        // Its head comes at once (it was alone, so it may have polled); its body 300 ms later.
+        let slow = try await client.send(HTTPClientRequest(url: url("/slow-body?ms=300")))
+        let pollsBefore = counters.polls
+        for _ in 0..<5 {
+            _ = try await client.send(HTTPClientRequest(url: url("/hello"))).body.collect(upTo: 1024)
+        }
+        XCTAssertEqual(counters.polls, pollsBefore, "the slow body's transfer was in flight")
+        _ = try await slow.body.collect(upTo: 1024)
+        await client.shutdown()
+    }
+
     func testChunkedResponseBodyIsDecoded() async throws {
         let (response, body) = try await get("/stream?n=1000000&chunk=777")
         XCTAssertEqual(response.headers[.transferEncoding], "chunked")
@@ -323,7 +399,6 @@ final class ClientBehaviourTests: XCTestCase {
         var configuration = HTTPClient.Configuration()
         configuration.maxResponseHeadBytes = 1024
         let client = HTTPClient(configuration: configuration)
-        defer { Task { await client.shutdown() } }
         await assertThrows(.headerLimitExceeded) {
             _ = try await client.send(HTTPClientRequest(url: self.url("/big-head?n=4000")))
         }
@@ -422,7 +497,6 @@ final class ClientBehaviourTests: XCTestCase {
 
     func testPerHostLimitCapsConcurrentConnections() async throws {
         let client = clientLimited(toConnectionsPerHost: 2)
-        defer { Task { await client.shutdown() } }
         let slow = url("/slow-head?ms=50")
         try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<10 {
@@ -439,7 +513,6 @@ final class ClientBehaviourTests: XCTestCase {
 
     func testCancelledPoolWaiterLeavesTheQueue() async throws {
         let client = clientLimited(toConnectionsPerHost: 1)
-        defer { Task { await client.shutdown() } }
         let slow = url("/slow-head?ms=400")
         let hello = url("/hello")
         let holder = Task { try await client.send(HTTPClientRequest(url: slow)).body.collect(upTo: 100) }
@@ -462,7 +535,6 @@ final class ClientBehaviourTests: XCTestCase {
 
     func testPoolWaitTimesOutNamingThePhaseAndTheQueueRecovers() async throws {
         let client = clientLimited(toConnectionsPerHost: 1)
-        defer { Task { await client.shutdown() } }
         let slow = url("/slow-head?ms=400")
         let holder = Task { try await client.send(HTTPClientRequest(url: slow)).body.collect(upTo: 100) }
         try await Task.sleep(for: .milliseconds(100))

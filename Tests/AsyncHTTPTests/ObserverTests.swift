@@ -184,6 +184,12 @@ final class MisuseTests: XCTestCase {
         configuration = .init()
         configuration.maxResponseHeaderCount = 0
         configurations.append(configuration)
+        configuration = .init()
+        configuration.busyPollLimit = .milliseconds(2)
+        configurations.append(configuration)
+        configuration = .init()
+        configuration.busyPollLimit = .microseconds(-1)
+        configurations.append(configuration)
         for configuration in configurations {
             XCTAssertThrowsError(try configuration.validate())
         }

@@ -21,6 +21,11 @@ final class NetworkActivity: Sendable {
 
     var count: Int { current.load(ordering: .sequentiallyConsistent) }
 
+    /// Transfers in flight in the whole process, every client's: a connection busy-polls for a response head
+    /// only while its own is the only one (``BusyPollPolicy``).
+    static var inProcess: Int { processWide.load(ordering: .relaxed) }
+    private static let processWide = Atomic<Int>(0)
+
     /// Counts one transfer until the returned token ends (``Transfer/end()``, or when it is released).
     func begin() -> Transfer {
         change(by: 1)
@@ -28,6 +33,7 @@ final class NetworkActivity: Sendable {
     }
 
     fileprivate func change(by delta: Int) {
+        Self.processWide.add(delta, ordering: .relaxed)
         current.add(delta, ordering: .sequentiallyConsistent)
         guard watching.load(ordering: .sequentiallyConsistent) > 0 else { return }
         // Under the lock, the count as it is now: the last to take the lock reports the latest count.

@@ -19,6 +19,8 @@ final class Connector: Sendable {
         var connectionAttemptDelay: Duration = .milliseconds(250)
         /// How long a name's addresses are reused (``HTTPClient/Configuration/dnsCacheTimeout``); nil: never.
         var dnsCacheTimeout: Duration? = nil
+        /// How long a connection may poll for a response head (``HTTPClient/Configuration/busyPollLimit``).
+        var busyPollLimit: Duration = .zero
     }
 
     private let settings: Settings
@@ -29,6 +31,8 @@ final class Connector: Sendable {
     private let lazyTLSContext = Locked<Result<TLSContext, HTTPClientError>?>(nil)
     private let connectionIDs = Atomic<Int>(0)
     private let resumedSessions = Atomic<Int>(0)
+    /// Every connection's polls for a response head, and the heads that came during one.
+    let busyPollCounters = BusyPollCounters()
 
     init(settings: Settings, tunnelAuthenticator: (any ProxyTunnelAuthenticator)?) {
         self.settings = settings
@@ -54,7 +58,8 @@ final class Connector: Sendable {
 
     /// A new connection for `key`, ready for its first request.
     func connect(_ key: ConnectionKey, deadlines: Deadlines) async throws(HTTPClientError) -> HTTP1Connection {
-        let connectDeadline = earliest(.now + settings.connectTimeout, deadlines.total)
+        let started = MonotonicTime.now
+        let connectDeadline = earliest(started + settings.connectTimeout, deadlines.total)
         var socket: Socket
         if case .unixSocket(let path)? = key.endpoint {
             let address = try SocketAddress(unix: path)
@@ -100,6 +105,8 @@ final class Connector: Sendable {
         let id = connectionIDs.add(1, ordering: .relaxed).newValue
         let connection = HTTP1Connection(id: id, key: key, socket: socket, tls: tls, limits: settings.limits)
         connection.transferDecodingLimits = settings.transferDecodingLimits
+        connection.busyPoll = BusyPollPolicy(limit: settings.busyPollLimit, opening: MonotonicTime.now.nanoseconds &- started.nanoseconds)
+        connection.busyPollCounters = busyPollCounters
         settings.logger.debug("connection \(id) opened", metadata: ["key": "\(key)", "remote": "\(socket.remote)"])
         return connection
     }

@@ -74,7 +74,8 @@ final class HTTP1Transport: Sendable {
                                 transferDecodingLimits: configuration.compression.limits,
                                 logger: configuration.logger(for: .persistentConnections),
                                 connectionAttemptDelay: configuration.connectionAttemptDelay,
-                                dnsCacheTimeout: configuration.dnsCacheTimeout),
+                                dnsCacheTimeout: configuration.dnsCacheTimeout,
+                                busyPollLimit: configuration.busyPollLimit),
                 tunnelAuthenticator: tunnelAuthenticator),
             proxies: proxies, flow: NetworkFlow(bytesPerSecond: configuration.maxBandwidthPerSecond))
     }
