@@ -110,6 +110,10 @@ extension HTTPClient {
         /// local nginx ran about twice as fast with it, and used less CPU per request (docs/performance.md,
         /// session 18). It plays the part of Linux's `SO_BUSY_POLL` for one socket at a time.
         public var busyPollLimit: Duration = .microseconds(100)
+        /// Tests only: a poll limit past the 1 ms that ``validate()`` allows, so a test under a sanitizer, where
+        /// a loopback answer takes milliseconds, still sees its requests poll. Not validated; nil uses
+        /// ``busyPollLimit``.
+        var busyPollLimitForTesting: Duration?
 
         /// The defaults described on each property.
         public init() {}

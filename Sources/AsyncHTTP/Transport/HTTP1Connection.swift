@@ -1,5 +1,4 @@
 import HTTPTypes
-import Synchronization
 
 /// One HTTP/1.x connection: a socket (with TLS when the key says so) driving the sans-IO parser.
 ///
