@@ -15,7 +15,8 @@ import Synchronization
 ///   process from running);
 /// - this connection's recent heads arrived within the limit. The estimate is a moving average of the
 ///   observed waits, halving the weight of each older one, so one slow answer stops polling for a few
-///   requests and a server that is fast again earns it back (waits that parked are observed too). It starts
+///   requests and a server that is fast again earns it back (waits that parked are observed too, but only
+///   those of a transfer alone in flight: with others, a wait measures the queue behind them). It starts
 ///   at the time the connection took to open (connect, and the TLS handshake): a distant server's round
 ///   trip, or a handshake's milliseconds, then keep its first requests from polling in vain.
 struct BusyPollPolicy: Sendable {

@@ -459,20 +459,23 @@ final class HTTP1Connection: @unchecked Sendable {
         }
     }
 
-    /// Waits until the socket has bytes to read. For the response head, first polls it for up to the busy-poll
-    /// budget when the policy gives one (``BusyPollPolicy``), then parks on the event loop; either way the wait
-    /// is recorded in the policy. Body waits park at once: a body's next bytes come as fast as the server sends
+    /// Waits until the socket has bytes to read. For the response head of the only transfer in flight, first
+    /// polls it for up to the busy-poll budget when the policy gives one (``BusyPollPolicy``), then parks on the
+    /// event loop; either way the wait is recorded in the policy. Body waits park at once: a body's next bytes come as fast as the server sends
     /// them, and polling for them cost more CPU than the wake-ups it saved (256 MiB downloads).
     nonisolated(nonsending) private func awaitReadable(
         deadlines: Deadlines, phase: HTTPClientError.TimeoutPhase
     ) async throws(HTTPClientError) {
         let (deadline, timeoutPhase) = deadlines.next(phase)
-        guard phase == .head, busyPoll.limit > 0 else {
+        // With other transfers in flight nothing polls, and the wait is not observed either: it would measure
+        // the queueing behind them, not the server (and the two clock reads are saved on the busiest path).
+        let transfers = phase == .head && busyPoll.limit > 0 ? NetworkActivity.inProcess : Int.max
+        guard transfers <= 1 else {
             try await socket.waitUntil(.readable, deadline: deadline, phase: timeoutPhase)
             return
         }
         let start = MonotonicTime.now
-        if let budget = busyPoll.budget(transfersInFlight: NetworkActivity.inProcess, processors: Processors.available) {
+        if let budget = busyPoll.budget(transfersInFlight: transfers, processors: Processors.available) {
             var end = start.adding(nanoseconds: budget)
             if let deadline, deadline < end { end = deadline }
             busyPollCounters?.countPoll()
