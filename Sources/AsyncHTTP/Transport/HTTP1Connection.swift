@@ -461,8 +461,9 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// Waits until the socket has bytes to read. For the response head of the only transfer in flight, first
     /// polls it for up to the busy-poll budget when the policy gives one (``BusyPollPolicy``), then parks on the
-    /// event loop; either way the wait is recorded in the policy. Body waits park at once: a body's next bytes come as fast as the server sends
-    /// them, and polling for them cost more CPU than the wake-ups it saved (256 MiB downloads).
+    /// event loop; either way the wait is recorded in the policy. Body waits park at once: a body's next bytes
+    /// come as fast as the server sends them, and polling for them cost more CPU than the wake-ups it saved
+    /// (256 MiB downloads).
     nonisolated(nonsending) private func awaitReadable(
         deadlines: Deadlines, phase: HTTPClientError.TimeoutPhase
     ) async throws(HTTPClientError) {
