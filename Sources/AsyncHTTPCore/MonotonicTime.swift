@@ -30,7 +30,12 @@ package struct MonotonicTime: Comparable, Hashable, Sendable {
 
     /// The time from `self` to `later` (zero if `later` is earlier).
     package func duration(to later: MonotonicTime) -> Duration {
-        later.nanoseconds > nanoseconds ? .nanoseconds(Int64(clamping: later.nanoseconds - nanoseconds)) : .zero
+        .nanoseconds(Int64(clamping: nanoseconds(to: later)))
+    }
+
+    /// The nanoseconds from this time to `later`; 0 if `later` is not later.
+    package func nanoseconds(to later: MonotonicTime) -> UInt64 {
+        later.nanoseconds > nanoseconds ? later.nanoseconds - nanoseconds : 0
     }
 }
 

@@ -105,7 +105,7 @@ final class Connector: Sendable {
         let id = connectionIDs.add(1, ordering: .relaxed).newValue
         let connection = HTTP1Connection(id: id, key: key, socket: socket, tls: tls, limits: settings.limits)
         connection.transferDecodingLimits = settings.transferDecodingLimits
-        connection.busyPoll = BusyPollPolicy(limit: settings.busyPollLimit, opening: MonotonicTime.now.nanoseconds &- started.nanoseconds)
+        connection.busyPoll = BusyPollPolicy(limit: settings.busyPollLimit, opening: started.nanoseconds(to: .now))
         connection.busyPollCounters = busyPollCounters
         settings.logger.debug("connection \(id) opened", metadata: ["key": "\(key)", "remote": "\(socket.remote)"])
         return connection

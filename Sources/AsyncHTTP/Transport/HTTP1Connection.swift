@@ -482,12 +482,12 @@ final class HTTP1Connection: @unchecked Sendable {
             busyPollCounters?.countPoll()
             if pollSocket(until: end) {
                 busyPollCounters?.countHit()
-                busyPoll.observe(wait: MonotonicTime.now.nanoseconds &- start.nanoseconds)
+                busyPoll.observe(wait: start.nanoseconds(to: .now))
                 return
             }
         }
         try await socket.waitUntil(.readable, deadline: deadline, phase: timeoutPhase)
-        busyPoll.observe(wait: MonotonicTime.now.nanoseconds &- start.nanoseconds)
+        busyPoll.observe(wait: start.nanoseconds(to: .now))
     }
 
     /// Peeks at the socket (`recv` with `MSG_PEEK`, which takes nothing) until bytes or the peer's close show, or
