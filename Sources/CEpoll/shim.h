@@ -25,5 +25,13 @@ static inline int ahttp_set_thread_name(const char *name) {
     extern int prctl(int option, ...);
     return prctl(15 /* PR_SET_NAME */, name, 0, 0, 0);
 }
+
+// 1 the first time the calling thread asks, 0 after.
+static inline int ahttp_first_visit_of_thread(void) {
+    static _Thread_local int visited;
+    if (visited) { return 0; }
+    visited = 1;
+    return 1;
+}
 #endif
 #endif

@@ -40,9 +40,10 @@ protocol IOEventNotifier: Sendable {
 #if os(Linux)
 /// An epoll-backed ``IOEventNotifier`` with one thread.
 ///
-/// Each descriptor is added to epoll once, edge-triggered (`EPOLLET`) for both directions, on its first
-/// wait, and removed by ``deregister(fd:)``: a wait costs no `epoll_ctl` (Go's netpoller and tokio register
-/// the same way). An edge that arrives while nobody waits is remembered as a "ready" flag, and the next wait
+/// Each descriptor is added to epoll once, edge-triggered (`EPOLLET`), on its first wait, and removed by
+/// ``deregister(fd:)``: a wait costs no `epoll_ctl` (Go's netpoller and tokio register the same way). The
+/// first wait arms its own direction only; the first wait for the other direction arms that one too (one
+/// `EPOLL_CTL_MOD` per descriptor, and none for a connection that never waits to write). An edge that arrives while nobody waits is remembered as a "ready" flag, and the next wait
 /// in that direction returns at once; the caller then retries its syscall, which is the only judge of
 /// readiness (a stale flag costs one `EAGAIN` and a real wait). A descriptor may have one reader and one
 /// writer waiting at once (an upload that also watches for an early response).
@@ -76,7 +77,8 @@ final class EpollEventLoop: IOEventNotifier {
         /// An edge in this direction arrived while nobody waited for it; the next wait returns at once.
         var readable = false
         var writable = false
-        /// The events epoll currently reports for this descriptor (always with `EPOLLET`).
+        /// The events epoll currently reports for this descriptor (always with `EPOLLET`): from the first wait,
+        /// that wait's direction.
         var armed = EpollEventLoop.readEvents | EpollEventLoop.writeEvents
         /// An event reported the peer's close or an error (`EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`); it stays set.
         var peerClosed = false
@@ -164,7 +166,6 @@ final class EpollEventLoop: IOEventNotifier {
         var thread = pthread_t()
         let created = pthread_create(&thread, nil, { argument in
             let loop = Unmanaged<EpollEventLoop>.fromOpaque(argument!).takeUnretainedValue()
-            EpollEventLoop.setUpLoopThread()
             loop.run()
             return nil
         }, loop.toOpaque())
@@ -175,24 +176,45 @@ final class EpollEventLoop: IOEventNotifier {
     /// The loop thread's name, as `top -H`, `perf` and debuggers show it.
     static let threadName = "asynchttp-loop"
 
-    /// `SCHED_BATCH` in `<linux/sched.h>`; glibc defines it only under `_GNU_SOURCE`.
+    /// `SCHED_OTHER` and `SCHED_BATCH` in `<linux/sched.h>`; glibc defines the second only under `_GNU_SOURCE`.
+    private static let ordinarySchedulingPolicy: Int32 = 0
     private static let batchSchedulingPolicy: Int32 = 3
 
     /// Names the loop thread and gives it `SCHED_BATCH` scheduling.
     ///
-    /// A batch thread keeps its fair share of processor time, but its wake-ups do not preempt the thread that is
+    /// A batch thread keeps its fair share of processor time, but its wake-up does not preempt the thread that is
     /// running: it gets a processor that is idle at once, and otherwise waits until the running thread blocks or
     /// its slice ends. The loop thread wakes for every response that comes while it sleeps, and each such wake-up
     /// used to preempt a cooperative-pool thread or the server sharing the processor, only to hand the resumed
-    /// task to a pool thread. With 32 concurrent keep-alive GETs on two processors it halved the context switches
-    /// per request (1.1 → 0.56) and the `epoll_wait` calls (0.68 → 0.39, each now returning more events), and cut
-    /// the client's CPU per request from 28–34 to 22–25 µs (docs/performance.md, session 19). The wait it adds
-    /// comes only when every processor is busy, when the tasks it resumes would wait for a pool thread anyway.
-    /// If the kernel refuses (a seccomp filter), the loop runs as an ordinary thread.
+    /// task to a pool thread. As a batch thread, with 32 concurrent keep-alive GETs on two processors, it halved
+    /// the context switches per request (1.1 → 0.56) and the `epoll_wait` calls (0.68 → 0.39, each now returning
+    /// more events), and cut the client's CPU per request from 28–34 to 22–25 µs (docs/performance.md, session
+    /// 19). The wait it adds comes only when every processor is busy, when the tasks it resumes would wait for a
+    /// pool thread anyway.
+    ///
+    /// Only a thread that inherited the ordinary policy (`SCHED_OTHER`) changes: in a process whose threads run a
+    /// real-time policy, a batch loop thread would run only when none of them is runnable. If the kernel refuses
+    /// (a seccomp filter), the loop runs as an ordinary thread. A thread created by this one inherits its policy;
+    /// see ``undoInheritedBatchPolicy()``.
     private static func setUpLoopThread() {
         _ = threadName.withCString { ahttp_set_thread_name($0) }
+        guard sched_getscheduler(0) == ordinarySchedulingPolicy else { return }
         var parameters = sched_param()
         _ = sched_setscheduler(0, batchSchedulingPolicy, &parameters)
+    }
+
+    /// Puts the calling thread back to `SCHED_OTHER` if it runs under `SCHED_BATCH`; looks once per thread.
+    ///
+    /// Resuming a task can make the Swift runtime create a cooperative-pool thread on the spot, and a new thread
+    /// inherits the policy of the thread that created it: the loop thread's. So every wait that parked checks,
+    /// once per thread (a thread-local flag), the thread it resumed on, which is usually the one its own
+    /// resumption created. Switching costs two system calls per loop wake-up and gave back most of the gain
+    /// (`conc` 34–36k against 38–42k requests/s), so the loop does not do it around `epoll_wait` instead. A
+    /// thread of the user's own executor that was made a batch thread on purpose is switched back too.
+    static func undoInheritedBatchPolicy() {
+        guard ahttp_first_visit_of_thread() != 0, sched_getscheduler(0) == batchSchedulingPolicy else { return }
+        var parameters = sched_param()
+        _ = sched_setscheduler(0, ordinarySchedulingPolicy, &parameters)
     }
 
     /// What `register` decided under the lock.
@@ -207,7 +229,7 @@ final class EpollEventLoop: IOEventNotifier {
         if let deadline, deadline <= MonotonicTime.now { return .timedOut }
         // The common case on a busy connection: the edge came between the caller's EAGAIN and this call.
         guard let id = takeReadyFlagOrAllocateID(fd: fd, interest: interest) else { return .ready }
-        return await withTaskCancellationHandler {
+        let result = await withTaskCancellationHandler {
             await withUnsafeContinuation { continuation in
                 switch register(Waiter(id: id, continuation: continuation, deadline: deadline), fd: fd, interest: interest) {
                 case .alreadyReady:
@@ -222,6 +244,8 @@ final class EpollEventLoop: IOEventNotifier {
         } onCancel: {
             finish(fd: fd, interest: interest, id: id, with: .cancelled)
         }
+        Self.undoInheritedBatchPolicy()
+        return result
     }
 
     /// Consumes a remembered edge for `interest` and returns nil, or returns a new waiter id.
@@ -274,8 +298,12 @@ final class EpollEventLoop: IOEventNotifier {
                 index = existing
             } else {
                 // First wait on this descriptor: one ADD for its lifetime. If it is already ready, the
-                // kernel queues an event at once, so nothing that happened before this point is missed.
-                let registration = Registration()
+                // kernel queues an event at once, so nothing that happened before this point is missed. Only
+                // the direction waited for is armed: a connected socket is writable at once, and arming that
+                // too woke the loop thread for an edge nobody wanted (once per new connection, most of whose
+                // first waits are for reading); a later wait for the other direction arms it below.
+                var registration = Registration()
+                registration.armed = interest == .readable ? Self.readEvents : Self.writeEvents
                 control(EPOLL_CTL_ADD, fd: fd, events: registration.armed)
                 state.registrations[fd] = registration
                 index = state.registrations.index(forKey: fd)!
@@ -343,6 +371,7 @@ final class EpollEventLoop: IOEventNotifier {
     }
 
     private func run() {
+        Self.setUpLoopThread()
         let capacity = 128
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         var ready: [(UnsafeContinuation<IOWaitResult, Never>, IOWaitResult)] = []
