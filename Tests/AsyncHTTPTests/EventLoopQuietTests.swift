@@ -10,14 +10,9 @@ final class EventLoopQuietTests: XCTestCase {
     private let loop = EpollEventLoop.shared
 
     func testQuietOnlyWhileNothingArrivedSinceTheLastWait() async throws {
-        var fds: [Int32] = [0, 0]
-        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds), 0)
-        let (ours, peer) = (fds[0], fds[1])
-        defer {
-            loop.deregister(fd: ours)
-            close(ours)
-            close(peer)
-        }
+        let pair = LoopSocketPair()
+        let (ours, peer) = (pair.ours, pair.peer)
+        defer { pair.close() }
         XCTAssertFalse(loop.readSideIsQuiet(fd: ours), "never waited on: the loop cannot tell")
 
         // A wait ended by data, and the data read: quiet.

@@ -8,15 +8,10 @@ import XCTest
 final class EventLoopThreadTests: XCTestCase {
     func testTheLoopThreadIsNamedAndScheduledAsBatch() async throws {
         // A wait starts the process-wide loop if nothing has yet.
-        var fds: [Int32] = [0, 0]
-        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds), 0)
-        defer {
-            EpollEventLoop.shared.deregister(fd: fds[0])
-            close(fds[0])
-            close(fds[1])
-        }
-        XCTAssertEqual(Glibc.send(fds[1], "x", 1, Int32(MSG_NOSIGNAL)), 1)
-        let result = await EpollEventLoop.shared.wait(fd: fds[0], for: .readable, deadline: MonotonicTime.now + .seconds(5))
+        let pair = LoopSocketPair()
+        defer { pair.close() }
+        XCTAssertEqual(Glibc.send(pair.peer, "x", 1, Int32(MSG_NOSIGNAL)), 1)
+        let result = await EpollEventLoop.shared.wait(fd: pair.ours, for: .readable, deadline: MonotonicTime.now + .seconds(5))
         XCTAssertEqual(result, .ready)
 
         let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
@@ -37,14 +32,9 @@ final class EventLoopThreadTests: XCTestCase {
     /// or a writer behind a full send buffer would never hear that it drained.
     func testAWaitForWritingAfterOnlyReadingIsWokenWhenTheBufferDrains() async throws {
         let loop = EpollEventLoop.shared
-        var fds: [Int32] = [0, 0]
-        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds), 0)
-        let (ours, peer) = (fds[0], fds[1])
-        defer {
-            loop.deregister(fd: ours)
-            close(ours)
-            close(peer)
-        }
+        let pair = LoopSocketPair()
+        let (ours, peer) = (pair.ours, pair.peer)
+        defer { pair.close() }
         // First wait: for reading.
         XCTAssertEqual(Glibc.send(peer, "x", 1, Int32(MSG_NOSIGNAL)), 1)
         let read = await loop.wait(fd: ours, for: .readable, deadline: MonotonicTime.now + .seconds(5))

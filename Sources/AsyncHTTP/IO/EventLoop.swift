@@ -43,9 +43,10 @@ protocol IOEventNotifier: Sendable {
 /// Each descriptor is added to epoll once, edge-triggered (`EPOLLET`), on its first wait, and removed by
 /// ``deregister(fd:)``: a wait costs no `epoll_ctl` (Go's netpoller and tokio register the same way). The
 /// first wait arms its own direction only; the first wait for the other direction arms that one too (one
-/// `EPOLL_CTL_MOD` per descriptor, and none for a connection that never waits to write). An edge that arrives while nobody waits is remembered as a "ready" flag, and the next wait
-/// in that direction returns at once; the caller then retries its syscall, which is the only judge of
-/// readiness (a stale flag costs one `EAGAIN` and a real wait). A descriptor may have one reader and one
+/// `EPOLL_CTL_MOD` per descriptor, and none for a connection that never waits to write). An edge that arrives
+/// while nobody waits is remembered as a "ready" flag, and the next wait in that direction returns at once;
+/// the caller then retries its syscall, which is the only judge of readiness (a stale flag costs one `EAGAIN`
+/// and a real wait). A descriptor may have one reader and one
 /// writer waiting at once (an upload that also watches for an early response).
 ///
 /// Why not `EPOLLONESHOT`, as before: every wait then cost an `EPOLL_CTL_MOD` to arm and every event
@@ -79,7 +80,7 @@ final class EpollEventLoop: IOEventNotifier {
         var writable = false
         /// The events epoll currently reports for this descriptor (always with `EPOLLET`): from the first wait,
         /// that wait's direction.
-        var armed = EpollEventLoop.readEvents | EpollEventLoop.writeEvents
+        var armed: UInt32
         /// An event reported the peer's close or an error (`EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`); it stays set.
         var peerClosed = false
 
@@ -302,8 +303,7 @@ final class EpollEventLoop: IOEventNotifier {
                 // the direction waited for is armed: a connected socket is writable at once, and arming that
                 // too woke the loop thread for an edge nobody wanted (once per new connection, most of whose
                 // first waits are for reading); a later wait for the other direction arms it below.
-                var registration = Registration()
-                registration.armed = interest == .readable ? Self.readEvents : Self.writeEvents
+                let registration = Registration(armed: interest == .readable ? Self.readEvents : Self.writeEvents)
                 control(EPOLL_CTL_ADD, fd: fd, events: registration.armed)
                 state.registrations[fd] = registration
                 index = state.registrations.index(forKey: fd)!
