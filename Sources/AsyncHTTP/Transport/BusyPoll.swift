@@ -17,8 +17,9 @@ import Synchronization
 ///   observed waits, halving the weight of each older one, so one slow answer stops polling for a few
 ///   requests and a server that is fast again earns it back (waits that parked are observed too, but only
 ///   those of a transfer alone in flight: with others, a wait measures the queue behind them). It starts
-///   at the time the connection took to open (connect, and the TLS handshake): a distant server's round
-///   trip, or a handshake's milliseconds, then keep its first requests from polling in vain.
+///   at the time the TCP connection took to open (name lookup and connect, through any proxy): a distant
+///   server's round trip then keeps its first requests from polling in vain. A TLS handshake's time is left
+///   out: it measures the server's key exchange and signature, which the requests do not repeat.
 struct BusyPollPolicy: Sendable {
     /// The longest poll in nanoseconds; 0 turns polling off.
     let limit: UInt64
@@ -28,7 +29,8 @@ struct BusyPollPolicy: Sendable {
 
     /// - Parameters:
     ///   - limit: the longest poll; zero or less turns polling off.
-    ///   - opening: how long the connection took to open, in nanoseconds: the first estimate.
+    ///   - opening: how long the TCP connection took to open (without any TLS handshake), in nanoseconds: the
+    ///     first estimate.
     init(limit: Duration, opening: UInt64 = 0) {
         self.limit = limit > .zero ? limit.wholeNanoseconds : 0
         estimate = opening

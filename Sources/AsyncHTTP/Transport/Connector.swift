@@ -84,6 +84,9 @@ final class Connector: Sendable {
             socket = try await connectSocket(host: key.host, port: key.port, endpoint: key.endpoint,
                                              deadline: connectDeadline, what: key.description)
         }
+        // The busy-poll estimate's seed: the network's round trip, without the handshake's computing (which the
+        // requests do not repeat; see BusyPollPolicy).
+        let connected = MonotonicTime.now
         var tls: TLSStream?
         var resumed = false
         if key.isTLS {
@@ -105,7 +108,7 @@ final class Connector: Sendable {
         let id = connectionIDs.add(1, ordering: .relaxed).newValue
         let connection = HTTP1Connection(id: id, key: key, socket: socket, tls: tls, limits: settings.limits)
         connection.transferDecodingLimits = settings.transferDecodingLimits
-        connection.busyPoll = BusyPollPolicy(limit: settings.busyPollLimit, opening: started.nanoseconds(to: .now))
+        connection.busyPoll = BusyPollPolicy(limit: settings.busyPollLimit, opening: started.nanoseconds(to: connected))
         connection.busyPollCounters = busyPollCounters
         settings.logger.debug("connection \(id) opened", metadata: ["key": "\(key)", "remote": "\(socket.remote)"])
         return connection

@@ -79,7 +79,9 @@ final class NIOTestServer: Sendable {
     private let isShutDown = Locked(false)
 
     /// Starts a server; `tls` makes it HTTPS with the given certificate (see ``TestTLS/ServerConfig``).
-    init(tls: TestTLS.ServerConfig? = nil, host: String = "127.0.0.1") async throws {
+    /// `handshakeDelay` holds each connection's first bytes (a TLS client's hello) that long before they reach
+    /// the TLS handler: a server slow to compute its handshake, behind a connect that is as fast as ever.
+    init(tls: TestTLS.ServerConfig? = nil, host: String = "127.0.0.1", handshakeDelay: Duration? = nil) async throws {
         let sslContext = try tls.map(Self.makeSSLContext)
         let requireClientCertificate = tls?.requireClientCertificate ?? false
         let stats = Stats()
@@ -98,6 +100,9 @@ final class NIOTestServer: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     if let sslContext {
+                        if let handshakeDelay {
+                            try pipeline.addHandler(FirstReadDelay(delay: handshakeDelay))
+                        }
                         try pipeline.addHandler(NIOSSLServerHandler(context: sslContext))
                     }
                     try pipeline.configureHTTPServerPipeline()
@@ -563,5 +568,42 @@ private final class TestServerHandler: ChannelInboundHandler, RemovableChannelHa
     private static func intParameter(_ text: String?, default defaultValue: Int, max: Int) -> Int {
         guard let text, let value = Int(text), value >= 0 else { return defaultValue }
         return Swift.min(value, max)
+    }
+}
+
+/// Holds the bytes of a connection's first read for a while, then passes them and everything after them on in
+/// order (reads that come meanwhile queue behind them).
+final class FirstReadDelay: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let delay: Duration
+    private var held: [NIOAny]? = nil
+    private var released = false
+
+    init(delay: Duration) { self.delay = delay }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if released {
+            context.fireChannelRead(data)
+            return
+        }
+        if held != nil {
+            held?.append(data)
+            return
+        }
+        held = [data]
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay.wholeNanoseconds))) {
+            let (handler, context) = loopBound.value
+            handler.released = true
+            for data in handler.held ?? [] { context.fireChannelRead(data) }
+            handler.held = nil
+            context.fireChannelReadComplete()
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if released { context.fireChannelReadComplete() }
     }
 }
