@@ -184,7 +184,8 @@ public enum Bench {
         // Before shutdown: what the client holds while it is in use.
         report.anonymousRSSKiB = Memory.anonymousRSSKiB()
         // For the peak RSS rows' breakdown by mapping (Benchmarks/tools/rss-by-mapping.py).
-        if let path = getenv("BENCH_SMAPS").map({ String(cString: $0) }), let smaps = try? Files.read("/proc/self/smaps") {
+        if let path = getenv("BENCH_SMAPS").map({ String(cString: $0) }),
+           let smaps = try? Files.read("/proc/self/smaps") {
             try? Files.write(smaps, to: path)
         }
         report.requests = tally.succeeded
