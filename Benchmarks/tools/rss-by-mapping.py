@@ -12,7 +12,8 @@ given, largest rows first, in MiB:
 
 Rows under 0.1 MiB in every column are summed into "other". `Private_Dirty` of the files' mappings (their
 relocated data and GOT, written at load time) is shown in a second table, since it is the part of a shared
-library's pages that cannot be shared with another process.
+library's pages that cannot be shared with another process. A binary written moments before (a fresh build)
+counts as dirty in full until the kernel writes its pages back, so read the binary's row there with care.
 """
 import os
 import re

@@ -573,37 +573,46 @@ private final class TestServerHandler: ChannelInboundHandler, RemovableChannelHa
 
 /// Holds the bytes of a connection's first read for a while, then passes them and everything after them on in
 /// order (reads that come meanwhile queue behind them).
-final class FirstReadDelay: ChannelInboundHandler {
+private final class FirstReadDelay: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
-    typealias InboundOut = ByteBuffer
+
+    private enum State {
+        case waitingForFirstRead
+        case holding([NIOAny])
+        case passing
+    }
 
     private let delay: Duration
-    private var held: [NIOAny]? = nil
-    private var released = false
+    private var state = State.waitingForFirstRead
+    private var timer: Scheduled<Void>?
 
     init(delay: Duration) { self.delay = delay }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if released {
+        switch state {
+        case .passing:
             context.fireChannelRead(data)
-            return
-        }
-        if held != nil {
-            held?.append(data)
-            return
-        }
-        held = [data]
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        context.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay.wholeNanoseconds))) {
-            let (handler, context) = loopBound.value
-            handler.released = true
-            for data in handler.held ?? [] { context.fireChannelRead(data) }
-            handler.held = nil
-            context.fireChannelReadComplete()
+        case .holding(var held):
+            held.append(data)
+            state = .holding(held)
+        case .waitingForFirstRead:
+            state = .holding([data])
+            timer = context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(delay.wholeNanoseconds))) {
+                self.timer = nil
+                guard case .holding(let held) = self.state else { return }
+                self.state = .passing
+                for data in held { context.fireChannelRead(data) }
+                context.fireChannelReadComplete()
+            }
         }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if released { context.fireChannelReadComplete() }
+        if case .passing = state { context.fireChannelReadComplete() }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
     }
 }
