@@ -625,6 +625,15 @@ for label, scenario, metric, reference, targets in rows:
     add(f"| {label} | {cell('asynchttp', scenario, metric)} | {cell('ahc', scenario, metric)} | "
         f"{cell('urlsession', scenario, metric)} | {ref_text} | {ahc_text} | {ref_ratio_text} | "
         f"{', '.join(target_texts) if target_texts else '–'} | {'–' if met is None else ('yes' if met else '**no**')} |")
+batch = median("asynchttp-batch", "conc", "req_per_s")
+if batch is not None:
+    default, ahc, wrk = (median(c, "conc", "req_per_s") for c in ("asynchttp", "ahc", "wrk"))
+    versus = [f"{batch / value:.2f}× {name}" for value, name in ((ahc, "AHC"), (wrk, "wrk"), (default, "the default's"))
+              if value]
+    add("")
+    add(f"Opt-in, not the default (info, no target): `conc` with `HTTPClient.threadScheduling = .batch` "
+        f"(`--batch-threads`; the threads requests resume on run under `SCHED_BATCH`): {show(batch, 'req_per_s')} "
+        f"requests/s, {', '.join(versus)} in this run.")
 add("")
 add("Bodies on disk (256 MiB file from and to tmpfs) and the response cache (1 KiB). Targets: files at least curl's "
     "MB/s with peak RSS under 32 MiB; a fresh cache hit at least 2× AsyncHTTP's own keep-alive `seq` rate:")
@@ -846,6 +855,10 @@ main() {
             for client in $(clients_for "$scenario"); do
                 run_client "$client" "$scenario"
             done
+            # The opt-in `HTTPClient.threadScheduling = .batch`, beside the default (an info line in the report).
+            [[ $scenario == conc ]] && record asynchttp-batch conc "$BIN/bench-asynchttp" --scenario conc \
+                --url "http://127.0.0.1:$HTTP_PORT" --concurrency 32 --cacert "$BENCH/cert.pem" \
+                --seconds "$SECONDS_PER_RUN" --requests "$REQUEST_CAP" --batch-threads
             case $scenario in
                 seq|conc|conc256|tls-seq|tls-new) run_wrk "$scenario" ;;
                 download|gzip|upload|upload-file|upload-multipart|download-file) run_curl "$scenario" ;;

@@ -26,12 +26,20 @@ static inline int ahttp_set_thread_name(const char *name) {
     return prctl(15 /* PR_SET_NAME */, name, 0, 0, 0);
 }
 
-// 1 the first time the calling thread asks, 0 after.
-static inline int ahttp_first_visit_of_thread(void) {
-    static _Thread_local int visited;
-    if (visited) { return 0; }
-    visited = 1;
+// 1 if the calling thread last asked with another generation (or never), and records `generation`; 0 if it
+// last asked with this one. The event loop's once-per-thread scheduling check, redone when the setting changes.
+static inline int ahttp_thread_generation_changed(int generation) {
+    static _Thread_local int seen;
+    if (seen == generation) { return 0; }
+    seen = generation;
     return 1;
+}
+
+// The calling thread's kernel id, for sched_setscheduler on it from another thread. glibc declares gettid only
+// under _GNU_SOURCE (see above); pid_t is int.
+static inline int ahttp_thread_id(void) {
+    extern int gettid(void);
+    return gettid();
 }
 #endif
 #endif

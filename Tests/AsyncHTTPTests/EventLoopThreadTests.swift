@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import XCTest
 @testable import AsyncHTTP
+import CEpoll
 
 /// The event loop thread's name and scheduling policy, read back from the kernel (`/proc/self/task`), and how a
 /// descriptor's directions are armed.
@@ -68,20 +69,75 @@ final class EventLoopThreadTests: XCTestCase {
     /// once: the check is made the first time the thread asks. On a thread of its own, so that no pool thread's
     /// flag is spent.
     func testAnInheritedBatchPolicyIsUndoneOncePerThread() {
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var policies: [Int32] = []
-        let thread = Thread {
+        XCTAssertEqual(HTTPClient.threadScheduling, .unchanged)
+        let policies = onThreadOfItsOwn {
             var parameters = sched_param()
-            policies.append(sched_setscheduler(0, 3, &parameters))  // 0: now SCHED_BATCH
-            EpollEventLoop.undoInheritedBatchPolicy()
+            var policies = [sched_setscheduler(0, 3, &parameters)]  // 0: now SCHED_BATCH
+            EpollEventLoop.applyThreadScheduling()
             policies.append(sched_getscheduler(0))  // back to SCHED_OTHER
             policies.append(sched_setscheduler(0, 3, &parameters))
-            EpollEventLoop.undoInheritedBatchPolicy()
+            EpollEventLoop.applyThreadScheduling()
             policies.append(sched_getscheduler(0))  // left alone: this thread was looked at already
+            return policies
+        }
+        XCTAssertEqual(policies, [0, 0, 0, 3])
+    }
+
+    /// `.batch`: the thread a parked wait resumes on runs under `SCHED_BATCH` afterwards, and setting `.unchanged`
+    /// puts it back at once, from another thread's call, without it having to wait again.
+    func testBatchSchedulingChangesTheThreadAWaitResumesOnUntilUnset() async throws {
+        XCTAssertEqual(HTTPClient.threadScheduling, .unchanged)
+        HTTPClient.threadScheduling = .batch
+        defer { HTTPClient.threadScheduling = .unchanged }
+        XCTAssertEqual(HTTPClient.threadScheduling, .batch)
+        let pair = LoopSocketPair()
+        let (ours, peer) = (pair.ours, pair.peer)
+        defer { pair.close() }
+        // Nothing to read yet, so the wait parks and the event loop resumes it.
+        let writer = Task.detached {
+            try await Task.sleep(for: .milliseconds(20))
+            return Glibc.send(peer, "x", 1, Int32(MSG_NOSIGNAL))
+        }
+        let result = await EpollEventLoop.shared.wait(fd: ours, for: .readable, deadline: MonotonicTime.now + .seconds(5))
+        let (thread, policy) = (ahttp_thread_id(), sched_getscheduler(0))
+        XCTAssertEqual(result, .ready)
+        XCTAssertEqual(policy, 3, "the thread the wait resumed on runs under SCHED_BATCH")
+        let sent = try await writer.value
+        XCTAssertEqual(sent, 1)
+
+        HTTPClient.threadScheduling = .unchanged
+        XCTAssertEqual(sched_getscheduler(thread), 0, "put back to SCHED_OTHER when the setting is unset")
+        XCTAssertEqual(HTTPClient.threadScheduling, .unchanged)
+    }
+
+    /// `.batch` changes only threads under `SCHED_OTHER`: one under `SCHED_IDLE` (or a real-time policy) keeps it,
+    /// and is not put back to `SCHED_OTHER` by unsetting either.
+    func testBatchSchedulingLeavesOtherPoliciesAlone() {
+        HTTPClient.threadScheduling = .batch
+        defer { HTTPClient.threadScheduling = .unchanged }
+        let policies = onThreadOfItsOwn {
+            var parameters = sched_param()
+            var policies = [sched_setscheduler(0, 5, &parameters)]  // 0: now SCHED_IDLE
+            EpollEventLoop.applyThreadScheduling()
+            policies.append(sched_getscheduler(0))  // still SCHED_IDLE
+            HTTPClient.threadScheduling = .unchanged
+            EpollEventLoop.applyThreadScheduling()
+            policies.append(sched_getscheduler(0))  // still SCHED_IDLE
+            return policies
+        }
+        XCTAssertEqual(policies, [0, 5, 5])
+    }
+
+    /// Runs `body` on a new thread and returns what it returned (within 10 s).
+    private func onThreadOfItsOwn(_ body: @escaping @Sendable () -> [Int32]) -> [Int32] {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: [Int32] = []
+        let thread = Thread {
+            result = body()
             done.signal()
         }
         thread.start()
         XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
-        XCTAssertEqual(policies, [0, 0, 0, 3])
+        return result
     }
 }

@@ -109,6 +109,9 @@ public struct Options: Sendable {
     /// milliseconds (`conc`) or every request (`download`) and reports both halves and the cost (see
     /// `Bench.alternatingProgress`). Nil: off.
     public var alternateProgressMilliseconds: Int?
+    /// `--batch-threads` (AsyncHTTP only): `HTTPClient.threadScheduling = .batch`, the opt-in that puts the
+    /// threads requests resume on under `SCHED_BATCH`. Off by default, as in the library.
+    public var batchThreads = false
 
     /// The full URL for this scenario.
     public func url(client: String) -> String { baseURL + scenario.path(client: client) }
@@ -158,6 +161,7 @@ public struct Options: Sendable {
             case "--directory": options.directory = value()
             case "--progress": options.progress = true
             case "--alternate-progress": options.alternateProgressMilliseconds = positiveInt(value(), "--alternate-progress")
+            case "--batch-threads": options.batchThreads = true
             case "-h", "--help": usage(nil)
             default: usage("unknown argument '\(arguments[index])'")
             }
@@ -175,7 +179,7 @@ public struct Options: Sendable {
         let text = """
         usage: \(CommandLine.arguments.first ?? "bench") --scenario \(Scenario.allCases.map(\.rawValue).joined(separator: "|")) \
         --url BASE [--requests N] [--concurrency C] [--connections-per-host P] [--hosts H] [--cacert FILE] [--seconds S] [--upload-mib M] \
-        [--file PATH] [--directory DIR] [--progress] [--alternate-progress MS]
+        [--file PATH] [--directory DIR] [--progress] [--alternate-progress MS] [--batch-threads]
 
         """
         if let problem {

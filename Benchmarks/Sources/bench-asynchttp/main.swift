@@ -23,6 +23,7 @@ struct AsyncHTTPDriver: BenchDriver {
             // The download cache on disk (a tmpfs directory in run.sh), with its default policy.
             configuration.cache = try HTTPCache(directory: "\(options.directory)/asynchttp-cache-\(getpid())")
         }
+        if options.batchThreads { HTTPClient.threadScheduling = .batch }
         client = HTTPClient(configuration: configuration)
         progress = options.progress ? HTTPProgressHandler { _ in } : nil
     }
@@ -202,5 +203,7 @@ if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--chain", let 
     await floor(host: CommandLine.arguments[2], port: port, seconds: seconds,
                 modes: modes.isEmpty ? ["loop", "transport", "send", "blocking"] : modes)
 } else {
-    await Bench.main(client: "asynchttp") { options in try AsyncHTTPDriver(options) }
+    // `--batch-threads` runs report as their own client, so that run.sh keeps them apart from the default's.
+    let name = CommandLine.arguments.contains("--batch-threads") ? "asynchttp-batch" : "asynchttp"
+    await Bench.main(client: name) { options in try AsyncHTTPDriver(options) }
 }

@@ -196,7 +196,7 @@ final class EpollEventLoop: IOEventNotifier {
     /// Only a thread that inherited the ordinary policy (`SCHED_OTHER`) changes: in a process whose threads run a
     /// real-time policy, a batch loop thread would run only when none of them is runnable. If the kernel refuses
     /// (a seccomp filter), the loop runs as an ordinary thread. A thread created by this one inherits its policy;
-    /// see ``undoInheritedBatchPolicy()``.
+    /// see ``applyThreadScheduling()``.
     private static func setUpLoopThread() {
         _ = threadName.withCString { ahttp_set_thread_name($0) }
         guard sched_getscheduler(0) == ordinarySchedulingPolicy else { return }
@@ -204,18 +204,65 @@ final class EpollEventLoop: IOEventNotifier {
         _ = sched_setscheduler(0, batchSchedulingPolicy, &parameters)
     }
 
-    /// Puts the calling thread back to `SCHED_OTHER` if it runs under `SCHED_BATCH`; looks once per thread.
+    /// The process-wide ``HTTPClient/ThreadScheduling`` for the threads waits resume on: `.batch` when set.
+    private static let resumedThreadsAsBatch = Atomic<Bool>(false)
+    /// Changes with every change of the setting, so that each thread looks at its policy again (starts at 1: a
+    /// thread that never looked has 0).
+    private static let schedulingGeneration = Atomic<Int32>(1)
+    /// The threads `.batch` put under `SCHED_BATCH` (kernel thread ids), put back when the setting returns to
+    /// `.unchanged`. Changing a thread's policy and recording it happen under this lock, so that a setting
+    /// change cannot miss a thread that a wait was changing at the same moment.
+    private static let batchedThreads = Locked(Set<Int32>())
+
+    /// The setting behind ``HTTPClient/threadScheduling``.
+    static var resumedThreadScheduling: HTTPClient.ThreadScheduling {
+        resumedThreadsAsBatch.load(ordering: .acquiring) ? .batch : .unchanged
+    }
+
+    /// Changes the setting behind ``HTTPClient/threadScheduling``. Back to `.unchanged`, every thread that
+    /// `.batch` changed and that still runs under `SCHED_BATCH` is put back to `SCHED_OTHER`, here.
+    static func setResumedThreadScheduling(_ scheduling: HTTPClient.ThreadScheduling) {
+        batchedThreads.withLock { threads in
+            let batch = scheduling == .batch
+            guard resumedThreadsAsBatch.exchange(batch, ordering: .acquiringAndReleasing) != batch else { return }
+            schedulingGeneration.add(1, ordering: .releasing)
+            guard !batch else { return }
+            var parameters = sched_param()
+            for thread in threads where sched_getscheduler(thread) == batchSchedulingPolicy {
+                _ = sched_setscheduler(thread, ordinarySchedulingPolicy, &parameters)
+            }
+            threads.removeAll()
+        }
+    }
+
+    /// Gives the calling thread the policy ``HTTPClient/threadScheduling`` asks for; looks once per thread and
+    /// setting (a thread-local generation), so a wait pays one atomic load and one comparison.
     ///
-    /// Resuming a task can make the Swift runtime create a cooperative-pool thread on the spot, and a new thread
-    /// inherits the policy of the thread that created it: the loop thread's. So every wait that parked checks,
-    /// once per thread (a thread-local flag), the thread it resumed on, which is usually the one its own
-    /// resumption created. Switching costs two system calls per loop wake-up and gave back most of the gain
-    /// (`conc` 34–36k against 38–42k requests/s), so the loop does not do it around `epoll_wait` instead. A
-    /// thread of the user's own executor that was made a batch thread on purpose is switched back too.
-    static func undoInheritedBatchPolicy() {
-        guard ahttp_first_visit_of_thread() != 0, sched_getscheduler(0) == batchSchedulingPolicy else { return }
+    /// `.unchanged` (the default) puts the thread back to `SCHED_OTHER` if it runs under `SCHED_BATCH`. Resuming
+    /// a task can make the Swift runtime create a cooperative-pool thread on the spot, and a new thread inherits
+    /// the policy of the thread that created it: the loop thread's. So every wait that parked checks the thread
+    /// it resumed on, which is usually the one its own resumption created. Switching costs two system calls per
+    /// loop wake-up and gave back most of the gain (`conc` 34–36k against 38–42k requests/s), so the loop does
+    /// not do it around `epoll_wait` instead. A thread of the user's own executor that was made a batch thread on
+    /// purpose is switched back too.
+    ///
+    /// `.batch` puts a thread running under `SCHED_OTHER` under `SCHED_BATCH` and records it; a thread under a
+    /// real-time or idle policy is left as it is.
+    static func applyThreadScheduling() {
+        let generation = schedulingGeneration.load(ordering: .acquiring)
+        guard ahttp_thread_generation_changed(generation) != 0 else { return }
         var parameters = sched_param()
-        _ = sched_setscheduler(0, ordinarySchedulingPolicy, &parameters)
+        if resumedThreadsAsBatch.load(ordering: .acquiring) {
+            batchedThreads.withLock { threads in
+                // Under the lock: a change back to `.unchanged` either came first (then this thread is left alone)
+                // or comes after (then it finds this thread recorded).
+                guard resumedThreadsAsBatch.load(ordering: .acquiring), sched_getscheduler(0) == ordinarySchedulingPolicy,
+                      sched_setscheduler(0, batchSchedulingPolicy, &parameters) == 0 else { return }
+                threads.insert(ahttp_thread_id())
+            }
+        } else if sched_getscheduler(0) == batchSchedulingPolicy {
+            _ = sched_setscheduler(0, ordinarySchedulingPolicy, &parameters)
+        }
     }
 
     /// What `register` decided under the lock.
@@ -245,7 +292,7 @@ final class EpollEventLoop: IOEventNotifier {
         } onCancel: {
             finish(fd: fd, interest: interest, id: id, with: .cancelled)
         }
-        Self.undoInheritedBatchPolicy()
+        Self.applyThreadScheduling()
         return result
     }
 
@@ -507,6 +554,11 @@ struct MinHeap<Element: Comparable> {
 enum IOBackend {
     #if os(Linux)
     static var notifier: EpollEventLoop { EpollEventLoop.shared }
+    /// The policy of the threads waits resume on (``HTTPClient/threadScheduling``).
+    static var threadScheduling: HTTPClient.ThreadScheduling {
+        get { EpollEventLoop.resumedThreadScheduling }
+        set { EpollEventLoop.setResumedThreadScheduling(newValue) }
+    }
     #else
     #error("AsyncHTTP has no event loop for this platform yet: add a kqueue IOEventNotifier beside EpollEventLoop")
     #endif
