@@ -128,6 +128,14 @@ final class EventLoopThreadTests: XCTestCase {
         XCTAssertEqual(policies, [0, 5, 5])
     }
 
+    /// Unsetting `.batch` restores only threads of this process: a recorded id whose thread has exited may name
+    /// another process's thread by then (here pid 1, never one of ours).
+    func testOnlyThreadsOfThisProcessCountAsOurs() {
+        XCTAssertTrue(EpollEventLoop.isThreadOfThisProcess(ahttp_thread_id()))
+        XCTAssertTrue(EpollEventLoop.isThreadOfThisProcess(getpid()))
+        XCTAssertFalse(EpollEventLoop.isThreadOfThisProcess(1))
+    }
+
     /// Runs `body` on a new thread and returns what it returned (within 10 s).
     private func onThreadOfItsOwn(_ body: @escaping @Sendable () -> [Int32]) -> [Int32] {
         let done = DispatchSemaphore(value: 0)

@@ -225,14 +225,21 @@ final class EpollEventLoop: IOEventNotifier {
         batchedThreads.withLock { threads in
             let batch = scheduling == .batch
             guard resumedThreadsAsBatch.exchange(batch, ordering: .acquiringAndReleasing) != batch else { return }
-            schedulingGeneration.add(1, ordering: .releasing)
+            schedulingGeneration.wrappingAdd(1, ordering: .releasing)
             guard !batch else { return }
             var parameters = sched_param()
-            for thread in threads where sched_getscheduler(thread) == batchSchedulingPolicy {
+            // Only threads still in this process: a thread id is a process id to the kernel, and the id of a thread
+            // that has exited (the runtime retires idle pool threads) may since name another process's thread.
+            for thread in threads where isThreadOfThisProcess(thread) && sched_getscheduler(thread) == batchSchedulingPolicy {
                 _ = sched_setscheduler(thread, ordinarySchedulingPolicy, &parameters)
             }
             threads.removeAll()
         }
+    }
+
+    /// Whether `thread` (a kernel thread id) is one of this process's threads now.
+    static func isThreadOfThisProcess(_ thread: Int32) -> Bool {
+        access("/proc/self/task/\(thread)", F_OK) == 0
     }
 
     /// Gives the calling thread the policy ``HTTPClient/threadScheduling`` asks for; looks once per thread and
