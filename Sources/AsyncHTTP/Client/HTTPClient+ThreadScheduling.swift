@@ -12,7 +12,7 @@ extension HTTPClient {
     /// (the same weight as an ordinary one); only its wake-up no longer preempts: it takes an idle processor
     /// at once, and otherwise runs when the running thread blocks or its time slice ends, and then finds more
     /// tasks ready. With 32 concurrent keep-alive GETs on two processors shared with the server, it raised the
-    /// rate by about a third and cut the client's CPU per request from 21–24 to 15 µs (docs/performance.md,
+    /// rate by about a third and cut the client's CPU per request from 20–24 to 15–16 µs (docs/performance.md,
     /// session 21); with one request at a time or 256 in flight the rates did not move, and new TLS
     /// connections, alone in flight, ran 2–6 % slower. The library's own event loop thread always runs as a
     /// batch thread, for the same reason.
