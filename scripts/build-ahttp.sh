@@ -10,12 +10,25 @@
 # - -disable-concrete-type-metadata-mangled-name-accessors: generic types are made by calling their metadata
 #   accessors instead of demangling their names on first use, which also looked up each protocol conformance by
 #   scanning the binary's whole conformance table.
+# - libxml2 off the link: the web archive and S3 load it on first use (Sources/CLibXML2/shim.h), but SwiftPM
+#   adds pkg-config's `-lxml2` to every link of a program that imports them, and the loader would then map libxml2,
+#   ICU (a 31 MB data library and a C++ one) and liblzma at every start, 0.4-0.7 ms of CPU per start here. A .pc
+#   file of our own, found first through PKG_CONFIG_PATH, gives libxml2's Cflags (the headers) without its Libs.
 # Its own scratch path: the flags change the compile commands, so sharing .build would rebuild everything at each
 # switch between this and an ordinary build.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+SCRATCH_PATH="${SCRATCH:-$ROOT/.build-ahttp}"
+PC_DIR="$SCRATCH_PATH/pkgconfig"
+mkdir -p "$PC_DIR"
+printf 'Name: libxml-2.0\nDescription: libxml2 headers only, loaded with dlopen on first use (scripts/build-ahttp.sh)\nVersion: %s\nCflags: %s\n' \
+    "$(pkg-config --modversion libxml-2.0)" "$(pkg-config --cflags libxml-2.0)" >"$PC_DIR/libxml-2.0.pc.new"
+# Rewritten only when it changes, so that an unchanged file keeps the build plan.
+if cmp -s "$PC_DIR/libxml-2.0.pc.new" "$PC_DIR/libxml-2.0.pc"; then rm "$PC_DIR/libxml-2.0.pc.new"
+else mv "$PC_DIR/libxml-2.0.pc.new" "$PC_DIR/libxml-2.0.pc"; fi
+export PKG_CONFIG_PATH="$PC_DIR${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 exec swift build -c release --product ahttp --static-swift-stdlib \
     -Xlinker --no-export-dynamic \
     -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors \
-    --scratch-path "${SCRATCH:-$ROOT/.build-ahttp}" "$@"
+    --scratch-path "$SCRATCH_PATH" "$@"

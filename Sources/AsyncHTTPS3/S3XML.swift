@@ -28,17 +28,21 @@ struct XMLNode: Sendable {
     /// - Throws: `HTTPClientError/Code/malformedResponse` naming what `what` was, for a body that is
     ///   not well-formed XML.
     static func parse(_ bytes: [UInt8], what: String) throws(HTTPClientError) -> XMLNode {
+        // libxml2 is loaded on first use, not at program start (`CLibXML2`'s shim).
+        if let reason = asynchttp_libxml2_load() {
+            throw HTTPClientError(.invalidConfiguration, "libxml2, which reads S3's XML, could not be loaded: \(String(cString: reason))")
+        }
         let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
         let document = bytes.withUnsafeBufferPointer { buffer -> xmlDocPtr? in
             buffer.withMemoryRebound(to: CChar.self) { chars in
-                xmlReadMemory(chars.baseAddress, Int32(chars.count), "s3.xml", "UTF-8", options)
+                asynchttp_xmlReadMemory(chars.baseAddress, Int32(chars.count), "s3.xml", "UTF-8", options)
             }
         }
         guard let document else {
             throw HTTPClientError(.malformedResponse, "S3 sent \(what) that is not well-formed XML (\(bytes.count) bytes)")
         }
-        defer { xmlFreeDoc(document) }
-        guard let root = xmlDocGetRootElement(document) else {
+        defer { asynchttp_xmlFreeDoc(document) }
+        guard let root = asynchttp_xmlDocGetRootElement(document) else {
             throw HTTPClientError(.malformedResponse, "S3 sent \(what) as an XML document without a root element")
         }
         return node(root)

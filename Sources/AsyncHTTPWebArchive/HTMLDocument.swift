@@ -13,25 +13,28 @@ final class HTMLDocument {
     /// Parses `bytes`; `encoding` is the `charset` of the response's `Content-Type`, if it had one. Nil when
     /// libxml2 finds no document in them (empty input).
     init?(_ bytes: [UInt8], encoding: String?) {
-        _ = HTMLDocument.initializeOnce
-        guard !bytes.isEmpty, bytes.count < Int(Int32.max) else { return nil }
+        guard HTMLDocument.loadParser() == nil, !bytes.isEmpty, bytes.count < Int(Int32.max) else { return nil }
         // RECOVER: tag soup, as browsers take it. NODEFDTD: no doctype is invented (one would switch a page
         // without one from quirks mode to standards mode). NONET: libxml2 itself never loads anything.
         let options = Int32(HTML_PARSE_RECOVER.rawValue | HTML_PARSE_NODEFDTD.rawValue | HTML_PARSE_NOERROR.rawValue
             | HTML_PARSE_NOWARNING.rawValue | HTML_PARSE_NONET.rawValue)
         let parsed = bytes.withUnsafeBufferPointer { buffer in
             buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) { start in
-                htmlReadMemory(start, Int32(buffer.count), nil, encoding, options)
+                asynchttp_htmlReadMemory(start, Int32(buffer.count), nil, encoding, options)
             }
         }
         guard let parsed else { return nil }
         document = parsed
     }
 
-    deinit { xmlFreeDoc(document) }
+    deinit { asynchttp_xmlFreeDoc(document) }
 
-    /// libxml2's global state, set up once before any parse (`xmlInitParser` is not safe to race).
-    private static let initializeOnce: Void = { xmlInitParser() }()
+    /// Loads libxml2 if it is not loaded yet (on first use, not at program start: `CLibXML2`'s shim, which also
+    /// initializes the parser once). Nil when it is loaded; otherwise why it could not be (a missing library or
+    /// function, in the dynamic loader's words). ``WebArchiver`` checks it before fetching anything.
+    static func loadParser() -> String? {
+        asynchttp_libxml2_load().map { String(cString: $0) }
+    }
 
     /// The document's character encoding as libxml2 settled it (header, `<meta>`, or nil for its default);
     /// ``serialized()`` writes in it.
@@ -58,7 +61,7 @@ final class HTMLDocument {
                 guard let value = Self.attribute(element, attributeName) else { return }
                 let trimmed = Self.trimmingSpaces(value)
                 guard !trimmed.isEmpty, let replacement = visit(trimmed, kind) else { return }
-                xmlSetProp(element, attributeName, replacement)
+                asynchttp_xmlSetProp(element, attributeName, replacement)
                 replaced = true
             }
             func sourceSet(_ kind: WebArchiveResource.Kind) {
@@ -72,7 +75,7 @@ final class HTMLDocument {
                     }
                 }
                 if changed {
-                    xmlSetProp(element, "srcset", SourceSet.serialize(candidates))
+                    asynchttp_xmlSetProp(element, "srcset", SourceSet.serialize(candidates))
                     replaced = true
                 }
             }
@@ -109,7 +112,7 @@ final class HTMLDocument {
                     if node.pointee.type == XML_TEXT_NODE || node.pointee.type == XML_CDATA_SECTION_NODE,
                         let content = node.pointee.content
                     {
-                        let css = Array(UnsafeBufferPointer(start: content, count: Int(xmlStrlen(content))))
+                        let css = Array(UnsafeBufferPointer(start: content, count: Int(asynchttp_xmlStrlen(content))))
                         var changed = false
                         let rewritten = CSSURLScanner.rewrite(css) { reference in
                             let replacement = visit(reference.url, reference.isImport ? .styleImport : .styleResource)
@@ -119,7 +122,7 @@ final class HTMLDocument {
                         if changed {
                             // A text node's content is set as is (no entity parsing); the HTML serializer writes
                             // a <style> element's text raw.
-                            xmlNodeSetContentLen(node, rewritten, Int32(rewritten.count))
+                            asynchttp_xmlNodeSetContentLen(node, rewritten, Int32(rewritten.count))
                         }
                     }
                     child = node.pointee.next
@@ -134,11 +137,11 @@ final class HTMLDocument {
                     if replacement != nil { changed = true }
                     return replacement
                 }
-                if changed { xmlSetProp(element, "style", String(decoding: rewritten, as: UTF8.self)) }
+                if changed { asynchttp_xmlSetProp(element, "style", String(decoding: rewritten, as: UTF8.self)) }
             }
             if replaced {
-                xmlUnsetProp(element, "integrity")
-                xmlUnsetProp(element, "crossorigin")
+                asynchttp_xmlUnsetProp(element, "integrity")
+                asynchttp_xmlUnsetProp(element, "crossorigin")
             }
         }
     }
@@ -151,14 +154,14 @@ final class HTMLDocument {
             switch name {
             case "a", "area":
                 if let href = Self.attribute(element, "href"), let url = absolute(Self.trimmingSpaces(href)) {
-                    xmlSetProp(element, "href", url)
+                    asynchttp_xmlSetProp(element, "href", url)
                 }
             case "form":
                 if let action = Self.attribute(element, "action"), let url = absolute(Self.trimmingSpaces(action)) {
-                    xmlSetProp(element, "action", url)
+                    asynchttp_xmlSetProp(element, "action", url)
                 }
             case "base":
-                xmlUnsetProp(element, "href")
+                asynchttp_xmlUnsetProp(element, "href")
             default:
                 break
             }
@@ -170,9 +173,9 @@ final class HTMLDocument {
     func serialized() -> [UInt8] {
         var memory: UnsafeMutablePointer<xmlChar>?
         var size: Int32 = 0
-        htmlDocDumpMemoryFormat(document, &memory, &size, 0)
+        asynchttp_htmlDocDumpMemoryFormat(document, &memory, &size, 0)
         guard let memory else { return [] }
-        defer { asynchttp_webarchive_xml_free(memory) }
+        defer { asynchttp_xmlFree(memory) }
         return Array(UnsafeBufferPointer(start: memory, count: Int(size)))
     }
 
@@ -208,8 +211,8 @@ final class HTMLDocument {
     }
 
     private static func attribute(_ element: xmlNodePtr, _ name: String) -> String? {
-        guard let value = xmlGetProp(element, name) else { return nil }
-        defer { asynchttp_webarchive_xml_free(value) }
+        guard let value = asynchttp_xmlGetProp(element, name) else { return nil }
+        defer { asynchttp_xmlFree(value) }
         return String(cString: value)
     }
 

@@ -122,6 +122,9 @@ public struct WebArchiveError: Error, Sendable, CustomStringConvertible {
         case outputFailed = "output failed"
         /// The task was cancelled.
         case cancelled
+        /// libxml2, which parses the page, could not be loaded (it is loaded on first use, not at program start);
+        /// the message gives the dynamic loader's reason. Install the system's libxml2 (Debian: `libxml2`).
+        case parserUnavailable = "parser unavailable"
     }
 
     /// What went wrong.

@@ -58,6 +58,9 @@ public struct WebArchiver: Sendable {
         if output == .downloadCache && client.configuration.cache == nil {
             throw WebArchiveError(.noCache, "the download cache output needs a client with configuration.cache set")
         }
+        if let reason = HTMLDocument.loadParser() {
+            throw WebArchiveError(.parserUnavailable, "libxml2 could not be loaded: \(reason)")
+        }
         let storesInCache = output == .downloadCache
         let page = try await fetchPage(pageURL, storesInCache: storesInCache)
         let crawl = ArchiveCrawl(pageURL: page.url, pageBody: page.body, options: options)

@@ -496,9 +496,16 @@ struct VerboseHeads: HTTPClientObserver {
     }
 }
 
-// `_exit`, not `exit`: every byte went out through write(2), so there is no stdio buffer to flush, and
-// skipping the C atexit destructors keeps them from racing the event-loop thread, which never stops.
+/// Runs the transfers and ends the process on the thread that finished them. Returning the status to the top
+/// level would hop to the main actor, and the main thread has handed the main queue to `dispatch_main`, which
+/// starts a new thread to drain it: one more thread per run, created only to exit.
+///
+/// `_exit`, not `exit`: every byte went out through write(2), so there is no stdio buffer to flush, and
+/// skipping the C atexit destructors keeps them from racing the event-loop thread, which never stops.
+func runThenExit() async -> Never {
+    _exit(await run())
+}
+
 // As curl: a reader that went away (`ahttp URL | head -c1`) is a write error (23), not death by SIGPIPE.
 signal(SIGPIPE, SIG_IGN)
-let status = await run()
-_exit(status)
+await runThenExit()
