@@ -143,6 +143,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 "AsyncHTTPWebArchive",
                 "AsyncHTTPS3",
+                // CLibXML2: the loader of libxml2's table, tested directly (LibXML2LoaderTests).
+                "CLibXML2",
                 // AsyncHTTPOpenAPI: the transport, and the runtime its generated test client (OpenAPIGenerated/) imports.
                 "AsyncHTTPOpenAPI",
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),

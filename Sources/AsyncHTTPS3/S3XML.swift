@@ -26,7 +26,8 @@ struct XMLNode: Sendable {
     /// Parses `bytes` as an XML document and returns its root element.
     ///
     /// - Throws: `HTTPClientError/Code/malformedResponse` naming what `what` was, for a body that is
-    ///   not well-formed XML.
+    ///   not well-formed XML; `HTTPClientError/Code/invalidConfiguration` with the dynamic loader's reason
+    ///   when libxml2 cannot be loaded.
     static func parse(_ bytes: [UInt8], what: String) throws(HTTPClientError) -> XMLNode {
         // libxml2 is loaded on first use, not at program start (`CLibXML2`'s shim).
         if let reason = asynchttp_libxml2_load() {

@@ -11,7 +11,7 @@ final class HTMLDocument {
     private let document: htmlDocPtr
 
     /// Parses `bytes`; `encoding` is the `charset` of the response's `Content-Type`, if it had one. Nil when
-    /// libxml2 finds no document in them (empty input).
+    /// libxml2 finds no document in them (empty input), or could not be loaded (see ``loadParser()``).
     init?(_ bytes: [UInt8], encoding: String?) {
         guard HTMLDocument.loadParser() == nil, !bytes.isEmpty, bytes.count < Int(Int32.max) else { return nil }
         // RECOVER: tag soup, as browsers take it. NODEFDTD: no doctype is invented (one would switch a page

@@ -74,19 +74,19 @@ static inline asynchttp_libxml2_state *asynchttp_libxml2_shared(void) {
 #define asynchttp_libxml2_loaded (asynchttp_libxml2_shared()->loaded)
 #define asynchttp_libxml2_failure (asynchttp_libxml2_shared()->failure)
 
-static void asynchttp_libxml2_open(void) {
-    void *handle = dlopen(ASYNCHTTP_LIBXML2_SONAME, RTLD_NOW | RTLD_LOCAL);
+/* Fills `state` from the library `name` (the SONAME below; tests pass others): its table and `loaded`, or the
+   reason in `failure`. */
+static inline void asynchttp_libxml2_open_into(asynchttp_libxml2_state *state, const char *name) {
+    void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {
         const char *reason = dlerror();
-        snprintf(asynchttp_libxml2_failure, sizeof asynchttp_libxml2_failure, "%s",
-                 reason ? reason : ASYNCHTTP_LIBXML2_SONAME ": cannot be loaded");
+        snprintf(state->failure, sizeof state->failure, "%s", reason ? reason : "cannot be loaded");
         return;
     }
     asynchttp_libxml2 table;
 #define ASYNCHTTP_LIBXML2_RESOLVE(slot, symbol)                                                                 \
     if ((*(void **)&table.slot = dlsym(handle, symbol)) == NULL) {                                            \
-        snprintf(asynchttp_libxml2_failure, sizeof asynchttp_libxml2_failure,                                 \
-                 ASYNCHTTP_LIBXML2_SONAME " has no %s", symbol);                                              \
+        snprintf(state->failure, sizeof state->failure, "%s has no %s", name, symbol);                       \
         dlclose(handle);                                                                                       \
         return;                                                                                                \
     }
@@ -109,8 +109,12 @@ static void asynchttp_libxml2_open(void) {
 #undef ASYNCHTTP_LIBXML2_RESOLVE
     /* libxml2's global state, set up before any parse (xmlInitParser is not safe to race; the once is). */
     table.xmlInitParser();
-    asynchttp_libxml2_table = table;
-    asynchttp_libxml2_loaded = 1;
+    state->table = table;
+    state->loaded = 1;
+}
+
+static void asynchttp_libxml2_open(void) {
+    asynchttp_libxml2_open_into(asynchttp_libxml2_shared(), ASYNCHTTP_LIBXML2_SONAME);
 }
 
 /* Loads libxml2 if it is not loaded yet (safe from any thread). NULL when it is loaded; otherwise why it could
