@@ -30,8 +30,8 @@
    signatures (each slot is declared as a pointer to the function's own type). SwiftPM still adds
    pkg-config's -lxml2 to the link; a program built without it (scripts/build-ahttp.sh: a .pc file with the
    Cflags and no Libs) maps libxml2 only when it first parses XML or HTML. The table is resolved once
-   per module that calls it (a static in this header): dlopen counts references, so the second module's
-   load finds the library already mapped. The name loaded is the SONAME of the headers compiled against. */
+   per module that calls it (a function-local static, below): dlopen counts references, so the second module's
+   load finds the library already mapped, and xmlInitParser returns at once the second time. The name loaded is the SONAME of the headers compiled against. */
 #if LIBXML_VERSION >= 21400
 #define ASYNCHTTP_LIBXML2_SONAME "libxml2.so.16"
 #else
