@@ -20,7 +20,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 SCRATCH_PATH="${SCRATCH:-$ROOT/.build-ahttp}"
+# Absolute: SwiftPM ignores a relative PKG_CONFIG_PATH entry (found with SCRATCH=Benchmarks/.build-ahttp).
+[[ $SCRATCH_PATH == /* ]] || SCRATCH_PATH="$ROOT/$SCRATCH_PATH"
 PC_DIR="$SCRATCH_PATH/pkgconfig"
+command -v pkg-config >/dev/null && pkg-config --exists libxml-2.0 \
+    || { echo "build-ahttp.sh: needs pkg-config and libxml2's headers (Debian: apt install pkg-config libxml2-dev)" >&2; exit 1; }
 mkdir -p "$PC_DIR"
 printf 'Name: libxml-2.0\nDescription: libxml2 headers only, loaded with dlopen on first use (scripts/build-ahttp.sh)\nVersion: %s\nCflags: %s\n' \
     "$(pkg-config --modversion libxml-2.0)" "$(pkg-config --cflags libxml-2.0)" >"$PC_DIR/libxml-2.0.pc.new"
