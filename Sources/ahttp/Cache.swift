@@ -17,9 +17,9 @@ func parseCachePolicy(_ text: String) throws -> HTTPCachePolicy {
 }
 
 /// `--cache DIR`: a permanent cache in DIR for this run (created if missing).
-func makeCache(directory: String) throws -> HTTPCache {
+func makeCache(directory: String, logger: Logger) throws -> HTTPCache {
     do {
-        return try HTTPCache(directory: directory)
+        return try HTTPCache(directory: directory, logger: logger)
     } catch {
         throw UsageError(message: "cannot use the cache directory '\(directory)': \(error.message)")
     }

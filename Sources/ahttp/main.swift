@@ -5,6 +5,7 @@
 //   Options.swift     what the arguments ask for, resolved and checked
 //   Target.swift      one URL made ready: scheme, credentials, query, its -o
 //   WriteOut.swift    -w, -D and -i's heads, from an observer of the client's events
+//   WarningLog.swift  the client's log: its warnings as curl's `Warning: …` lines, none under -s
 //   Trace.swift       --trace-ascii
 //   Bodies.swift, Flow.swift, Cache.swift   bodies on disk; rate, progress, -Z, --retry; the cache
 //
@@ -235,6 +236,7 @@ func run() async -> Int32 {
     }
 
     var configuration = HTTPClient.Configuration()
+    configuration.logger = WarningLog.logger(silent: options.silent)
     if options.insecure { configuration.tls.certificateVerification = false }
     if let caFile = options.caFile { configuration.tls.trustRoots = .file(caFile) }
     if let maxTime = options.maxTime { configuration.totalTimeout = .milliseconds(Int64(maxTime * 1000)) }
@@ -283,7 +285,7 @@ func run() async -> Int32 {
         } catch { return 23 }
     }
     if let directory = options.cacheDirectory {
-        do { configuration.cache = try makeCache(directory: directory) } catch let error as UsageError {
+        do { configuration.cache = try makeCache(directory: directory, logger: configuration.logger) } catch let error as UsageError {
             printError(error.message)
             return 23  // CURLE_WRITE_ERROR
         } catch { return 23 }

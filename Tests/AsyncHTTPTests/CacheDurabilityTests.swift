@@ -169,6 +169,35 @@ final class CacheDurabilityTests: XCTestCase {
         XCTAssertEqual(none.stdout, "miss 504\n")
     }
 
+    func testCommandLineShowsTheCachesWarningsAsCurlDoesAndNoneUnderSilent() async throws {
+        let origin = try await CacheOriginServer { _ in
+            .init(status: 200, headers: [("Cache-Control", "max-age=600")], body: Array("kept".utf8))
+        }
+        defer { Task { try? await origin.shutdown() } }
+        let directory = makeCacheDirectory()
+        let stored = try runAhttp(["-s", "--cache", directory, origin.url("/page")])
+        XCTAssertEqual(stored.status, 0, stored.stderr)
+        let metas = cacheFiles(in: directory).filter { $0.hasSuffix(".meta") }
+        XCTAssertEqual(metas.count, 1, "\(cacheFiles(in: directory))")
+        func damage() throws {
+            for meta in metas { try Data("not an entry".utf8).write(to: URL(fileURLWithPath: directory + "/" + meta)) }
+        }
+        try damage()
+        let shown = try runAhttp(["--cache", directory, "-o", "/dev/null", origin.url("/page")])
+        XCTAssertEqual(shown.status, 0, shown.stderr)
+        let name = try XCTUnwrap(metas.first.map { String($0.split(separator: "/").last!) })
+        // One curl-shaped line (no timestamp, label or log level), beside the progress meter.
+        let warnings = shown.stderr.split(separator: "\n").filter { $0.contains("damaged") }
+        XCTAssertEqual(warnings, ["Warning: cache: discarding a damaged entry (file: \(name), reason: its head fails its checksum or names another URL)"],
+                       shown.stderr)
+        XCTAssertEqual(origin.count("/page"), 2, "the damaged entry was not used")
+        try damage()
+        let silent = try runAhttp(["-s", "--cache", directory, "-o", "/dev/null", origin.url("/page")])
+        XCTAssertEqual(silent.status, 0)
+        XCTAssertEqual(silent.stderr, "", "-s mutes warnings, as in curl")
+        XCTAssertEqual(origin.count("/page"), 3)
+    }
+
     func testCommandLineRefusesAnUnknownCachePolicy() throws {
         let result = try runAhttp(["--cache", makeCacheDirectory(), "--cache-policy", "sometimes", "http://127.0.0.1:9/"])
         XCTAssertEqual(result.status, 2)
