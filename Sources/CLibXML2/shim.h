@@ -71,8 +71,6 @@ static inline asynchttp_libxml2_state *asynchttp_libxml2_shared(void) {
     return &state;
 }
 #define asynchttp_libxml2_table (asynchttp_libxml2_shared()->table)
-#define asynchttp_libxml2_loaded (asynchttp_libxml2_shared()->loaded)
-#define asynchttp_libxml2_failure (asynchttp_libxml2_shared()->failure)
 
 /* Fills `state` from the library `name` (the SONAME below; tests pass others): its table and `loaded`, or the
    reason in `failure`. */
@@ -121,8 +119,9 @@ static void asynchttp_libxml2_open(void) {
    not be (the loader's message: the library is missing, or lacks a function). Every other function below may
    be called only after this returned NULL. */
 static inline const char *asynchttp_libxml2_load(void) {
-    pthread_once(&asynchttp_libxml2_shared()->once, asynchttp_libxml2_open);
-    return asynchttp_libxml2_loaded ? NULL : asynchttp_libxml2_failure;
+    asynchttp_libxml2_state *state = asynchttp_libxml2_shared();
+    pthread_once(&state->once, asynchttp_libxml2_open);
+    return state->loaded ? NULL : state->failure;
 }
 
 static inline xmlDocPtr asynchttp_xmlReadMemory(const char *buffer, int size, const char *url, const char *encoding,

@@ -6,7 +6,7 @@ import AsyncHTTP
 ///
 /// Instead of swift-log's default `StreamLogHandler`, which prints a timestamp and the label, ignores -s, and
 /// renders its metadata into a string each time a logger's metadata is set (the client sets a topic on each of
-/// its loggers when it is made: about 0.1 ms of a cold start).
+/// its loggers when it is made). The switch took 0.4 ms off a cold start (docs/performance.md, session 22).
 struct WarningLog: LogHandler {
     var logLevel: Logger.Level = .warning
     var metadata: Logger.Metadata = [:]
