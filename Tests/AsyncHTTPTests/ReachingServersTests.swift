@@ -286,6 +286,31 @@ final class ReachingServersTests: XCTestCase {
         XCTAssertEqual(calls.withLock { $0 }, 2)
     }
 
+    func testACallerWhoseCacheLookMissedAnAnswerArrivingTakesItAndStartsNoSecondCall() async throws {
+        // The race CI hit once: a caller found the cache empty, the one lookup then answered (filling the cache
+        // and closing its flight), and the caller, seeing no flight, started a second call. Rounds of callers
+        // against a lookup that answers at once make that window wide; each round must still be one call.
+        let calls = Locked(0)
+        let lookups = NameLookups(limit: 4) { _, port in
+            calls.withLock { $0 += 1 }
+            return .success([SocketAddress(numericHost: "127.0.0.1", port: port)!])
+        }
+        let deadline = MonotonicTime.now + .seconds(20)
+        let rounds = 300
+        for round in 0..<rounds {
+            let host = "round\(round).test"
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<8 {
+                    group.addTask { try await lookups.resolve(host: host, port: 80, deadline: deadline, cacheFor: .seconds(60)).count }
+                }
+                for try await count in group { XCTAssertEqual(count, 1) }
+            }
+            XCTAssertEqual(calls.withLock { $0 }, round + 1, "round \(round): eight callers within the time to live, one call")
+            if calls.withLock({ $0 }) != round + 1 { break }
+        }
+        XCTAssertEqual(lookups.load.running, 0)
+    }
+
     // MARK: Helpers
 
     private func unixPeer(_ variable: String) throws -> String {

@@ -143,19 +143,30 @@ final class NameLookups: Sendable {
                     finish(.failure(.cancelled))
                     return
                 }
-                // Joins the lookup of this name already under way, or starts one (now, or when a slot frees).
-                let startsNow = state.withLock { state -> Bool in
+                // Takes the answer that arrived since the look at the cache above, or joins the lookup of this
+                // name under way, or starts one (now, or when a slot frees). The cache is read again under the
+                // same lock as the flights: a lookup that finished in between has left the cache and no flight,
+                // and without this second look the caller would start a second call for a fresh answer.
+                enum Step { case cached([SocketAddress]), joined, startsNow }
+                let step = state.withLock { state -> Step in
+                    if let timeToLive, let entry = state.cache[key], ContinuousClock.now - entry.at < timeToLive {
+                        return .cached(entry.addresses)
+                    }
                     if state.flights[key] != nil {
                         state.flights[key]![id] = finish
-                        return false
+                        return .joined
                     }
                     state.flights[key] = [id: finish]
                     if state.running < limit {
                         state.running += 1
-                        return true
+                        return .startsNow
                     }
                     state.waiting.append((key, start))
-                    return false
+                    return .joined
+                }
+                if case .cached(let addresses) = step {
+                    finish(.success(addresses))
+                    return
                 }
                 // Cancelled between the check above and joining: `finish` may have run before there was anything
                 // to leave. (A lookup started now then finds nobody waiting and passes its slot on.)
@@ -168,7 +179,7 @@ final class NameLookups: Sendable {
                         finish(.failure(.timeout(.connect, "resolving \(host) took too long")))
                     }
                 }
-                if startsNow { start() }
+                if case .startsNow = step { start() }
             }
         } onCancel: {
             finish(.failure(.cancelled))
