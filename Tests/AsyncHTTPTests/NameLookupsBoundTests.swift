@@ -38,12 +38,17 @@ final class NameLookupsBoundTests: XCTestCase {
         let lookups = NameLookups(limit: 2, lookup: resolver.lookup)
         var started = resolver.started.makeAsyncIterator()
 
-        // Two lookups hang and time out: their calls keep running, holding both slots.
-        for index in 0..<2 {
-            await assertThrowsHTTPError(.timeout) { _ = try await lookups.resolve(host: "hang\(index)", port: 80, deadline: self.soon()) }
+        // Two lookups hang and are given up: their calls keep running, holding both slots. Each is given up only
+        // once its call has started (a caller that gives up while its lookup is still queued on Dispatch leaves
+        // before the call, which then never starts: with a short deadline here, that made `started.next()` wait
+        // forever whenever Dispatch ran the lookup after the deadline).
+        let hung = (0..<2).map { index in
+            Task { try await lookups.resolve(host: "hang\(index)", port: 80, deadline: nil) }
         }
         _ = await started.next()
         _ = await started.next()
+        for task in hung { task.cancel() }
+        for task in hung { await assertThrowsHTTPError(.cancelled) { _ = try await task.value } }
         XCTAssertEqual(lookups.load.running, 2)
 
         // A stream of further timeouts: none of them starts a call, and none stays queued.
