@@ -303,6 +303,9 @@ actor Authenticator {
         to challenges: [AuthChallenge], exchange: inout AuthExchange, method: String, uri: String, body: [UInt8]?
     ) async throws(HTTPClientError) -> AuthorizationValue? {
         catchUpWithStores()
+        // Taken before the first `await` (the stores, the callback): a logout while this request waits there must
+        // still count as after the credentials were chosen, or credentials read before it would be remembered.
+        let removals = removalCount
         exchange.rounds += 1
         // Bounded: NTLM takes two rounds, a stale nonce one more, and each refused credential one.
         guard exchange.rounds <= 4 + configuration.maxCallbackAttempts + 2 else { return nil }
@@ -319,7 +322,7 @@ actor Authenticator {
         }
 
         guard let (challenge, scheme) = choose(challenges, exchange: exchange) else {
-            if exchange.current != nil { noteFailure(&exchange) }
+            if exchange.current != nil { await noteFailure(&exchange) }
             return nil
         }
         let space = ProtectionSpace(scheme: exchange.scheme, host: exchange.host, port: exchange.port,
@@ -330,9 +333,9 @@ actor Authenticator {
         if scheme == .digest, let attempt = exchange.current, attempt.space.authenticationScheme == .digest,
            let fresh = DigestChallenge(challenge), fresh.stale {
             return try digestValue(fresh, space: space, credentials: attempt.credentials, exchange: &exchange,
-                                   source: attempt.source, method: method, uri: uri, body: body)
+                                   source: attempt.source, removals: removals, method: method, uri: uri, body: body)
         }
-        if exchange.current != nil { noteFailure(&exchange) }
+        if exchange.current != nil { await noteFailure(&exchange) }
 
         if scheme == .basic, let refusal = plainHTTPRefusal(.basic, exchange) {
             logger.warning("not sending Basic credentials over plain http; set allowsBasicOverPlainHTTP to allow it",
@@ -346,15 +349,15 @@ actor Authenticator {
 
         switch scheme {
         case .basic:
-            exchange.current = .init(space: space, credentials: credentials, source: source, removals: removalCount)
+            exchange.current = .init(space: space, credentials: credentials, source: source, removals: removals)
             return AuthorizationValue(value: Self.basic(credentials), startsConnectionHandshake: false, endsConnectionHandshake: false)
         case .digest:
             guard let parsed = DigestChallenge(challenge) else { return nil }
             return try digestValue(parsed, space: space, credentials: credentials, exchange: &exchange,
-                                   source: source, method: method, uri: uri, body: body)
+                                   source: source, removals: removals, method: method, uri: uri, body: body)
         case .ntlm:
             exchange.current = .init(space: space, credentials: credentials, source: source, ntlm: .negotiateSent,
-                                     removals: removalCount)
+                                     removals: removals)
             return AuthorizationValue(value: NTLMAuthentication.negotiateValue(credentials: credentials),
                                       startsConnectionHandshake: true, endsConnectionHandshake: false)
         case .bearer:
@@ -423,7 +426,7 @@ actor Authenticator {
     }
 
     /// The credentials in flight were refused: forget them where they were kept.
-    private func noteFailure(_ exchange: inout AuthExchange) {
+    private func noteFailure(_ exchange: inout AuthExchange) async {
         guard let attempt = exchange.current else { return }
         exchange.failures += 1
         exchange.current = nil
@@ -432,18 +435,20 @@ actor Authenticator {
         if succeeded[endpoint]?.credentials == attempt.credentials { succeeded[endpoint] = nil }
         answered[attempt.space] = nil
         let space = attempt.space
-        let configuration = configuration
-        // Removed without counting as a removal: this actor already forgot what it derived from them.
+        let refused = attempt.credentials
+        // Removed only while they are still what the store keeps: another request may have stored credentials
+        // that worked since this one read these (a password changed meanwhile), and those must stay. Not counted
+        // as a removal: this actor already forgot what it derived from them. Awaited, so the store no longer
+        // offers them when this exchange, or the next request, looks again.
         switch attempt.source {
         case .session:
-            Task { await configuration.sessionStore?.removeCredentials(for: space, recording: false) }
+            await configuration.sessionStore?.removeRefused(refused, for: space)
         case .persistent:
-            Task {
-                if let file = configuration.persistentStore as? CredentialFile {
-                    try? await file.removeCredentials(for: space, recording: false)
-                } else {
-                    try? await configuration.persistentStore?.removeCredentials(for: space)
-                }
+            if let file = configuration.persistentStore as? CredentialFile {
+                try? await file.removeRefused(refused, for: space)
+            } else if let store = configuration.persistentStore, (try? await store.credentials(for: space)) == refused {
+                // A store of the user's own: the protocol has no compare-and-remove, so look, then remove.
+                try? await store.removeCredentials(for: space)
             }
         case .url, .request, .callback:
             break
@@ -516,13 +521,13 @@ actor Authenticator {
 
     private func digestValue(
         _ challenge: DigestChallenge, space: ProtectionSpace, credentials: HTTPCredentials, exchange: inout AuthExchange,
-        source: CredentialSource, method: String, uri: String, body: [UInt8]?
+        source: CredentialSource, removals: Int, method: String, uri: String, body: [UInt8]?
     ) throws(HTTPClientError) -> AuthorizationValue {
         var state = DigestState(challenge: challenge)
         let value = try state.authorization(username: credentials.username, password: credentials.password,
                                             method: method, uri: uri, body: body, cnonce: Self.cnonce())
         digest[space] = state
-        exchange.current = .init(space: space, credentials: credentials, source: source, removals: removalCount)
+        exchange.current = .init(space: space, credentials: credentials, source: source, removals: removals)
         return AuthorizationValue(value: value, startsConnectionHandshake: false, endsConnectionHandshake: false)
     }
 

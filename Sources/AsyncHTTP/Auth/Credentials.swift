@@ -127,10 +127,17 @@ public actor InMemoryCredentialStore: CredentialStore {
     /// How many spaces have credentials.
     public var count: Int { entries.count }
 
-    /// `recording: false` for the client's own removal of refused credentials, which it already forgot.
+    /// Forgets the credentials for `space`; `recording` lists the removal for the clients that use this store.
     func removeCredentials(for space: ProtectionSpace, recording: Bool) {
         entries[space] = nil
         if recording { removals.record(space) }
+    }
+
+    /// The client's removal of credentials a server refused: only while they are still the ones kept for
+    /// `space` (another request may have stored newer ones since), and not recorded as a removal.
+    func removeRefused(_ refused: HTTPCredentials, for space: ProtectionSpace) {
+        guard entries[space] == refused else { return }
+        entries[space] = nil
     }
 }
 
@@ -217,10 +224,18 @@ public actor CredentialFile: CredentialStore {
         try removeCredentials(for: space, recording: true)
     }
 
-    /// `recording: false` for the client's own removal of refused credentials, which it already forgot.
+    /// Forgets the credentials for `space`; `recording` lists the removal for the clients that use this store.
     func removeCredentials(for space: ProtectionSpace, recording: Bool) throws(HTTPClientError) {
         if recording { removals.record(space) }
         guard entries.removeValue(forKey: space) != nil else { return }
+        try save()
+    }
+
+    /// The client's removal of credentials a server refused: only while they are still the ones kept for
+    /// `space` (another request may have stored newer ones since), and not recorded as a removal.
+    func removeRefused(_ refused: HTTPCredentials, for space: ProtectionSpace) throws(HTTPClientError) {
+        guard entries[space] == refused else { return }
+        entries[space] = nil
         try save()
     }
 

@@ -147,11 +147,13 @@ struct AuthMiddleware: HTTPClientMiddleware {
                 pin?.release()
                 pin = ConnectionPin()
                 request.connectionPin = pin
-            } else if answer.endsConnectionHandshake {
-                pin?.release()
             }
             // Read the challenge's body so its connection can carry the retry (NTLM needs that very connection).
             _ = try? await response.body.collect(upTo: Self.drainLimit)
+            // Only now: a challenge whose body was still arriving ends its response here, and its connection must
+            // be parked in the pin for the last message, not given back to the pool, where another request could
+            // take it first (or park a connection the last message would then take instead).
+            if answer.endsConnectionHandshake { pin?.release() }
             request.headers[field] = answer.value
             request.resendCount += 1
         }

@@ -1,0 +1,172 @@
+import HTTPTypes
+import Logging
+import XCTest
+
+@testable import AsyncHTTP
+
+/// Authentication steps that interleave with something else, without a network: the NTLM handshake's connection
+/// pin seen from the auth middleware with a scripted transport, and a logout while a request waits for a
+/// credential store.
+final class AuthenticationRaceTests: XCTestCase {
+    /// A body of one chunk that calls `atEnd` when it is read to its end.
+    struct ObservedBody: AsyncSequence, Sendable {
+        typealias Element = ArraySlice<UInt8>
+        let chunk: [UInt8]
+        let atEnd: @Sendable () -> Void
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            var chunk: [UInt8]?
+            let atEnd: @Sendable () -> Void
+            mutating func next() async throws -> ArraySlice<UInt8>? {
+                if let chunk {
+                    self.chunk = nil
+                    return chunk[...]
+                }
+                atEnd()
+                return nil
+            }
+        }
+
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunk: chunk, atEnd: atEnd) }
+    }
+
+    /// The connection that carried the NTLM challenge must still be held when that challenge's body ends: its
+    /// response ends at that moment, and its connection is then parked in the pin or given back to the pool.
+    func testTheChallengesConnectionIsStillPinnedWhenItsBodyEnds() async throws {
+        let middleware = AuthMiddleware(
+            authenticator: Authenticator(configuration: AuthenticationConfiguration(), logger: Logger(label: "test")),
+            proxies: ProxyRouter(.none, environment: [:]))
+        let url = try HTTPURL("http://ntlm.test/private")
+        let challenge = NTLMTests.challengeMessage(
+            flags: NTLM.Flags([.negotiateUnicode, .negotiateNTLM, .negotiateExtendedSessionSecurity]).rawValue,
+            serverChallenge: [1, 2, 3, 4, 5, 6, 7, 8], targetName: NTLM.utf16LE("EXAMPLE"),
+            targetInfo: NTLMTests.avPair(2, NTLM.utf16LE("EXAMPLE")) + NTLMTests.avPair(0, []))
+        // What the transport saw: each request's NTLM message type, and whether the challenge's pin still held
+        // when the challenge's body ended.
+        let seen = Locked<(types: [UInt8], holdingAtBodyEnd: Bool?, lastRequestPinned: Bool?)>(([], nil, nil))
+
+        var request = HTTPClientRequest(url: "http://ntlm.test/private")
+        request.credentials = HTTPCredentials(username: "user", password: "secret", domain: "EXAMPLE")
+        request.authenticationSchemes = [.ntlm]
+        let response = try await middleware.intercept(request) { sent in
+            let type: UInt8 = sent.headers[.authorization]
+                .flatMap { AuthChallenge.parse([$0]).first?.token68 }
+                .flatMap(Base64.decode).map { $0[8] } ?? 0
+            seen.withLock { $0.types.append(type) }
+            switch type {
+            case 0:
+                var headers = HTTPFields()
+                headers[.wwwAuthenticate] = "NTLM"
+                return HTTPClientResponse(status: .unauthorized, headers: headers, url: url)
+            case 1:
+                let pin = sent.connectionPin
+                var headers = HTTPFields()
+                headers[.wwwAuthenticate] = NTLM.authorizationValue(challenge)
+                // The challenge's body arrives after its head, as when a server writes them separately.
+                let body = ObservedBody(chunk: Array("challenge".utf8)) {
+                    seen.withLock { $0.holdingAtBodyEnd = pin?.isHolding }
+                }
+                return HTTPClientResponse(status: .unauthorized, headers: headers, body: .init(body), url: url)
+            default:
+                seen.withLock { $0.lastRequestPinned = sent.connectionPin != nil }
+                return HTTPClientResponse(status: .ok, url: url)
+            }
+        }
+        XCTAssertEqual(response.status.code, 200)
+        let result = seen.withLock { $0 }
+        XCTAssertEqual(result.types, [0, 1, 3], "the challenge, then negotiate and authenticate")
+        XCTAssertEqual(result.holdingAtBodyEnd, true,
+                       "the challenge's connection is parked in the pin for the authenticate message, not given back to the pool")
+        XCTAssertEqual(result.lastRequestPinned, true, "the authenticate message takes the pinned connection")
+    }
+
+    /// A persistent store whose lookups wait until the test lets them go.
+    final class GatedStore: CredentialStore {
+        let credentials: HTTPCredentials
+        let asked: AsyncStream<Void>
+        private let askedSink: AsyncStream<Void>.Continuation
+        private let gate: AsyncStream<Void>
+        let gateSink: AsyncStream<Void>.Continuation
+
+        init(_ credentials: HTTPCredentials) {
+            self.credentials = credentials
+            (asked, askedSink) = AsyncStream.makeStream(of: Void.self)
+            (gate, gateSink) = AsyncStream.makeStream(of: Void.self)
+        }
+
+        func credentials(for space: ProtectionSpace) async throws -> HTTPCredentials? {
+            askedSink.yield()
+            for await _ in gate { break }
+            return credentials
+        }
+
+        func store(_ credentials: HTTPCredentials, for space: ProtectionSpace) async throws {}
+        func removeCredentials(for space: ProtectionSpace) async throws {}
+    }
+
+    func testALogoutWhileARequestWaitsForTheStoreIsNotUndoneByItsSuccess() async throws {
+        let store = GatedStore(HTTPCredentials(username: "before", password: "logout"))
+        var configuration = AuthenticationConfiguration()
+        configuration.persistentStore = store
+        let authenticator = Authenticator(configuration: configuration, logger: Logger(label: "test"))
+        func exchange() throws -> AuthExchange {
+            AuthExchange(isProxy: false, scheme: "https", host: "a.test", port: 443, target: try HTTPURL("https://a.test/"),
+                         urlCredentials: nil, requestCredentials: nil, allowedSchemes: nil)
+        }
+        let request = Task {
+            var exchange = try exchange()
+            let value = try await authenticator.respond(
+                to: [AuthChallenge(scheme: "basic", parameters: ["realm": "r"])], exchange: &exchange,
+                method: "GET", uri: "/", body: [])
+            await authenticator.succeeded(exchange, status: 200)
+            return value
+        }
+        var asked = store.asked.makeAsyncIterator()
+        _ = await asked.next()
+        // The user logs out while the request waits for the store; the store then answers with what it held.
+        await authenticator.clearSession()
+        store.gateSink.yield()
+        let value = try await request.value
+        XCTAssertEqual(value?.value.hasPrefix("Basic "), true)
+
+        // The request's success proved credentials chosen before the logout: they are not remembered for the
+        // next request, which goes out without any and is challenged.
+        var next = try exchange()
+        let presented = try await authenticator.preemptiveAuthorization(for: &next, method: "GET", uri: "/", body: [],
+                                                                        basicRequested: false)
+        XCTAssertNil(presented, "credentials read before a logout were remembered after it")
+    }
+
+    func testRefusedCredentialsAreRemovedFromTheStoreOnlyWhileTheyAreStillTheOnesKept() async throws {
+        let configuration = AuthenticationConfiguration()
+        let store = try XCTUnwrap(configuration.sessionStore)
+        let authenticator = Authenticator(configuration: configuration, logger: Logger(label: "test"))
+        let space = ProtectionSpace(scheme: "https", host: "a.test", port: 443, realm: "r", authenticationScheme: .basic)
+        let challenge = [AuthChallenge(scheme: "basic", parameters: ["realm": "r"])]
+        let old = HTTPCredentials(username: "user", password: "old")
+        let new = HTTPCredentials(username: "user", password: "new")
+        func exchange() throws -> AuthExchange {
+            AuthExchange(isProxy: false, scheme: "https", host: "a.test", port: 443, target: try HTTPURL("https://a.test/"),
+                         urlCredentials: nil, requestCredentials: nil, allowedSchemes: nil)
+        }
+
+        // A request goes out with the stored password; another request stores a new one that worked; then the
+        // first one's is refused. The new password stays.
+        await store.store(old, for: space)
+        var first = try exchange()
+        let sent = try await authenticator.respond(to: challenge, exchange: &first, method: "GET", uri: "/", body: [])
+        XCTAssertEqual(sent?.value, Authenticator.basic(old))
+        await store.store(new, for: space)
+        let retry = try await authenticator.respond(to: challenge, exchange: &first, method: "GET", uri: "/", body: [])
+        XCTAssertNil(retry, "nothing else to try")
+        let kept = await store.credentials(for: space)
+        XCTAssertEqual(kept, new, "the refusal of the old password removed the new one")
+
+        // Refused while still the ones kept: removed, by the time the answer comes back.
+        var second = try exchange()
+        _ = try await authenticator.respond(to: challenge, exchange: &second, method: "GET", uri: "/", body: [])
+        _ = try await authenticator.respond(to: challenge, exchange: &second, method: "GET", uri: "/", body: [])
+        let left = await store.credentials(for: space)
+        XCTAssertNil(left)
+    }
+}
