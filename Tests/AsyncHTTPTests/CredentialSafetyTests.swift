@@ -166,6 +166,24 @@ final class CredentialSafetyTests: XCTestCase {
         XCTAssertEqual(server.connectionsAccepted, 2)
     }
 
+    func testALogoutClosesAConnectionInUseWhenItsResponseEnds() async throws {
+        let server = try await NIOTestServer()
+        defer { Task { try? await server.shutdown() } }
+        let client = makeClient()
+        // A body larger than one read: the connection is still in use when the user logs out.
+        let response = try await client.send(HTTPClientRequest(url: server.url("/bytes?n=4194304")))
+        await client.clearAuthenticationSession()
+        let body = try await response.body.collect(upTo: 8 << 20)
+        XCTAssertEqual(body.count, 4_194_304, "the request in flight finishes")
+        let idle = await client.transport.pool.idleCount
+        XCTAssertEqual(idle, 0, "a connection in use at the logout (NTLM authenticates connections) was kept for reuse")
+        _ = try await client.send(HTTPClientRequest(url: server.url("/hello"))).body.collect(upTo: 1024)
+        XCTAssertEqual(client.connectionsOpened, 2, "the next request opens a connection of its own")
+        // Connections opened after the logout are kept as usual.
+        let idleAfter = await client.transport.pool.idleCount
+        XCTAssertEqual(idleAfter, 1)
+    }
+
     func httpbinAuthorization(_ client: HTTPClient, _ base: String) async throws -> String? {
         let response = try await client.send(HTTPClientRequest(url: base + "/headers"))
         let bytes = try await response.body.collect(upTo: 1 << 16)

@@ -148,12 +148,12 @@ public final class HTTPClient: Sendable {
 
     /// Logs out (ASIHTTPRequest's `clearSession`): empties the session credential store and forgets everything
     /// derived from credentials — the origins and proxies where credentials succeeded, Digest nonces, callback
-    /// answers — and closes idle connections, since one that finished an NTLM handshake stays authenticated at
-    /// the server. The persistent store is left alone; requests in flight finish, but their successes are not
-    /// remembered.
+    /// answers — and closes the connections opened so far (idle ones at once, those in use when their response
+    /// ends), since one that finished an NTLM handshake stays authenticated at the server. The persistent store is
+    /// left alone; requests in flight finish, but their successes are not remembered.
     public func clearAuthenticationSession() async {
         await authenticator.clearSession()
-        await transport.closeIdleConnections(reason: "authentication session cleared")
+        await transport.logOut()
     }
 
     /// How many connections this client has opened so far (curl's `%{num_connects}`, summed).

@@ -29,6 +29,9 @@ actor ConnectionPool {
     private var nextWaiterID: UInt64 = 1
     private var sweeper: Task<Void, Never>?
     private var isShutDown = false
+    /// Connections with an id up to this one are closed when released instead of kept: they existed at the last
+    /// logout (``logOut(connectionsUpTo:)``), so one may have finished an NTLM handshake as the old user.
+    private var closesWhenReleased = 0
 
     /// The time, injected: expiry decisions read it, so tests move time instead of sleeping.
     private let now: @Sendable () -> MonotonicTime
@@ -89,7 +92,7 @@ actor ConnectionPool {
         // The server's `Keep-Alive: timeout=N`: stop reusing one second early, so a request does not
         // race the server's own close (curl and browsers leave a similar margin).
         if let serverTimeout = connection.keepAliveTimeout { expires = min(expires, now + (serverTimeout - .seconds(1))) }
-        let keep = reusable && !isShutDown
+        let keep = reusable && !isShutDown && connection.id > closesWhenReleased
         let (handOff, close) = machines.values[slot].released(connection, reusable: keep, expires: expires, now: now)
         if let close {
             logger.debug("connection \(close.id) closed", metadata: ["key": "\(key)", "reason": "\(keep ? "expired" : "not reusable")"])
@@ -122,8 +125,15 @@ actor ConnectionPool {
         }
     }
 
-    /// Closes every idle connection (leased ones are left alone). For logging out: a keep-alive connection that
-    /// finished an NTLM handshake stays authenticated at the server.
+    /// Logging out: a keep-alive connection that finished an NTLM handshake stays authenticated at the server, so
+    /// every connection opened so far goes: the idle ones now, those in use (or held for an NTLM handshake) when
+    /// their response ends. `lastID` is the id of the last connection opened (ids only grow).
+    func logOut(connectionsUpTo lastID: Int) {
+        closesWhenReleased = max(closesWhenReleased, lastID)
+        closeIdleConnections(reason: "authentication session cleared")
+    }
+
+    /// Closes every idle connection (leased ones are left alone).
     func closeIdleConnections(reason: String) {
         // Everything idle has "expired" by a date no connection reaches.
         let everything = now() + .seconds(100 * 365 * 86_400)

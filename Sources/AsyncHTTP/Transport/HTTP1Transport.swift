@@ -84,8 +84,9 @@ final class HTTP1Transport: Sendable {
         await pool.shutdown()
     }
 
-    func closeIdleConnections(reason: String) async {
-        await pool.closeIdleConnections(reason: reason)
+    /// Closes every connection opened so far: the idle ones now, the others when their response ends.
+    func logOut() async {
+        await pool.logOut(connectionsUpTo: connector.connectionsOpened)
     }
 
     /// Sends `request` and returns once the response head has arrived. `observation`: the send's, made by
