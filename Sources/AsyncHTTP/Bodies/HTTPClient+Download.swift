@@ -128,10 +128,13 @@ extension HTTPClient {
         let sidecarPath = partialPath + ".validator"
         let partial = try LocalFile.openForWriting(partialPath, mode: .append)
         var locked = false
+        // Once the partial file has become the destination, the partial path is no longer ours: another download
+        // of the same file may already have created and locked a new one there.
+        var moved = false
         defer {
             // A partial file that never received a byte is no progress worth keeping (only ours to remove
             // while we hold its lock).
-            if locked, LocalFiles.size(atPath: partialPath) == 0 {
+            if locked, !moved, LocalFiles.size(atPath: partialPath) == 0 {
                 LocalFiles.remove(partialPath)
                 LocalFiles.remove(sidecarPath)
             }
@@ -179,6 +182,7 @@ extension HTTPClient {
             case .complete:
                 try partial.sync()
                 try LocalFiles.moveIntoPlace(partialPath, destination)
+                moved = true
                 LocalFiles.remove(sidecarPath)
                 return result(written: true, size: kept, received: 0, resumedFrom: kept)
             case .restart:
@@ -199,6 +203,7 @@ extension HTTPClient {
             }
             try partial.sync()
             try LocalFiles.moveIntoPlace(partialPath, destination)
+            moved = true
             LocalFiles.remove(sidecarPath)
             return result(written: true, size: kept + received, received: received, resumedFrom: kept)
         }

@@ -104,44 +104,59 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
     /// after the batch was cancelled or finished is reported failed with `HTTPClientError.Code.cancelled`.
     @discardableResult
     public func add(_ request: HTTPClientRequest) -> Int {
-        let (id, actions) = state.withLock { state in
-            let id = state.nextID
+        var id = 0
+        carryOut { state in
+            id = state.nextID
             state.nextID += 1
             state.requests[id] = request
             state.progress.add(id, uploadTotal: request.body.map { $0.length } ?? 0)
-            return (id, state.scheduler.add(id))
+            return state.scheduler.add(id)
         }
-        carryOut(actions)
         return id
     }
 
     /// No more requests will be added: ``results`` ends once the members added so far have ended.
     public func finish() {
-        carryOut(state.withLock { $0.scheduler.finishAdding() })
+        carryOut { $0.scheduler.finishAdding() }
     }
 
     /// Starts nothing more and cancels the running members (they fail with `.cancelled`, as do those waiting).
     public func cancelAll() {
-        carryOut(state.withLock { $0.scheduler.cancelAll() })
+        carryOut { $0.scheduler.cancelAll() }
     }
 
     /// The batch's progress so far.
     public var progress: HTTPBatchProgress { state.withLock { $0.progress.value } }
 
-    private func carryOut(_ actions: [BatchScheduler.Action]) {
-        for action in actions {
-            switch action {
-            case .start(let id):
-                guard let request = state.withLock({ $0.requests[id] }) else { continue }
-                commandSink.yield(.start(id, request))
-            case .cancelRunning:
-                commandSink.yield(.cancelRunning)
-            case .drop(let id):
-                report(id, .failure(.cancelled))
-            case .end:
-                commandSink.yield(.end)
-                commandSink.finish()
+    /// Asks the scheduler (`decide`, under the lock) and carries out what it decided. Starts and cancels go to
+    /// the run loop under the same lock, so the loop sees them in the order they were decided: with the lock
+    /// released in between, a member started after a failure could reach the loop after the failure's
+    /// `cancelRunning`, and run although the batch cancels on failure. Yielding to the stream does not block.
+    /// Dropped members are reported after the lock (`report` takes it), and the end after them, so the loop
+    /// never finishes ``results`` before a dropped member's result is in it.
+    private func carryOut(_ decide: (inout State) -> [BatchScheduler.Action]) {
+        let (dropped, ends) = state.withLock { state -> ([Int], Bool) in
+            var dropped: [Int] = []
+            var ends = false
+            for action in decide(&state) {
+                switch action {
+                case .start(let id):
+                    guard let request = state.requests[id] else { continue }
+                    commandSink.yield(.start(id, request))
+                case .cancelRunning:
+                    commandSink.yield(.cancelRunning)
+                case .drop(let id):
+                    dropped.append(id)
+                case .end:
+                    ends = true
+                }
             }
+            return (dropped, ends)
+        }
+        for id in dropped { report(id, .failure(.cancelled)) }
+        if ends {
+            commandSink.yield(.end)
+            commandSink.finish()
         }
     }
 
@@ -228,7 +243,7 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
             report(id, result)
         }
         let failed = if case .failure = result { true } else { false }
-        carryOut(state.withLock { $0.scheduler.ended(id, failed: failed) })
+        carryOut { $0.scheduler.ended(id, failed: failed) }
     }
 }
 
