@@ -201,7 +201,8 @@ final class AuthenticationTests: XCTestCase {
                 asked.increment()
                 XCTAssertEqual(challenge.space.realm, "nio")
                 XCTAssertEqual(challenge.space.authenticationScheme, .basic)
-                try? await Task.sleep(for: .milliseconds(200))  // hold the question open while others arrive
+                // Hold the question open until every request has been challenged.
+                try? await waitUntil("all 8 requests are challenged") { server.challengesSent >= 8 }
                 return HTTPCredentials(username: "u", password: "p")
             }
         }
@@ -220,6 +221,9 @@ final class AuthenticationTests: XCTestCase {
         let client = trackedClient { configuration in
             configuration.authentication.authenticationNeeded = { _ in
                 asked.increment()
+                // Hold the question open until every request has been challenged, then a margin for the last
+                // challenge to be read: a request that came to the question after the decline would ask again.
+                try? await waitUntil("all 6 requests are challenged") { server.challengesSent >= 6 }
                 try? await Task.sleep(for: .milliseconds(200))
                 return nil
             }
@@ -240,8 +244,10 @@ final class AuthenticationTests: XCTestCase {
 
     func testCancellingTheAskingRequestFailsItCleanly() async throws {
         let server = try await NIOTestServer()
+        let asked = Counter()
         let client = trackedClient { configuration in
             configuration.authentication.authenticationNeeded = { _ in
+                asked.increment()
                 // A person who never answers: only cancellation ends this.
                 try? await Task.sleep(for: .seconds(30))
                 return Task.isCancelled ? nil : HTTPCredentials(username: "u", password: "p")
@@ -249,7 +255,7 @@ final class AuthenticationTests: XCTestCase {
         }
         let url = server.url("/auth/basic?user=u&pass=p")
         let task = Task { try await client.send(HTTPClientRequest(url: url)) }
-        try await Task.sleep(for: .milliseconds(300))
+        try await waitUntil("the callback is asked") { asked.value == 1 }
         let start = ContinuousClock.now
         task.cancel()
         do {

@@ -17,15 +17,6 @@ final class CacheDurabilityTests: XCTestCase {
         return process
     }
 
-    /// Polls (every 10 ms, at most `seconds`) until `condition` holds.
-    private func waitUntil(seconds: Double, _ what: String, _ condition: () -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            guard Date() < deadline else { throw PeerError("timed out waiting until \(what)") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
     func testAWriterKilledMidEntryLeavesNoEntryAndTheNextOpenRemovesItsDebris() async throws {
         let body = (0..<300_000).map { UInt8($0 % 241) }
         let served = Locked(0)
@@ -41,7 +32,7 @@ final class CacheDurabilityTests: XCTestCase {
         let directory = makeCacheDirectory()
         let writer = try startAhttp(["-s", "-o", "/dev/null", "--cache", directory, origin.url("/slow")])
         defer { if writer.isRunning { kill(writer.processIdentifier, SIGKILL) } }
-        try await waitUntil(seconds: 20, "the writer has a temporary file") {
+        try await waitUntil("the writer has a temporary file", timeout: .seconds(20)) {
             cacheFiles(in: directory).contains { $0.hasSuffix(".tmp") }
         }
         kill(writer.processIdentifier, SIGKILL)

@@ -544,9 +544,9 @@ final class ClientBehaviourTests: XCTestCase {
         let slow = url("/slow-head?ms=400")
         let hello = url("/hello")
         let holder = Task { try await client.send(HTTPClientRequest(url: slow)).body.collect(upTo: 100) }
-        try await Task.sleep(for: .milliseconds(100))
+        try await waitUntilPool(of: client, leases: 1)
         let waiter = Task { try await client.send(HTTPClientRequest(url: hello)) }
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitUntilPool(of: client, leases: 1, andQueues: 1)
         waiter.cancel()
         do {
             _ = try await waiter.value
@@ -565,7 +565,7 @@ final class ClientBehaviourTests: XCTestCase {
         let client = clientLimited(toConnectionsPerHost: 1)
         let slow = url("/slow-head?ms=400")
         let holder = Task { try await client.send(HTTPClientRequest(url: slow)).body.collect(upTo: 100) }
-        try await Task.sleep(for: .milliseconds(100))
+        try await waitUntilPool(of: client, leases: 1)
         var waiting = HTTPClientRequest(url: url("/hello"))
         waiting.timeout = .milliseconds(100)
         do {
@@ -587,10 +587,10 @@ final class ClientBehaviourTests: XCTestCase {
         let client = clientLimited(toConnectionsPerHost: 1)
         let slow = url("/slow-head?ms=300")
         let holder = Task { try await client.send(HTTPClientRequest(url: slow)).body.collect(upTo: 100) }
-        try await Task.sleep(for: .milliseconds(100))
+        try await waitUntilPool(of: client, leases: 1)
         let hello = url("/hello")
         let queued = (0..<3).map { _ in Task { try await client.send(HTTPClientRequest(url: hello)) } }
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitUntilPool(of: client, leases: 1, andQueues: 3)
         await client.shutdown()
         for waiter in queued {
             do {

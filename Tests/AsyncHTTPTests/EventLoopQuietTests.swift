@@ -24,7 +24,7 @@ final class EventLoopQuietTests: XCTestCase {
 
         // More data with nobody waiting: not quiet, even after it is read, until a wait takes the edge.
         send(peer, "b")
-        try await waitUntil { !self.loop.readSideIsQuiet(fd: ours) }
+        try await waitUntil("the loop saw the read edge") { !self.loop.readSideIsQuiet(fd: ours) }
         XCTAssertEqual(drain(ours), 1)
         XCTAssertFalse(loop.readSideIsQuiet(fd: ours), "the edge is remembered until a wait takes it")
         let second = await loop.wait(fd: ours, for: .readable, deadline: MonotonicTime.now + .seconds(5))
@@ -40,7 +40,7 @@ final class EventLoopQuietTests: XCTestCase {
 
         // The peer closes: never quiet again, even once a wait has taken the edge.
         XCTAssertEqual(shutdown(peer, Int32(SHUT_WR)), 0)
-        try await waitUntil { !self.loop.readSideIsQuiet(fd: ours) }
+        try await waitUntil("the loop saw the read edge") { !self.loop.readSideIsQuiet(fd: ours) }
         let fourth = await loop.wait(fd: ours, for: .readable, deadline: MonotonicTime.now + .seconds(5))
         XCTAssertEqual(fourth, .ready)
         XCTAssertFalse(loop.readSideIsQuiet(fd: ours), "a reported close stays")
@@ -55,14 +55,5 @@ final class EventLoopQuietTests: XCTestCase {
     private func drain(_ fd: Int32) -> Int {
         var buffer = [UInt8](repeating: 0, count: 64)
         return max(0, recv(fd, &buffer, buffer.count, 0))
-    }
-
-    /// Polls every 5 ms, at most 400 times.
-    private func waitUntil(file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) async throws {
-        for _ in 0..<400 {
-            if condition() { return }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        XCTFail("condition not met within 2 s", file: file, line: line)
     }
 }

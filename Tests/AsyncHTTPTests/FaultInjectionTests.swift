@@ -25,7 +25,7 @@ final class FaultInjectionTests: XCTestCase {
 
     /// Starts the process-wide event loop (its descriptors live as long as the process) with one request
     /// and one client that come and go, so it does not count as a leak; and sleeps once, since Dispatch
-    /// makes its timer descriptor on the first `Task.sleep` (which ``waitUntil(_:)`` uses).
+    /// makes its timer descriptor on the first `Task.sleep` (which `waitUntil` uses).
     func warmUp() async throws {
         try await Task.sleep(for: .milliseconds(1))
         let server = try FaultServer(script: FaultScript { _, _ in [.response("ok")] })
@@ -170,7 +170,7 @@ final class FaultInjectionTests: XCTestCase {
             let url = "http://127.0.0.1:\(server.port)/"
             _ = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
             // The server signals through its counter that it has reset connection 0 (bounded wait).
-            try await waitUntil { server.connectionsClosed >= 1 }
+            try await waitUntil("the server saw the connection close") { server.connectionsClosed >= 1 }
             // The reuse check (a peek) sees the reset: the POST goes out once, on a new connection.
             let response = try await client.send(Self.post(url))
             let body = try await response.body.collect(upTo: 100)
@@ -184,7 +184,7 @@ final class FaultInjectionTests: XCTestCase {
         try await withFault(.resetWhileIdle) { server, client in
             let url = "http://127.0.0.1:\(server.port)/"
             _ = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
-            try await waitUntil { server.connectionsClosed >= 1 }
+            try await waitUntil("the server saw the connection close") { server.connectionsClosed >= 1 }
             // A GET may trust the event loop's word that nothing arrived (no peek). Whether the loop has seen the
             // reset yet or not, the GET reaches the server once, on a new connection, and is answered.
             let body = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
@@ -336,17 +336,6 @@ final class FaultInjectionTests: XCTestCase {
     func testProxyResettingTheTunnelAfterEstablishingItIsATypedFailure() async throws {
         try await sendThroughProxy(
             .proxyResetsTunnelAfterEstablished, expecting: [.tlsHandshakeFailed, .connectionClosed, .ioFailure, .proxyFailed])
-    }
-
-    // MARK: Helpers
-
-    /// Waits until `condition` holds, checking every 5 ms for at most 2 s (the server's counters are its signal).
-    func waitUntil(file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) async throws {
-        for _ in 0..<400 {
-            if condition() { return }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        XCTFail("condition not met within 2 s", file: file, line: line)
     }
 }
 

@@ -215,7 +215,7 @@ final class OpenAPITransportTests: XCTestCase {
             let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/slow-head?ms=20000")
             return try await transport.send(request, body: nil, baseURL: base, operationID: "slowHead").0
         }
-        try await waitUntil { server.connectionsAccepted == 1 }
+        try await waitUntil("the server accepted the connection") { server.connectionsAccepted == 1 }
         task.cancel()
         do {
             _ = try await task.value
@@ -290,7 +290,7 @@ final class OpenAPITransportTests: XCTestCase {
             return try await transport.send(request, body: HTTPBody(upload, length: .unknown), baseURL: base,
                                             operationID: "upload").0
         }
-        try await waitUntil { waiting.withLock { $0 } }  // one chunk sent, the next awaited
+        try await waitUntil("the body waits for its next chunk") { waiting.withLock { $0 } }  // one chunk sent, the next awaited
         task.cancel()
         do {
             _ = try await task.value
@@ -298,7 +298,7 @@ final class OpenAPITransportTests: XCTestCase {
         } catch let error as HTTPClientError {
             XCTAssertEqual(error.code, .cancelled, "\(error)")
         }
-        try await waitUntil { pullCancelled.withLock { $0 } }  // the body's iteration was cancelled
+        try await waitUntil("the body's iteration is cancelled") { pullCancelled.withLock { $0 } }  // the body's iteration was cancelled
         XCTAssertLessThan(start.duration(to: .now), Self.bound)
         try await server.waitUntilAllConnectionsClosed()
         XCTAssertEqual(server.requestsServed, 0)
@@ -394,14 +394,5 @@ final class OpenAPITransportTests: XCTestCase {
         XCTAssertEqual(code("https://h", "items"), .invalidRequest)
         XCTAssertEqual(code("https://h", "/items#top"), .invalidRequest)
         XCTAssertEqual(code("https://h", "/it ems"), .invalidURL)
-    }
-
-    /// Polls `condition` every 5 ms for up to 5 s.
-    func waitUntil(_ condition: @Sendable () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw PeerError("condition not met within 5 s") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
     }
 }

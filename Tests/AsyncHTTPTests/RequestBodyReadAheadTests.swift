@@ -9,7 +9,7 @@ final class RequestBodyReadAheadTests: XCTestCase {
         let chunks = (0..<8).map { index in [UInt8](repeating: UInt8(index), count: 4) }
         let producer = Task { await readAhead.produce(from: chunkSource(chunks)) }
         // The producer stops for room once 10 bytes or more wait: after three chunks of 4.
-        try await waitUntil { readAhead.bufferedBytes >= 10 }
+        try await waitUntil("10 bytes are read ahead") { readAhead.bufferedBytes >= 10 }
         try await Task.sleep(for: .milliseconds(20))
         XCTAssertEqual(readAhead.bufferedBytes, 12, "the producer went past its budget")
 
@@ -86,9 +86,9 @@ final class RequestBodyReadAheadTests: XCTestCase {
             await readAhead.produce(from: BodyChunkSource { [7][...] })
             finished.withLock { $0 = true }
         }
-        try await waitUntil { readAhead.bufferedBytes >= 1 }
+        try await waitUntil("a byte is read ahead") { readAhead.bufferedBytes >= 1 }
         readAhead.close()
-        try await waitUntil { finished.withLock { $0 } }
+        try await waitUntil("the source finished") { finished.withLock { $0 } }
         await producer.value
         XCTAssertEqual(readAhead.bufferedBytes, 0)
     }
@@ -108,19 +108,6 @@ final class RequestBodyReadAheadTests: XCTestCase {
         await assertThrows(.cancelled) { _ = try await readAhead.take() }
         await producer.value
         continuation.finish()
-    }
-
-    // MARK: Helpers
-
-    /// Polls `condition` every 5 ms for at most 5 s.
-    private func waitUntil(
-        file: StaticString = #filePath, line: UInt = #line, _ condition: @Sendable () -> Bool
-    ) async throws {
-        for _ in 0..<1000 {
-            if condition() { return }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        XCTFail("the condition did not come true within 5 s", file: file, line: line)
     }
 }
 

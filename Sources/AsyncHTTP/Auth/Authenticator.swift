@@ -383,12 +383,17 @@ actor Authenticator {
         if space.authenticationScheme == .basic, space.realm == nil, let known = succeeded[endpoint(exchange)]?.space {
             space = known // a preemptive Basic that was accepted: keep the realm learnt earlier
         }
-        answered[space] = nil
         succeeded[endpoint(exchange)] = (space, attempt.credentials)
         anySuccess.store(true, ordering: .releasing)
         logger.debug("authenticated", metadata: ["space": "\(space)", "user": "\(attempt.credentials.username)"])
-        guard attempt.source != .session, space.realm != nil || space.authenticationScheme == .ntlm else { return }
+        guard attempt.source != .session, space.realm != nil || space.authenticationScheme == .ntlm else {
+            answered[space] = nil
+            return
+        }
         await configuration.sessionStore?.store(attempt.credentials, for: space)
+        // The callback's answer is forgotten only once the session store holds it: a request challenged while
+        // the store was being written would otherwise find it in neither place and ask the callback again.
+        if answered[space] == attempt.credentials { answered[space] = nil }
         if attempt.source != .persistent, let store = configuration.persistentStore {
             do {
                 try await store.store(attempt.credentials, for: space)
@@ -473,6 +478,9 @@ actor Authenticator {
                 logger.warning("the persistent credential store failed", metadata: ["space": "\(space)", "error": "\(error)"])
             }
         }
+        // The stores were awaited: a question about this space may have been answered meanwhile. Checked again
+        // here, with no await before `ask` looks for a question in flight, so that the callback is asked once.
+        if !hasOwn, untried(.session), let credentials = answered[space] { return (credentials, .callback) }
         let handler = exchange.isProxy ? configuration.proxyAuthenticationNeeded : configuration.authenticationNeeded
         guard let handler, exchange.callbackAsks < configuration.maxCallbackAttempts else { return nil }
         exchange.callbackAsks += 1
