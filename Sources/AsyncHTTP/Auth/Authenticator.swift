@@ -71,6 +71,9 @@ struct AuthorizationValue: Sendable {
     var startsConnectionHandshake: Bool
     /// True for NTLM's authenticate message: the handshake ends with this request.
     var endsConnectionHandshake: Bool
+    /// True when the connection must not be kept after this request: an NTLM handshake that a logout
+    /// interrupted authenticates its connection as the user from before the logout.
+    var closesConnection = false
 }
 
 /// The client's authentication state: credential lookup in order, the callback asked once at a time, Digest
@@ -118,6 +121,11 @@ actor Authenticator {
     private var seenRemovals: (session: Int, persistent: Int)
     /// How often ``clearSession()`` ran: counted with the stores' removals, for a client without a session store.
     private var clearings = 0
+    /// Per space, the last operation queued on a persistent store of the user's own (see
+    /// ``persistentStoreOperation(on:_:)``); an entry goes when its operation ends with none queued after it.
+    private var persistentQueue: [ProtectionSpace: Task<Void, any Error>] = [:]
+    /// How many operations wait for or run on a persistent store of the user's own (for tests).
+    private(set) var queuedPersistentOperations = 0
 
     /// Whether credentials may be sent before a challenge without the request asking: some succeeded already.
     nonisolated var mayPresentBeforeChallenge: Bool {
@@ -163,10 +171,12 @@ actor Authenticator {
     /// Logs out: empties the session store and forgets everything derived from credentials (remembered
     /// successes, Digest nonces, callback answers not yet confirmed). The persistent store is left alone.
     func clearSession() async {
+        // Counted before the store is awaited: a request that finishes or is answered while the store empties
+        // already counts as from before the logout, and is not remembered.
+        clearings += 1
         await configuration.sessionStore?.removeAll()
         forget(nil)
         seenRemovals = currentRemovals
-        clearings += 1
     }
 
     private static func removals(of store: (any CredentialStore)?) -> CredentialRemovals? {
@@ -199,6 +209,9 @@ actor Authenticator {
             succeeded.removeAll()
             digest.removeAll()
             answered.removeAll()
+            // A question still open belongs to the old session: a request challenged from now on asks afresh
+            // instead of waiting for its answer (the requests already waiting still get it, for themselves).
+            asking.removeAll()
             anySuccess.store(false, ordering: .releasing)
             logger.debug("authentication session cleared")
             return
@@ -207,6 +220,7 @@ actor Authenticator {
         succeeded.removeAll { servers.contains($0) }
         digest.removeAll { servers.contains(Endpoint(space: $0)) }
         answered.removeAll { servers.contains(Endpoint(space: $0)) }
+        asking.removeAll { servers.contains(Endpoint(space: $0)) }
         for space in spaces { logger.debug("credentials removed", metadata: ["space": "\(space)"]) }
     }
 
@@ -318,7 +332,16 @@ actor Authenticator {
             }
             let message = try NTLMAuthentication.authenticateValue(challengeToken: token, credentials: attempt.credentials)
             exchange.current?.ntlm = .authenticateSent
-            return AuthorizationValue(value: message, startsConnectionHandshake: false, endsConnectionHandshake: true)
+            // A logout since the handshake began: the request finishes, as every request in flight at a logout
+            // does, but its connection, authenticated by this message as the user from before, is not kept. (The
+            // pool's logout closes only connections that existed then; this one may have been opened since.)
+            let interrupted = attempt.removals != removals
+            if interrupted {
+                logger.debug("the authentication session was cleared during an NTLM handshake; its connection closes after it",
+                             metadata: ["space": "\(attempt.space)"])
+            }
+            return AuthorizationValue(value: message, startsConnectionHandshake: false, endsConnectionHandshake: true,
+                                      closesConnection: interrupted)
         }
 
         guard let (challenge, scheme) = choose(challenges, exchange: exchange) else {
@@ -390,17 +413,50 @@ actor Authenticator {
             answered[space] = nil
             return
         }
-        await configuration.sessionStore?.store(attempt.credentials, for: space)
+        // Stored only if the store saw no removal since the check above: a logout that reaches the store while
+        // this write is on its way must not find the old user's credentials put back after it.
+        if let store = configuration.sessionStore,
+           await !store.store(attempt.credentials, for: space, ifRemovalsAre: seenRemovals.session) {
+            return
+        }
         // The callback's answer is forgotten only once the session store holds it: a request challenged while
         // the store was being written would otherwise find it in neither place and ask the callback again.
         if answered[space] == attempt.credentials { answered[space] = nil }
-        if attempt.source != .persistent, let store = configuration.persistentStore {
-            do {
-                try await store.store(attempt.credentials, for: space)
-            } catch {
-                logger.warning("could not save credentials to the persistent store", metadata: ["space": "\(space)", "error": "\(error)"])
+        // The session store was awaited: a logout meanwhile (with no session store, or one that came after the
+        // write) makes these credentials the old session's.
+        catchUpWithStores()
+        guard attempt.removals == removalCount, attempt.source != .persistent,
+              let store = configuration.persistentStore else { return }
+        do {
+            if let file = store as? CredentialFile {
+                try await file.store(attempt.credentials, for: space, ifRemovalsAre: seenRemovals.persistent)
+            } else {
+                let saved = space
+                try await persistentStoreOperation(on: saved) { try await store.store(attempt.credentials, for: saved) }
             }
+        } catch {
+            logger.warning("could not save credentials to the persistent store", metadata: ["space": "\(space)", "error": "\(error)"])
         }
+    }
+
+    /// Runs `operation` on a persistent store of the user's own after the ones queued for `space` before it.
+    /// Such a store has no compare-and-remove: removing refused credentials looks, then removes, and a store
+    /// of newer credentials for the same space must not fall between the two.
+    private func persistentStoreOperation(
+        on space: ProtectionSpace, _ operation: @escaping @Sendable () async throws -> Void
+    ) async throws {
+        let previous = persistentQueue[space]
+        let task = Task {
+            _ = await previous?.result
+            try await operation()
+        }
+        persistentQueue[space] = task
+        queuedPersistentOperations += 1
+        defer {
+            queuedPersistentOperations -= 1
+            if persistentQueue[space] == task { persistentQueue[space] = nil }
+        }
+        try await task.value
     }
 
     // MARK: Pieces
@@ -451,9 +507,12 @@ actor Authenticator {
         case .persistent:
             if let file = configuration.persistentStore as? CredentialFile {
                 try? await file.removeRefused(refused, for: space)
-            } else if let store = configuration.persistentStore, (try? await store.credentials(for: space)) == refused {
-                // A store of the user's own: the protocol has no compare-and-remove, so look, then remove.
-                try? await store.removeCredentials(for: space)
+            } else if let store = configuration.persistentStore {
+                // A store of the user's own: the protocol has no compare-and-remove, so look, then remove, with
+                // no other operation of this client on the space in between.
+                try? await persistentStoreOperation(on: space) {
+                    if try await store.credentials(for: space) == refused { try await store.removeCredentials(for: space) }
+                }
             }
         case .url, .request, .callback:
             break
@@ -497,6 +556,9 @@ actor Authenticator {
     /// that answer. Questions about different spaces are asked one after another.
     private func ask(_ question: AuthenticationChallenge, handler: @escaping AuthenticationHandler) async throws(HTTPClientError) -> HTTPCredentials? {
         let space = question.space
+        // The answer is kept for other requests only if nothing was removed while it was awaited: an answer that
+        // arrives after a logout was given to the old session's question.
+        let removalsBefore = removalCount
         let task: Task<HTTPCredentials?, Never>
         let initiated: Bool
         if let pending = asking[space] {
@@ -519,9 +581,10 @@ actor Authenticator {
         } onCancel: {
             if initiated { task.cancel() }
         }
+        catchUpWithStores()
         if asking[space] == task {
             asking[space] = nil
-            if let answer { answered[space] = answer }
+            if let answer, removalCount == removalsBefore { answered[space] = answer }
         }
         if Task.isCancelled { throw .cancelled }
         return answer

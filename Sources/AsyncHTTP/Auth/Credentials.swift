@@ -139,6 +139,15 @@ public actor InMemoryCredentialStore: CredentialStore {
         guard entries[space] == refused else { return }
         entries[space] = nil
     }
+
+    /// The client's store of credentials that succeeded: only while the store has seen `count` removals, the
+    /// number the client checked against, so that a logout that got here first is not undone. Returns whether
+    /// they were stored.
+    func store(_ credentials: HTTPCredentials, for space: ProtectionSpace, ifRemovalsAre count: Int) -> Bool {
+        guard removals.count == count else { return false }
+        entries[space] = credentials
+        return true
+    }
 }
 
 /// The removals made in a credential store, counted, so that every client using the store can catch up
@@ -237,6 +246,13 @@ public actor CredentialFile: CredentialStore {
         guard entries[space] == refused else { return }
         entries[space] = nil
         try save()
+    }
+
+    /// The client's store of credentials that succeeded: only while the file has seen `count` removals, the
+    /// number the client checked against, so that a removal that got here first is not undone.
+    func store(_ credentials: HTTPCredentials, for space: ProtectionSpace, ifRemovalsAre count: Int) throws(HTTPClientError) {
+        guard removals.count == count else { return }
+        try store(credentials, for: space)
     }
 
     private static func load(_ path: String) throws(HTTPClientError) -> [ProtectionSpace: HTTPCredentials] {

@@ -154,6 +154,8 @@ struct AuthMiddleware: HTTPClientMiddleware {
             // be parked in the pin for the last message, not given back to the pool, where another request could
             // take it first (or park a connection the last message would then take instead).
             if answer.endsConnectionHandshake { pin?.release() }
+            // `Connection: close`: the server and the pool both let the connection go after this response.
+            if answer.closesConnection { request.persistentConnection = false }
             request.headers[field] = answer.value
             request.resendCount += 1
         }
