@@ -62,6 +62,17 @@ public final class HTTPCache: Sendable {
     /// at most 16 KiB each).
     private let memo = Locked<[String: Memo]>([:])
     static let memoLimit = 256
+    /// Locks for the writes to one entry (its head file, its body files and its index entry), striped by the
+    /// entry's hash: two commits of one URL, or a commit and a `304`'s update, would otherwise interleave and
+    /// leave the head naming a body file the other one removed. Never held across another entry's lock.
+    private let entryLocks: [Locked<Void>] = (0..<32).map { _ in Locked(()) }
+
+    private func withEntryLock<Result, Failure: Error>(
+        _ hash: String, _ body: () throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        let stripe = hash.utf8.reduce(0) { ($0 &* 31 &+ Int($1)) & 0xFFFF } % entryLocks.count
+        return try entryLocks[stripe].withLock { (_: inout Void) throws(Failure) -> Result in try body() }
+    }
 
     private struct Memo {
         var identity: CacheFiles.Identity
@@ -270,20 +281,22 @@ public final class HTTPCache: Sendable {
             files[name] = length
         }
         let bytes = CacheEntryRecord(head: head, body: recordBody).encode()
-        // Not flushed: a head torn by a crash fails its checksum and is discarded, which a cache may do.
-        try CacheFiles.replace(directory + "/" + hash + ".meta", with: bytes, sync: false)
         files[hash + ".meta"] = bytes.count
-        let other: HTTPCacheStoragePolicy = storage == .session ? .permanent : .session
-        removeFiles(storage: other, hash: hash)
-        let replaced = state.withLock { state -> [String] in
-            let id = Self.indexID(storage, hash)
-            let old = state.index[id]
-            state.totalSize -= old?.size ?? 0
-            state.index[id] = IndexEntry(storage: storage, files: files, lastUse: now())
-            state.totalSize += files.values.reduce(0, +)
-            return old.map { $0.files.keys.filter { files[$0] == nil } } ?? []
+        try withEntryLock(hash) { () throws(HTTPClientError) in
+            // Not flushed: a head torn by a crash fails its checksum and is discarded, which a cache may do.
+            try CacheFiles.replace(directory + "/" + hash + ".meta", with: bytes, sync: false)
+            let other: HTTPCacheStoragePolicy = storage == .session ? .permanent : .session
+            removeFilesHoldingEntryLock(storage: other, hash: hash)
+            let replaced = state.withLock { state -> [String] in
+                let id = Self.indexID(storage, hash)
+                let old = state.index[id]
+                state.totalSize -= old?.size ?? 0
+                state.index[id] = IndexEntry(storage: storage, files: files, lastUse: now())
+                state.totalSize += files.values.reduce(0, +)
+                return old.map { $0.files.keys.filter { files[$0] == nil } } ?? []
+            }
+            for name in replaced { CacheFiles.remove(directory + "/" + name) }
         }
-        for name in replaced { CacheFiles.remove(directory + "/" + name) }
         evictIfNeeded()
     }
 
@@ -297,11 +310,20 @@ public final class HTTPCache: Sendable {
             remember(metaPath, Memo(identity: stored.identity, record: record, facts: CacheRules.StoredFacts(head)))
             return
         }
-        memo.withLock { $0[metaPath] = nil }
-        do {
-            try CacheFiles.replace(metaPath, with: record.encode(), sync: false)
-        } catch {
-            logger.warning("cache: cannot update an entry", metadata: ["file": "\(hash).meta", "error": "\(error)"])
+        withEntryLock(hash) {
+            // Another response for this URL was stored since `stored` was read (by this object or another
+            // process): it is newer than what the 304 freshened, and the head written here would name a body
+            // that may be gone. It stays; this response is served from memory only.
+            guard CacheFiles.identity(metaPath) == stored.identity else {
+                logger.debug("cache: not updating an entry replaced since it was read", metadata: ["file": "\(hash).meta"])
+                return
+            }
+            memo.withLock { $0[metaPath] = nil }
+            do {
+                try CacheFiles.replace(metaPath, with: record.encode(), sync: false)
+            } catch {
+                logger.warning("cache: cannot update an entry", metadata: ["file": "\(hash).meta", "error": "\(error)"])
+            }
         }
     }
 
@@ -364,6 +386,10 @@ public final class HTTPCache: Sendable {
 
     /// Removes an entry's head and body files, known or not to the index.
     private func removeFiles(storage: HTTPCacheStoragePolicy, hash: String) {
+        withEntryLock(hash) { removeFilesHoldingEntryLock(storage: storage, hash: hash) }
+    }
+
+    private func removeFilesHoldingEntryLock(storage: HTTPCacheStoragePolicy, hash: String) {
         let directory = directory(for: storage)
         let metaPath = directory + "/" + hash + ".meta"
         memo.withLock { $0[metaPath] = nil }
