@@ -63,4 +63,29 @@ final class DownloadResumeTests: XCTestCase {
         XCTAssertNil(DownloadResume.parseSidecar(DownloadResume.sidecarText(nil)))
         XCTAssertNil(DownloadResume.parseSidecar("etag: \"x\"\n"), "no header line: not ours")
     }
+
+    /// Another download moves its partial file into place between our open and our lock: the lock would be on
+    /// the finished file. The partial path is opened again, and the finished file is left as it was.
+    func testAPartialFileMovedIntoPlaceBetweenOpenAndLockIsOpenedAgain() throws {
+        let directory = makeCacheDirectory()
+        let partialPath = directory + "/file.part", destination = directory + "/file"
+        XCTAssertTrue(FileManager.default.createFile(atPath: partialPath, contents: Data("finished".utf8)))
+        var opens = 0
+        let partial = try HTTPClient.openLockedPartial(partialPath) {
+            opens += 1
+            if opens == 1 { XCTAssertEqual(rename(partialPath, destination), 0) }
+        }
+        defer { partial.close() }
+        XCTAssertEqual(opens, 2)
+        XCTAssertTrue(partial.isStill(at: partialPath))
+        XCTAssertEqual(try partial.status().size, 0, "the lock is on a new partial file, not the finished one")
+        try partial.write(Array("x".utf8)[...])
+        XCTAssertEqual(FileManager.default.contents(atPath: destination), Data("finished".utf8))
+
+        // A partial file locked by another download is refused, by name.
+        XCTAssertThrowsError(try HTTPClient.openLockedPartial(partialPath)) { error in
+            XCTAssertEqual((error as? HTTPClientError)?.code, .invalidRequest)
+            XCTAssertTrue("\(error)".contains("another download is writing"), "\(error)")
+        }
+    }
 }

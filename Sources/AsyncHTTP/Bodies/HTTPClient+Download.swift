@@ -126,24 +126,19 @@ extension HTTPClient {
     ) async throws -> DownloadResult {
         let partialPath = options.temporaryPath ?? destination + ".part"
         let sidecarPath = partialPath + ".validator"
-        let partial = try LocalFile.openForWriting(partialPath, mode: .append)
-        var locked = false
+        let partial = try Self.openLockedPartial(partialPath)
         // Once the partial file has become the destination, the partial path is no longer ours: another download
         // of the same file may already have created and locked a new one there.
         var moved = false
         defer {
             // A partial file that never received a byte is no progress worth keeping (only ours to remove
             // while we hold its lock).
-            if locked, !moved, LocalFiles.size(atPath: partialPath) == 0 {
+            if !moved, LocalFiles.size(atPath: partialPath) == 0 {
                 LocalFiles.remove(partialPath)
                 LocalFiles.remove(sidecarPath)
             }
             partial.close()
         }
-        guard partial.tryLock() else {
-            throw HTTPClientError.invalidRequest("another download is writing \(partialPath)")
-        }
-        locked = true
         var request = request
         // Identity bytes only: a range counts the bytes of the representation as sent, and a kept file of
         // inflated bytes could not be continued by a range of compressed ones.
@@ -211,6 +206,25 @@ extension HTTPClient {
     }
 
     /// Streams `body` into `file`; the number of bytes written.
+    /// Opens the partial file at `path` and takes its lock. Another download of the same file may move its
+    /// partial file into place between our `open` and our `flock`: the lock is then on what became the
+    /// destination, and bytes appended to it would corrupt a finished download. So the lock counts only while
+    /// the path still names the locked file; otherwise the path is opened again (bounded: three tries).
+    /// `afterOpen` runs between the two, for tests.
+    static func openLockedPartial(_ path: String, afterOpen: () -> Void = {}) throws(HTTPClientError) -> LocalFile {
+        for _ in 0..<3 {
+            let file = try LocalFile.openForWriting(path, mode: .append)
+            afterOpen()
+            guard file.tryLock() else {
+                file.close()
+                throw HTTPClientError.invalidRequest("another download is writing \(path)")
+            }
+            if file.isStill(at: path) { return file }
+            file.close()
+        }
+        throw HTTPClientError.invalidRequest("another download keeps moving \(path) into place; try again")
+    }
+
     private static func write(_ body: HTTPClientResponse.Body, to file: LocalFile) async throws -> Int {
         var total = 0
         for try await chunk in body {

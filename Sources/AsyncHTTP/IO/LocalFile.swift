@@ -152,6 +152,14 @@ final class LocalFile: @unchecked Sendable {
         flock(fd, LOCK_EX | LOCK_NB) == 0
     }
 
+    /// Whether the file at `path` is still this open file (same device and inode): false once it was renamed
+    /// away or removed, and another file may have taken its name.
+    func isStill(at path: String) -> Bool {
+        var open = stat(), named = stat()
+        guard fstat(fd, &open) == 0, stat(path, &named) == 0 else { return false }
+        return open.st_dev == named.st_dev && open.st_ino == named.st_ino
+    }
+
     /// Closes the descriptor (the lock goes with it). Later calls do nothing.
     func close() {
         guard !closed else { return }
