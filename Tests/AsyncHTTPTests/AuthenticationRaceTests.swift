@@ -250,42 +250,62 @@ final class AuthenticationRaceTests: XCTestCase {
         XCTAssertEqual(questions.withLock { $0 }, 2)
     }
 
-    /// An NTLM handshake that a logout interrupts finishes, but its last message asks for the connection to close:
-    /// that message authenticates the connection as the user from before the logout.
-    func testAnNTLMHandshakeInterruptedByALogoutClosesItsConnection() async throws {
+    private static let ntlmChallenge = NTLMTests.challengeMessage(
+        flags: NTLM.Flags([.negotiateUnicode, .negotiateNTLM, .negotiateExtendedSessionSecurity]).rawValue,
+        serverChallenge: [1, 2, 3, 4, 5, 6, 7, 8], targetName: NTLM.utf16LE("EXAMPLE"),
+        targetInfo: NTLMTests.avPair(2, NTLM.utf16LE("EXAMPLE")) + NTLMTests.avPair(0, []))
+
+    /// NTLM's last message to an origin goes with `Connection: close`: it authenticates the connection, and the
+    /// server would take every later request on it, with or without credentials, as this user.
+    func testNTLMsLastMessageToAnOriginClosesItsConnection() async throws {
+        let authenticator = Authenticator(configuration: AuthenticationConfiguration(), logger: Logger(label: "test"))
+        let middleware = AuthMiddleware(authenticator: authenticator, proxies: ProxyRouter(.none, environment: [:]))
+        let url = try HTTPURL("http://ntlm.test/private")
+        let persistent = Locked<[Bool]>([])
+        var request = HTTPClientRequest(url: "http://ntlm.test/private")
+        request.credentials = HTTPCredentials(username: "user", password: "secret", domain: "EXAMPLE")
+        request.authenticationSchemes = [.ntlm]
+        let response = try await middleware.intercept(request) { sent in
+            persistent.withLock { $0.append(sent.persistentConnection) }
+            let type: UInt8 = sent.headers[.authorization]
+                .flatMap { AuthChallenge.parse([$0]).first?.token68 }
+                .flatMap(Base64.decode).map { $0[8] } ?? 0
+            var headers = HTTPFields()
+            switch type {
+            case 0:
+                headers[.wwwAuthenticate] = "NTLM"
+                return HTTPClientResponse(status: .unauthorized, headers: headers, url: url)
+            case 1:
+                headers[.wwwAuthenticate] = NTLM.authorizationValue(Self.ntlmChallenge)
+                return HTTPClientResponse(status: .unauthorized, headers: headers, url: url)
+            default:
+                return HTTPClientResponse(status: .ok, url: url)
+            }
+        }
+        XCTAssertEqual(response.status.code, 200)
+        XCTAssertEqual(persistent.withLock { $0 }, [true, true, false], "only the authenticate message closes")
+    }
+
+    /// An NTLM handshake with a proxy that a logout interrupts finishes, but its last message asks for the
+    /// connection to close: that message authenticates the connection as the user from before the logout. An
+    /// uninterrupted one keeps it (a proxy's connections are keyed by its credentials).
+    func testAnNTLMHandshakeWithAProxyInterruptedByALogoutClosesItsConnection() async throws {
         for logsOut in [false, true] {
             let authenticator = Authenticator(configuration: AuthenticationConfiguration(), logger: Logger(label: "test"))
-            let middleware = AuthMiddleware(authenticator: authenticator, proxies: ProxyRouter(.none, environment: [:]))
-            let url = try HTTPURL("http://ntlm.test/private")
-            let challenge = NTLMTests.challengeMessage(
-                flags: NTLM.Flags([.negotiateUnicode, .negotiateNTLM, .negotiateExtendedSessionSecurity]).rawValue,
-                serverChallenge: [1, 2, 3, 4, 5, 6, 7, 8], targetName: NTLM.utf16LE("EXAMPLE"),
-                targetInfo: NTLMTests.avPair(2, NTLM.utf16LE("EXAMPLE")) + NTLMTests.avPair(0, []))
-            let lastPersistent = Locked<Bool?>(nil)
-            var request = HTTPClientRequest(url: "http://ntlm.test/private")
-            request.credentials = HTTPCredentials(username: "user", password: "secret", domain: "EXAMPLE")
-            request.authenticationSchemes = [.ntlm]
-            let response = try await middleware.intercept(request) { sent in
-                let type: UInt8 = sent.headers[.authorization]
-                    .flatMap { AuthChallenge.parse([$0]).first?.token68 }
-                    .flatMap(Base64.decode).map { $0[8] } ?? 0
-                var headers = HTTPFields()
-                switch type {
-                case 0:
-                    headers[.wwwAuthenticate] = "NTLM"
-                    return HTTPClientResponse(status: .unauthorized, headers: headers, url: url)
-                case 1:
-                    // The user logs out while the server's challenge message is on its way.
-                    if logsOut { await authenticator.clearSession() }
-                    headers[.wwwAuthenticate] = NTLM.authorizationValue(challenge)
-                    return HTTPClientResponse(status: .unauthorized, headers: headers, url: url)
-                default:
-                    lastPersistent.withLock { $0 = sent.persistentConnection }
-                    return HTTPClientResponse(status: .ok, url: url)
-                }
-            }
-            XCTAssertEqual(response.status.code, 200, "the request in flight at the logout finishes")
-            XCTAssertEqual(lastPersistent.withLock { $0 }, !logsOut,
+            var exchange = AuthExchange(
+                isProxy: true, scheme: "http", host: "proxy.test", port: 3128, target: try HTTPURL("http://a.test/"),
+                urlCredentials: nil, requestCredentials: HTTPCredentials(username: "user", password: "secret", domain: "EXAMPLE"),
+                allowedSchemes: nil)
+            let negotiate = try await authenticator.respond(to: [AuthChallenge(scheme: "ntlm", parameters: [:])],
+                                                            exchange: &exchange, method: "GET", uri: "http://a.test/", body: [])
+            XCTAssertEqual(negotiate?.startsConnectionHandshake, true)
+            // The user logs out while the proxy's challenge message is on its way.
+            if logsOut { await authenticator.clearSession() }
+            let authenticate = try await authenticator.respond(
+                to: AuthChallenge.parse([NTLM.authorizationValue(Self.ntlmChallenge)]), exchange: &exchange,
+                method: "GET", uri: "http://a.test/", body: [])
+            XCTAssertEqual(authenticate?.endsConnectionHandshake, true)
+            XCTAssertEqual(authenticate?.closesConnection, logsOut,
                            logsOut ? "the connection authenticated across the logout would be kept"
                                    : "an uninterrupted handshake's connection is kept")
         }

@@ -143,10 +143,30 @@ final class ProxyIntegrationTests: XCTestCase {
         XCTAssertEqual(body?["user"] as? String, peer.qualifiedUser)
         XCTAssertEqual(body?["ntlmResponse"] as? String, "NTLMv2")
         XCTAssertEqual(body?["handshakesOnConnection"] as? Int, 1)
-        // The authenticated connection is back in the pool; the next request reuses it and needs no handshake.
+        // The authenticated connection is not kept (the server would take any later request on it as this user):
+        // the next request, which brings no credentials, is challenged on a new connection and answered from the
+        // session store, where the first request's credentials went.
         let again = try await client.send(HTTPClientRequest(url: peer.url + "/ntlm/again"))
         XCTAssertEqual(again.status, .ok)
-        XCTAssertEqual(client.connectionsOpened, 1)
+        let againBody = try JSONSerialization.jsonObject(with: Data(try await again.body.collect(upTo: 1 << 16))) as? [String: Any]
+        XCTAssertEqual(againBody?["handshakesOnConnection"] as? Int, 1, "a new handshake on a new connection")
+        XCTAssertEqual(client.connectionsOpened, 2)
+    }
+
+    /// A connection that completed an NTLM handshake stays authenticated at the server as that user. It used to
+    /// go back to the pool, where a request with no credentials (or someone else's) took it and was answered as
+    /// that user.
+    func testAnNTLMAuthenticatedConnectionIsNotReusedByARequestWithoutCredentials() async throws {
+        let peer = try Peers.ntlm()
+        // No session store: nothing the first request proves is remembered for the second.
+        let client = try client(proxy: .none) { $0.authentication.sessionStore = nil }
+        var request = HTTPClientRequest(url: peer.url + "/ntlm/private")
+        request.credentials = HTTPCredentials(username: peer.user, password: peer.password, domain: peer.domain)
+        let first = try await client.send(request)
+        XCTAssertEqual(first.status, .ok)
+        _ = try await first.body.collect(upTo: 1 << 16)
+        let anonymous = try await client.send(HTTPClientRequest(url: peer.url + "/ntlm/private"))
+        XCTAssertEqual(anonymous.status.code, 401, "a request without credentials was answered as the user before it")
     }
 
     func testNTLMWithDomainInTheUserNameAndAWrongPassword() async throws {

@@ -71,8 +71,8 @@ struct AuthorizationValue: Sendable {
     var startsConnectionHandshake: Bool
     /// True for NTLM's authenticate message: the handshake ends with this request.
     var endsConnectionHandshake: Bool
-    /// True when the connection must not be kept after this request: an NTLM handshake that a logout
-    /// interrupted authenticates its connection as the user from before the logout.
+    /// True when the connection must not be kept after this request: NTLM's authenticate message to an origin
+    /// (the connection stays authenticated as that user), or to a proxy when a logout interrupted the handshake.
     var closesConnection = false
 }
 
@@ -332,16 +332,19 @@ actor Authenticator {
             }
             let message = try NTLMAuthentication.authenticateValue(challengeToken: token, credentials: attempt.credentials)
             exchange.current?.ntlm = .authenticateSent
-            // A logout since the handshake began: the request finishes, as every request in flight at a logout
-            // does, but its connection, authenticated by this message as the user from before, is not kept. (The
-            // pool's logout closes only connections that existed then; this one may have been opened since.)
+            // This message authenticates the connection, not the request: a server keeps treating every later
+            // request on it as this user, with or without credentials. The pool cannot tell which user a request
+            // stands for before the request is challenged, so a connection authenticated to an origin is not kept
+            // (curl keeps one only for requests with the same NTLM credentials). A proxy's connections are keyed
+            // by its configuration, credentials included; they are kept, unless a logout interrupted the handshake
+            // (the pool's logout closes only the connections that existed then; this one may have been opened since).
             let interrupted = attempt.removals != removals
             if interrupted {
                 logger.debug("the authentication session was cleared during an NTLM handshake; its connection closes after it",
                              metadata: ["space": "\(attempt.space)"])
             }
             return AuthorizationValue(value: message, startsConnectionHandshake: false, endsConnectionHandshake: true,
-                                      closesConnection: interrupted)
+                                      closesConnection: interrupted || !exchange.isProxy)
         }
 
         guard let (challenge, scheme) = choose(challenges, exchange: exchange) else {
