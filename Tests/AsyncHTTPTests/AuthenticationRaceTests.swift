@@ -387,4 +387,40 @@ final class AuthenticationRaceTests: XCTestCase {
         await success.value
         XCTAssertEqual(store.kept(for: space), new, "the refusal of the old password removed the new one")
     }
+
+    /// A decline fails every request that began before it came back, also one whose challenge is read only
+    /// after it (that request would have waited for the same question had it been read sooner); a request that
+    /// begins after the decline asks again.
+    func testADeclineFailsTheRequestsThatBeganBeforeItAndOnlyThose() async throws {
+        let questions = Locked(0)
+        var configuration = AuthenticationConfiguration()
+        configuration.authenticationNeeded = { _ in
+            let number = questions.withLock { count in
+                count += 1
+                return count
+            }
+            return number == 1 ? nil : HTTPCredentials(username: "u", password: "p")
+        }
+        let authenticator = Authenticator(configuration: configuration, logger: Logger(label: "test"))
+        var first = try Self.exchange()
+        var late = try Self.exchange() // began before the decline; its challenge is read after it
+        do {
+            _ = try await authenticator.respond(to: Self.basicChallenge, exchange: &first, method: "GET", uri: "/", body: [])
+            XCTFail("the declined question gave credentials")
+        } catch {
+            XCTAssertEqual(error.code, .authenticationFailed)
+        }
+        do {
+            _ = try await authenticator.respond(to: Self.basicChallenge, exchange: &late, method: "GET", uri: "/", body: [])
+            XCTFail("a request that began before the decline asked again")
+        } catch {
+            XCTAssertEqual(error.code, .authenticationFailed)
+        }
+        XCTAssertEqual(questions.withLock { $0 }, 1)
+
+        var after = try Self.exchange()
+        let value = try await authenticator.respond(to: Self.basicChallenge, exchange: &after, method: "GET", uri: "/", body: [])
+        XCTAssertEqual(value?.value, Authenticator.basic(HTTPCredentials(username: "u", password: "p")))
+        XCTAssertEqual(questions.withLock { $0 }, 2)
+    }
 }

@@ -33,6 +33,14 @@ struct AuthExchange: Sendable {
     var callbackAsks = 0
     var failures = 0
     var rounds = 0
+    /// How many callback declines the process had seen when the request began (``declines``): a decline fails
+    /// the requests that began before it came back (they were waiting for that question, or would have been
+    /// had their challenge been read sooner), and only those. The auth middleware sets it before the request
+    /// first goes out; an exchange made elsewhere begins when it is made.
+    var began = AuthExchange.declines.load(ordering: .relaxed)
+    /// Callback declines so far, in this process. Read by every request as it begins (a load, no write, so the
+    /// fast path stays free of contention); written only when a callback declines.
+    static let declines = Atomic<Int>(0)
 
     struct Attempt: Sendable {
         var space: ProtectionSpace
@@ -102,7 +110,9 @@ actor Authenticator {
     /// Callback answers not yet confirmed by a success, so that requests waiting for the same space use them.
     private var answered: RecentlyStoredMap<ProtectionSpace, HTTPCredentials>
     private var asking: RecentlyStoredMap<ProtectionSpace, Task<HTTPCredentials?, Never>>
-    /// The bound of each of the four maps above; the entry stored least recently goes first.
+    /// Per space, the callback's last decline, numbered in ``AuthExchange/declines`` (see ``AuthExchange/began``).
+    private var declined: RecentlyStoredMap<ProtectionSpace, Int>
+    /// The bound of each of the five maps above; the entry stored least recently goes first.
     ///
     /// 1,000: each map holds one entry per server, realm or open question this client met, so a client
     /// crawling many hosts (or fed hostile challenges with ever new realms) would grow them forever. A thousand
@@ -158,6 +168,7 @@ actor Authenticator {
         self.succeeded = RecentlyStoredMap(limit: stateLimit)
         self.answered = RecentlyStoredMap(limit: stateLimit)
         self.asking = RecentlyStoredMap(limit: stateLimit)
+        self.declined = RecentlyStoredMap(limit: stateLimit)
         self.seenRemovals = (configuration.sessionStore?.removals.count ?? 0, Self.removals(of: configuration.persistentStore)?.count ?? 0)
     }
 
@@ -212,6 +223,7 @@ actor Authenticator {
             // A question still open belongs to the old session: a request challenged from now on asks afresh
             // instead of waiting for its answer (the requests already waiting still get it, for themselves).
             asking.removeAll()
+            declined.removeAll()
             anySuccess.store(false, ordering: .releasing)
             logger.debug("authentication session cleared")
             return
@@ -221,6 +233,7 @@ actor Authenticator {
         digest.removeAll { servers.contains(Endpoint(space: $0)) }
         answered.removeAll { servers.contains(Endpoint(space: $0)) }
         asking.removeAll { servers.contains(Endpoint(space: $0)) }
+        declined.removeAll { servers.contains(Endpoint(space: $0)) }
         for space in spaces { logger.debug("credentials removed", metadata: ["space": "\(space)"]) }
     }
 
@@ -545,14 +558,21 @@ actor Authenticator {
         if !hasOwn, untried(.session), let credentials = answered[space] { return (credentials, .callback) }
         let handler = exchange.isProxy ? configuration.proxyAuthenticationNeeded : configuration.authenticationNeeded
         guard let handler, exchange.callbackAsks < configuration.maxCallbackAttempts else { return nil }
+        // The user declined this question after the request began: the request fails with the ones that were
+        // waiting for the answer, instead of asking again because its challenge was read a moment later.
+        if let declinedAt = declined[space], exchange.began < declinedAt {
+            throw Self.declined(space, exchange: exchange)
+        }
         exchange.callbackAsks += 1
         let question = AuthenticationChallenge(space: space, url: exchange.target.redactedDescription, failureCount: exchange.failures,
                                                previousUsername: nil)
-        guard let credentials = try await ask(question, handler: handler) else {
-            throw HTTPClientError(.authenticationFailed,
-                "\(exchange.isProxy ? "proxyAuthenticationNeeded" : "authenticationNeeded") gave no credentials for \(space)")
-        }
+        guard let credentials = try await ask(question, handler: handler) else { throw Self.declined(space, exchange: exchange) }
         return (credentials, .callback)
+    }
+
+    private static func declined(_ space: ProtectionSpace, exchange: AuthExchange) -> HTTPClientError {
+        HTTPClientError(.authenticationFailed,
+            "\(exchange.isProxy ? "proxyAuthenticationNeeded" : "authenticationNeeded") gave no credentials for \(space)")
     }
 
     /// Asks `handler`, once per space at a time: a request needing a space that is being asked about waits for
@@ -587,7 +607,13 @@ actor Authenticator {
         catchUpWithStores()
         if asking[space] == task {
             asking[space] = nil
-            if let answer, removalCount == removalsBefore { answered[space] = answer }
+            if removalCount == removalsBefore {
+                if let answer {
+                    answered[space] = answer
+                } else if !task.isCancelled {
+                    declined[space] = AuthExchange.declines.add(1, ordering: .relaxed).newValue
+                }
+            }
         }
         if Task.isCancelled { throw .cancelled }
         return answer

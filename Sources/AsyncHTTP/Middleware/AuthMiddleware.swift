@@ -22,23 +22,27 @@ struct AuthMiddleware: HTTPClientMiddleware {
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         var request = request
-        guard try passesThrough(&request) else { return try await negotiate(request, first: nil, next: next) }
+        // Before the request goes out: a callback decline that comes back after this fails the request unasked.
+        let began = AuthExchange.declines.load(ordering: .relaxed)
+        guard try passesThrough(&request) else { return try await negotiate(request, first: nil, began: began, next: next) }
         let response = try await next(request)
         guard response.status.code == 401 else { return response }
-        return try await answer(response, to: request, next: next)
+        return try await answer(response, to: request, began: began, next: next)
     }
 
     /// The challenge to a request that went out as it was. Its own function: the optional made for
-    /// ``negotiate(_:first:next:)`` would otherwise take room in the frame of every request's `intercept`.
+    /// ``negotiate(_:first:began:next:)`` would otherwise take room in the frame of every request's `intercept`.
     @inline(never)
-    private func answer(_ challenge: HTTPClientResponse, to request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
-        try await negotiate(request, first: challenge, next: next)
+    private func answer(
+        _ challenge: HTTPClientResponse, to request: HTTPClientRequest, began: Int, next: Next
+    ) async throws -> HTTPClientResponse {
+        try await negotiate(request, first: challenge, began: began, next: next)
     }
 
     /// Whether `request` goes out as it is: no bearer token, nothing to present before a challenge, no plain-http
     /// proxy to authenticate with. Its response then needs this step only if it is a `401`.
     ///
-    /// The common case, kept out of ``negotiate(_:first:next:)``: an async function's frame holds every local
+    /// The common case, kept out of ``negotiate(_:first:began:next:)``: an async function's frame holds every local
     /// of all its paths, and every request in flight carries the frames of the steps it is in (about 19 KiB for
     /// the whole negotiation against a few hundred bytes for this).
     @inline(never)
@@ -54,7 +58,9 @@ struct AuthMiddleware: HTTPClientMiddleware {
     /// the response to `request` when it already went out as it was (``passesThrough(_:)``); then nothing is
     /// presented before the challenge, as nothing was.
     @inline(never)
-    private func negotiate(_ request: HTTPClientRequest, first: HTTPClientResponse?, next: Next) async throws -> HTTPClientResponse {
+    private func negotiate(
+        _ request: HTTPClientRequest, first: HTTPClientResponse?, began: Int, next: Next
+    ) async throws -> HTTPClientResponse {
         let url = try request.httpURL()
         var request = request
         let proxy = try proxies.route(recordingOn: &request, url: url)
@@ -73,11 +79,13 @@ struct AuthMiddleware: HTTPClientMiddleware {
             isProxy: false, scheme: url.scheme, host: url.host, port: url.port, target: url,
             urlCredentials: url.user.map { HTTPCredentials(username: $0, password: url.password ?? "") },
             requestCredentials: request.credentials, allowedSchemes: request.authenticationSchemes)
+        origin.began = began
         var proxySide: AuthExchange? = nil
         if viaPlainProxy, let proxy {
             proxySide = AuthExchange(
                 isProxy: true, scheme: "http", host: proxy.host, port: proxy.port, target: url,
                 urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: nil)
+            proxySide?.began = began
         }
 
         // A request that already went out as it was (`first`: no bearer token, no plain-http proxy) presented
