@@ -272,4 +272,20 @@ final class CookieJarTests: XCTestCase {
         let header = await jar.cookieHeader(for: site("api.example.com"), now: now)
         XCTAssertEqual(header, "a=1")
     }
+
+    /// curl's CVE-2022-27779: `evil.com.` setting a cookie for `Domain=com.` got one for the public suffix "com",
+    /// sent to `bank.com.` (and, with the dot dropped, to `bank.com`). The trailing dot is dropped from the host
+    /// and the attribute, so the public suffix check sees "com".
+    func testATrailingDotDoesNotTakeACookiePastThePublicSuffixCheck() async {
+        let jar = CookieJar()
+        await jar.setCookies(fromHeaders: ["a=b; Domain=com.", "c=d; Domain=com"], for: site("evil.com."), now: now)
+        for host in ["bank.com.", "bank.com"] {
+            let header = await jar.cookieHeader(for: site(host), now: now)
+            XCTAssertNil(header, host)
+        }
+        // A cookie of the host itself still works, with or without the dot.
+        await jar.setCookies(fromHeaders: ["own=1; Domain=example.com."], for: site("www.example.com."), now: now)
+        let own = await jar.cookieHeader(for: site("www.example.com"), now: now)
+        XCTAssertEqual(own, "own=1")
+    }
 }

@@ -260,4 +260,18 @@ final class HTTP1RequestEncoderCookieTests: XCTestCase {
         XCTAssertEqual(text.components(separatedBy: "Cookie:").count - 1, 1, text)
         XCTAssertTrue(text.contains("Cookie: a=1; b=2\r\n"), text)
     }
+
+    /// A caller's `Proxy-Authorization` goes only in a head an HTTP proxy reads (a plain-http request in absolute
+    /// form). Sent directly, through a CONNECT tunnel or through SOCKS, the head reaches the origin, which must
+    /// not see the proxy's password.
+    func testProxyAuthorizationIsSentOnlyToAnHTTPProxy() throws {
+        var request = HTTPClientRequest(url: "https://a.test/")
+        request.headers[.proxyAuthorization] = "Basic cHJveHk6c2VjcmV0"
+        let direct = try PreparedRequest(request, url: try HTTPURL("https://a.test/"), userAgent: nil)
+        XCTAssertFalse(String(decoding: direct.head, as: UTF8.self).lowercased().contains("proxy-authorization"))
+        var plain = HTTPClientRequest(url: "http://a.test/")
+        plain.headers[.proxyAuthorization] = "Basic cHJveHk6c2VjcmV0"
+        let viaProxy = try PreparedRequest(plain, url: try HTTPURL("http://a.test/"), userAgent: nil, absoluteForm: true)
+        XCTAssertTrue(String(decoding: viaProxy.head, as: UTF8.self).contains("Proxy-Authorization: Basic cHJveHk6c2VjcmV0\r\n"))
+    }
 }

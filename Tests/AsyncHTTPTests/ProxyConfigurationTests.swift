@@ -135,4 +135,42 @@ final class ProxyConfigurationTests: XCTestCase {
         XCTAssertNil(try ProxyRouter(.none, environment: [:]).route(recordingOn: &request, url: try request.httpURL()))
         XCTAssertNil(request[ProxyRouteOption.self], "a direct route costs nothing to find again; recording it would copy the box")
     }
+
+    /// A proxy URL whose password holds a '#' (or '/', '?') unencoded ends its authority early, and the parser
+    /// then reads the password as the port: its message must not quote it. All-digit passwords used to show
+    /// up as "port … out of range", and a '#' before digits made a valid-looking proxy of the user name.
+    func testAnInvalidProxyURLNeverQuotesItsPassword() {
+        for url in ["http://u:Sup3rS3cret#1@p:3128", "http://u:12345678901#x@p:3128", "http://u:abc/Sup3rS3cret@p:3128",
+                    "http://u:123#Sup3rS3cret@p:3128"] {
+            XCTAssertThrowsError(try ProxyConfiguration(url: url), url) { error in
+                XCTAssertEqual((error as? HTTPClientError)?.code, .invalidURL)
+                for secret in ["Sup3rS3cret", "12345678901"] {
+                    XCTAssertFalse("\(error)".contains(secret), "\(url): \(error)")
+                }
+            }
+            let resolver = ProxyResolver(.environment, environment: ["https_proxy": url])
+            let problem = resolver.problem.map { "\($0)" } ?? ""
+            XCTAssertFalse(problem.isEmpty, url)
+            XCTAssertFalse(problem.contains("Sup3rS3cret") || problem.contains("12345678901"), problem)
+        }
+    }
+
+    /// An IPv6 proxy without a port takes curl's default, 1080: the colons inside the brackets are no port.
+    func testAnIPv6ProxyWithoutAPortGetsTheDefaultPort() throws {
+        XCTAssertEqual(try ProxyConfiguration(url: "socks5://[::1]").port, 1080)
+        XCTAssertEqual(try ProxyConfiguration(url: "http://u:p@[::1]").port, 1080)
+        XCTAssertEqual(try ProxyConfiguration(url: "socks5h://[::1]:9050").port, 9050)
+    }
+
+    /// A host with a trailing dot is the same host: `intranet.corp.` matches `no_proxy=corp`, `localhost.` is
+    /// loopback, and an entry written with a trailing dot matches the host without one.
+    func testATrailingDotDoesNotTakeAHostPastNoProxy() throws {
+        XCTAssertTrue(NoProxyList("corp").matches(host: "x.corp.", port: 80))
+        XCTAssertTrue(NoProxyList("corp.").matches(host: "x.corp", port: 80))
+        XCTAssertFalse(NoProxyList("corp").matches(host: "x.corpx.", port: 80))
+        let resolver = ProxyResolver(.environment, environment: ["http_proxy": "http://proxy:3128", "no_proxy": "corp"])
+        XCTAssertNil(resolver.proxy(for: try HTTPURL("http://intranet.corp./")))
+        XCTAssertNil(resolver.proxy(for: try HTTPURL("http://localhost./")))
+        XCTAssertNotNil(resolver.proxy(for: try HTTPURL("http://example.com./")))
+    }
 }

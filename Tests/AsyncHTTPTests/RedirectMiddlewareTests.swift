@@ -352,4 +352,18 @@ final class RedirectMiddlewareTests: XCTestCase {
         }
         XCTAssertTrue(peer.requests.isEmpty)
     }
+
+    /// A server behind one Unix socket cannot send the client to another socket (`//%2Fother.sock/x`, a
+    /// network-path reference, names a socket), as curl's --unix-socket never changes on a redirect. Paths on
+    /// the same socket are followed.
+    func testARedirectStaysOnItsUnixSocket() throws {
+        let base = try HTTPURL("http+unix://%2Frun%2Fapp.sock/upload")
+        for location in ["//%2Fvar%2Frun%2Fdocker.sock/containers/create", "//%00abstract/x"] {
+            XCTAssertThrowsError(try RedirectMiddleware.resolve(location, against: base), location) { error in
+                XCTAssertEqual((error as? HTTPClientError)?.code, .redirectRefused, "\(error)")
+            }
+        }
+        XCTAssertEqual(try RedirectMiddleware.resolve("/next", against: base).unixSocketPath, "/run/app.sock")
+        XCTAssertEqual(try RedirectMiddleware.resolve("//%2Frun%2Fapp.sock/y", against: base).unixSocketPath, "/run/app.sock")
+    }
 }

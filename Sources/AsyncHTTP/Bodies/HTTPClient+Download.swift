@@ -205,7 +205,6 @@ extension HTTPClient {
         throw HTTPClientError.malformedResponse("download of \(destination) did not settle")  // not reached
     }
 
-    /// Streams `body` into `file`; the number of bytes written.
     /// Opens the partial file at `path` and takes its lock. Another download of the same file may move its
     /// partial file into place between our `open` and our `flock`: the lock is then on what became the
     /// destination, and bytes appended to it would corrupt a finished download. So the lock counts only while
@@ -225,6 +224,7 @@ extension HTTPClient {
         throw HTTPClientError.invalidRequest("another download keeps moving \(path) into place; try again")
     }
 
+    /// Streams `body` into `file`; the number of bytes written.
     private static func write(_ body: HTTPClientResponse.Body, to file: LocalFile) async throws -> Int {
         var total = 0
         for try await chunk in body {

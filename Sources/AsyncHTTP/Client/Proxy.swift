@@ -59,12 +59,25 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
             }
             text = text[range.upperBound...]
         }
-        let parsed = try HTTPURL("http://" + text)
-        guard parsed.path == "/" || parsed.path.isEmpty, parsed.query == nil else {
-            throw HTTPClientError(.invalidURL, "a proxy URL names only a host and port, not a path")
+        let parsed: HTTPURL
+        do {
+            parsed = try HTTPURL("http://" + text)
+        } catch where text.contains("@") {
+            // The parser's message quotes what it could not read, and in a proxy URL with userinfo that can be the
+            // password: one with a '#', '/' or '?' in it ends the authority early, and the rest is read as a port.
+            throw HTTPClientError(.invalidURL,
+                "the proxy URL is not valid (not shown: it holds credentials); percent-encode any '@', ':', '/', '?'"
+                    + " or '#' in its user name or password")
         }
-        let explicitPort = text.firstIndex(of: "@").map { text[$0...] } ?? text[...]
-        let hasPort = explicitPort.split(separator: "]").last?.contains(":") ?? false
+        guard parsed.path == "/" || parsed.path.isEmpty, parsed.query == nil, parsed.fragment == nil else {
+            throw HTTPClientError(.invalidURL,
+                "a proxy URL names only a host and port, not a path, query or fragment (percent-encode any '/', '?'"
+                    + " or '#' in its user name or password)")
+        }
+        // A port is given if a ':' follows the host: after the userinfo, and after an IPv6 literal's ']'.
+        let authority = text.lastIndex(of: "@").map { text[text.index(after: $0)...] } ?? text[...]
+        let afterHost = authority.lastIndex(of: "]").map { authority[authority.index(after: $0)...] } ?? authority
+        let hasPort = afterHost.contains(":")
         self.kind = kind
         self.host = parsed.host
         self.port = hasPort ? parsed.port : 1080

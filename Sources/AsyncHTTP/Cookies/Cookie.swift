@@ -300,6 +300,9 @@ struct ParsedSetCookie: Equatable {
                 guard !attributeValue.isEmpty else { continue }
                 var domainBytes = attributeValue
                 if domainBytes.first == UInt8(ascii: ".") { domainBytes = domainBytes.dropFirst() }
+                // A trailing dot too, as in the request host (see `CookieJar.RequestContext`): "com." is the public
+                // suffix "com" (curl's CVE-2022-27779 was a cookie set for "com." from "evil.com.").
+                if domainBytes.last == UInt8(ascii: ".") { domainBytes = domainBytes.dropLast() }
                 let text = String(decoding: domainBytes, as: UTF8.self)
                 // "Domain=." leaves "": §5.3 step 4 then makes the cookie host-only. A domain that cannot be
                 // encoded is kept lowercased; it domain-matches no canonical host, so the cookie is refused.

@@ -43,10 +43,13 @@ public actor CookieJar {
         /// secure; a library cannot know the loopback traffic is private).
         public var isSecure: Bool
 
-        /// Canonicalises `host` and `path`: lowercases the host (IDNA ToASCII for non-ASCII labels) and drops
-        /// any `?query` or `#fragment` from the path.
+        /// Canonicalises `host` and `path`: lowercases the host (IDNA ToASCII for non-ASCII labels), drops one
+        /// trailing dot (`example.com.` is the fully qualified `example.com`, and must not slip past the public
+        /// suffix check as "com."; curl strips it too), and drops any `?query` or `#fragment` from the path.
         public init(host: String, path: String, isSecure: Bool) {
-            self.host = IDNA.toASCII(host) ?? host.lowercased()
+            var host = Substring(host)
+            if host.count > 1, host.last == "." { host = host.dropLast() }
+            self.host = IDNA.toASCII(String(host)) ?? host.lowercased()
             var path = Substring(path)
             if let end = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<end] }
             self.path = path.isEmpty ? "/" : String(path)

@@ -273,7 +273,8 @@ struct RedirectMiddleware: HTTPClientMiddleware {
     ///
     /// Servers put raw spaces and UTF-8 in `Location` more often than they should; such bytes are
     /// percent-encoded first (curl and browsers do the same) rather than failing the request. A scheme
-    /// other than http or https is refused (`HTTPClientError.Code.redirectRefused`); a value that is still
+    /// other than http or https is refused (`HTTPClientError.Code.redirectRefused`), and so is one that would leave
+    /// the Unix socket of an `http+unix` URL for another socket; a value that is still
     /// not a URL reference is a `HTTPClientError.Code.malformedResponse`.
     static func resolve(_ location: String, against base: HTTPURL) throws(HTTPClientError) -> HTTPURL {
         let reference = percentEncodingInvalidBytes(String(Substring(location).trimmingWhitespace()))
@@ -288,6 +289,13 @@ struct RedirectMiddleware: HTTPClientMiddleware {
             throw HTTPClientError(.malformedResponse,
                 "the redirect from \(base.redactedDescription) has an invalid Location '\(HTTPURL.redacting(location))':"
                     + " \(error.message)")
+        }
+        // A server behind one Unix socket does not get to send the client to another (`//%2Fother.sock/x`): a
+        // socket is a local endpoint the user chose, as curl's --unix-socket, which no redirect changes.
+        if base.isUnixSocket, url.unixSocketPath != base.unixSocketPath {
+            throw HTTPClientError(.redirectRefused,
+                "refused to follow a redirect from the Unix socket \(base.unixSocketPath ?? "") to another socket"
+                    + " ('\(HTTPURL.redacting(location))'): a redirect stays on the socket it came from")
         }
         // A Location without a fragment inherits the current one (RFC 9110 §10.2.2).
         if url.fragment == nil { url.fragment = base.fragment }

@@ -55,7 +55,8 @@ struct ProxyResolver: Sendable {
     /// The proxy for `url`, or nil to connect directly.
     func proxy(for url: HTTPURL) -> ProxyConfiguration? {
         guard let proxy = url.isSecure ? https : http else { return nil }
-        if bypassesLoopback, url.host == "localhost" || url.host.hasSuffix(".localhost") || NoProxyList.isLoopback(url.host) {
+        let host = url.host.count > 1 && url.host.hasSuffix(".") ? String(url.host.dropLast()) : url.host
+        if bypassesLoopback, host == "localhost" || host.hasSuffix(".localhost") || NoProxyList.isLoopback(host) {
             return nil
         }
         return bypass.matches(host: url.host, port: url.port) ? nil : proxy
@@ -101,6 +102,7 @@ struct NoProxyList: Sendable, Hashable {
             } else {
                 while item.hasPrefix(".") { item.removeFirst() }
                 if item.hasPrefix("*.") { item.removeFirst(2) }
+                if item.hasSuffix(".") { item.removeLast() }
                 if !item.isEmpty { entries.append(.domain(item, port: port)) }
             }
         }
@@ -108,7 +110,9 @@ struct NoProxyList: Sendable, Hashable {
     }
 
     func matches(host: String, port: Int) -> Bool {
-        let host = host.lowercased()
+        // `intranet.corp.` is the fully qualified `intranet.corp`: it matches `corp` as curl's no_proxy does.
+        var host = host.lowercased()
+        if host.count > 1, host.hasSuffix(".") { host.removeLast() }
         let address = Self.address(host)
         for entry in entries {
             switch entry {
