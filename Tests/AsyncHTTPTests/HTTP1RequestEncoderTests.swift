@@ -247,19 +247,6 @@ final class HTTP1RequestEncoderTests: XCTestCase {
         XCTAssertEqual(body, parts.flatMap { $0 })
         XCTAssertEqual(offset, wire.count)
     }
-}
-
-final class HTTP1RequestEncoderCookieTests: XCTestCase {
-    func testCookiePairsSplitByHTTPFieldsGoOutAsOneCookieLine() throws {
-        var headers = HTTPFields()
-        headers[.cookie] = "a=1; b=2"
-        var buffer: [UInt8] = []
-        try HTTP1RequestEncoder.encodeHead(method: .get, target: "/", host: "h", headers: headers, framing: .none,
-                                           version: .http1_1, userAgent: nil, into: &buffer)
-        let text = String(decoding: buffer, as: UTF8.self)
-        XCTAssertEqual(text.components(separatedBy: "Cookie:").count - 1, 1, text)
-        XCTAssertTrue(text.contains("Cookie: a=1; b=2\r\n"), text)
-    }
 
     /// A caller's `Proxy-Authorization` goes only in a head an HTTP proxy reads (a plain-http request in absolute
     /// form). Sent directly, through a CONNECT tunnel or through SOCKS, the head reaches the origin, which must
@@ -274,4 +261,18 @@ final class HTTP1RequestEncoderCookieTests: XCTestCase {
         let viaProxy = try PreparedRequest(plain, url: try HTTPURL("http://a.test/"), userAgent: nil, absoluteForm: true)
         XCTAssertTrue(String(decoding: viaProxy.head, as: UTF8.self).contains("Proxy-Authorization: Basic cHJveHk6c2VjcmV0\r\n"))
     }
+}
+
+final class HTTP1RequestEncoderCookieTests: XCTestCase {
+    func testCookiePairsSplitByHTTPFieldsGoOutAsOneCookieLine() throws {
+        var headers = HTTPFields()
+        headers[.cookie] = "a=1; b=2"
+        var buffer: [UInt8] = []
+        try HTTP1RequestEncoder.encodeHead(method: .get, target: "/", host: "h", headers: headers, framing: .none,
+                                           version: .http1_1, userAgent: nil, into: &buffer)
+        let text = String(decoding: buffer, as: UTF8.self)
+        XCTAssertEqual(text.components(separatedBy: "Cookie:").count - 1, 1, text)
+        XCTAssertTrue(text.contains("Cookie: a=1; b=2\r\n"), text)
+    }
+
 }
