@@ -288,4 +288,20 @@ final class CookieJarTests: XCTestCase {
         let own = await jar.cookieHeader(for: site("www.example.com"), now: now)
         XCTAssertEqual(own, "own=1")
     }
+
+    /// One site cannot push another site's cookies out of a full jar: a host with many labels, or many
+    /// subdomains, stays within each domain's limit yet floods the total. The jar evicts from the site that
+    /// holds the most cookies, so the flood evicts its own. (Plain least-recently-used across the jar evicted
+    /// the bank's session first.)
+    func testAFloodFromOneSiteEvictsItsOwnCookiesNotAnotherSites() async {
+        let jar = CookieJar(maxCookiesPerDomain: 50, maxCookies: 100)
+        await jar.setCookies(fromHeaders: ["sid=bank"], for: site("bank.com"), now: now)
+        for index in 0..<5 {
+            await jar.setCookies(fromHeaders: (0..<50).map { "f\($0)=1" }, for: site("s\(index).evil.com"), now: now + Double(index + 1))
+        }
+        let count = await jar.allCookies.count
+        XCTAssertEqual(count, 100)
+        let header = await jar.cookieHeader(for: site("bank.com"), now: now + 10)
+        XCTAssertEqual(header, "sid=bank", "the flood from evil.com evicted bank.com's session")
+    }
 }

@@ -216,18 +216,34 @@ public actor CookieJar {
         }
         guard count > maxCookies else { return }
         removeExpiredCookies(now: now)
+        guard count > maxCookies else { return }
         // §5.3's second priority, "cookies that share a domain field with more than a predetermined number of
-        // other cookies", cannot apply: no domain is ever left over its limit.
+        // other cookies", cannot apply: no domain is ever left over its limit. But one site can hold many
+        // domains (a host with many labels may set 50 cookies for each of its parents, a site any number of
+        // subdomains), so the least recently used cookie is taken from the site that holds the most, as
+        // browsers cap cookies per registrable domain: a site flooding the jar evicts its own cookies, not
+        // another site's session.
+        var sites: [String: (count: Int, domains: [String])] = [:]
+        for (domain, bucket) in buckets {
+            let site = publicSuffixList?.registrableDomain(of: domain) ?? domain
+            sites[site, default: (0, [])].count += bucket.count
+            sites[site, default: (0, [])].domains.append(domain)
+        }
         while count > maxCookies {
-            var victim: (domain: String, index: Int, entry: Entry)?
-            for (domain, bucket) in buckets {
-                let index = Self.leastRecentlyUsed(in: bucket)
-                if let current = victim, !Self.isUsedLessRecently(bucket[index], than: current.entry) { continue }
-                victim = (domain, index, bucket[index])
+            guard let most = sites.values.map(\.count).max(), most > 0 else { return }
+            var victim: (site: String, domain: String, index: Int, entry: Entry)?
+            for (site, held) in sites where held.count == most {
+                for domain in held.domains {
+                    guard let bucket = buckets[domain], !bucket.isEmpty else { continue }
+                    let index = Self.leastRecentlyUsed(in: bucket)
+                    if let current = victim, !Self.isUsedLessRecently(bucket[index], than: current.entry) { continue }
+                    victim = (site, domain, index, bucket[index])
+                }
             }
             guard let victim else { return }
             buckets[victim.domain]!.remove(at: victim.index)
             if buckets[victim.domain]!.isEmpty { buckets[victim.domain] = nil }
+            sites[victim.site]!.count -= 1
             count -= 1
         }
     }
