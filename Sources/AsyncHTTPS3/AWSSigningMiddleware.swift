@@ -51,6 +51,11 @@ extension HTTPClientRequest {
 /// As user middleware it runs innermost, once per redirect hop and authentication round, so every request
 /// that goes out is signed afresh with the headers the built-in steps added (`Accept-Encoding`, `Cookie`).
 /// The body's hash comes from ``AsyncHTTP/HTTPClientRequest/awsPayloadSigning``.
+///
+/// A redirect hop to another origin than the request's first
+/// (``AsyncHTTP/HTTPClientRequest/isRedirectedFromAnotherOrigin``) goes out unsigned: the credentials are for
+/// the server the caller named, and a server that could redirect a signed request elsewhere would otherwise have
+/// it signed there too (curl sends `--aws-sigv4` only to the first host unless `--location-trusted`).
 public struct AWSSigningMiddleware: HTTPClientMiddleware {
     /// The signer (credentials, region, service).
     public var signer: AWSSigV4Signer
@@ -65,9 +70,10 @@ public struct AWSSigningMiddleware: HTTPClientMiddleware {
         self.now = now
     }
 
-    /// Signs `request` and passes it on.
+    /// Signs `request` and passes it on; a redirect hop to another origin passes unsigned.
     public func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
-        try await next(try await sign(request))
+        guard !request.isRedirectedFromAnotherOrigin else { return try await next(request) }
+        return try await next(try await sign(request))
     }
 
     /// `request` as it would leave this middleware: hashed (or re-framed as signed chunks) and signed.

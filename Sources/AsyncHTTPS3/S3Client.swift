@@ -51,8 +51,19 @@ public final class S3Client: Sendable {
     /// The key is encoded segment by segment with SigV4's rules (`/` kept), so the path on the wire is the one
     /// the signature covers.
     public func url(bucket: String, key: String? = nil, query: [(String, String?)] = []) throws(HTTPClientError) -> String {
-        guard !bucket.isEmpty, !bucket.contains("/") else {
-            throw HTTPClientError(.invalidRequest, "'\(bucket)' is not a bucket name")
+        // Letters, digits, '.', '-' and '_' only (S3's rules, widened to its legacy names): a bucket goes into the
+        // host with virtual-hosted addressing, where '#', '@', ':' or '?' would move the request to another host.
+        guard (1...255).contains(bucket.utf8.count), bucket.utf8.allSatisfy({ byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".")
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+        }) else {
+            throw HTTPClientError(.invalidRequest,
+                "'\(bucket)' is not a bucket name (letters, digits, '.', '-' and '_', at most 255 of them)")
+        }
+        // An empty key would make an object request a bucket request: DELETE / is DeleteBucket, GET / a listing.
+        if let key, key.isEmpty {
+            throw HTTPClientError(.invalidRequest, "an object key cannot be empty (bucket '\(bucket)')")
         }
         let endpoint = try HTTPURL(configuration.endpoint)
         var base = endpoint.path.hasSuffix("/") ? String(endpoint.path.dropLast()) : endpoint.path

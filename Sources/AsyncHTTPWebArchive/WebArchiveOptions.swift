@@ -39,6 +39,11 @@ public struct WebArchiveOptions: Sendable {
     /// A resource that would go past it is skipped (``WebArchiveResource/SkipReason/byteLimit``); a page
     /// larger than it is an error. 64 MiB by default: the cache's default `maxSize`, a generous page.
     public var maxTotalBytes = 64 << 20
+    /// The most bytes of `data:` URIs a ``WebArchiveOutput/singleFile(_:)`` archive may hold: each reference
+    /// holds the resource's whole URI (base64, a third larger than the bytes), so a page that references one
+    /// image thousands of times would otherwise grow past any memory. Past it the archive fails with
+    /// ``WebArchiveError/Code/outputTooLarge`` and nothing is written. nil: four times ``maxTotalBytes``.
+    public var maxSingleFileBytes: Int? = nil
     /// The most resources fetched; the rest are skipped (``WebArchiveResource/SkipReason/resourceLimit``).
     /// 1000 by default: a heavy page has a few hundred (HTTP Archive's 90th percentile is about 200).
     public var maxResources = 1000

@@ -120,6 +120,10 @@ public struct WebArchiveError: Error, Sendable, CustomStringConvertible {
         case noCache = "no cache"
         /// The archive could not be written (the message names the file and the OS error).
         case outputFailed = "output failed"
+        /// A single-file archive would be larger than ``WebArchiveOptions/maxSingleFileBytes``: every reference
+        /// to a resource holds its whole `data:` URI, so a page that references one resource many times grows
+        /// without bound. Nothing is written; archive into a directory instead.
+        case outputTooLarge = "output too large"
         /// The task was cancelled.
         case cancelled
         /// libxml2, which parses the page, could not be loaded (it is loaded on first use, not at program start);

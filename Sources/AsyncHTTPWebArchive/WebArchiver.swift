@@ -80,7 +80,14 @@ public struct WebArchiver: Sendable {
         case .downloadCache:
             break
         case .singleFile(let path):
-            crawl.rewrite(document, base: base) { crawl.dataURI($0) }
+            let limit = options.maxSingleFileBytes ?? options.maxTotalBytes.multipliedReportingOverflow(by: 4).partialValue
+            crawl.inlineBudget = max(0, limit)
+            crawl.rewrite(document, base: base) { crawl.inlinedDataURI($0) }
+            if crawl.inliningExceeded {
+                throw WebArchiveError(.outputTooLarge,
+                    "\(page.url.redactedDescription): the single file would hold more than \(limit) bytes of data: URIs"
+                        + " (maxSingleFileBytes); archive into a directory instead")
+            }
             written = document.serialized()
             try WebArchiveFiles.writeAtomically(written, to: path)
         case .directory(let path):
@@ -217,6 +224,10 @@ final class ArchiveCrawl {
     private let allowedOrigins: Set<String>
     private var dataURIs: [Int: String] = [:]
     private var inlining: Set<Int> = []
+    /// What the `data:` URIs placed so far may still add, in bytes; each use counts, since each reference holds
+    /// the whole URI. Past it ``inliningExceeded`` is set and nothing more is inlined.
+    var inlineBudget = Int.max
+    private(set) var inliningExceeded = false
 
     init(pageURL: HTTPURL, pageBody: [UInt8], options: WebArchiveOptions) {
         self.pageURL = pageURL
@@ -349,9 +360,21 @@ final class ArchiveCrawl {
         if inlining.contains(index) { return MediaTypes.dataURI([], mediaType: MediaTypes.essence(entry.contentType)) }
         inlining.insert(index)
         defer { inlining.remove(index) }
-        let (bytes, mediaType) = rewritten(index) { self.dataURI($0) }
+        let (bytes, mediaType) = rewritten(index) { self.inlinedDataURI($0) }
         let uri = MediaTypes.dataURI(bytes, mediaType: mediaType)
         dataURIs[index] = uri
+        return uri
+    }
+
+    /// ``dataURI(_:)`` for one more reference, counted against ``inlineBudget``: nil once the budget is spent
+    /// (a stylesheet that references an image thousands of times stops there, not after building them all).
+    func inlinedDataURI(_ index: Int) -> String? {
+        guard !inliningExceeded, let uri = dataURI(index) else { return nil }
+        guard uri.utf8.count <= inlineBudget else {
+            inliningExceeded = true
+            return nil
+        }
+        inlineBudget -= uri.utf8.count
         return uri
     }
 

@@ -34,6 +34,7 @@ func runArchive(client: HTTPClient, url: String, output: String, silent: Bool) a
         case .pageTooLarge: return 63  // CURLE_FILESIZE_EXCEEDED
         case .noCache: return 2
         case .outputFailed: return 23  // CURLE_WRITE_ERROR
+        case .outputTooLarge: return 63  // CURLE_FILESIZE_EXCEEDED
         case .cancelled: return 42  // CURLE_ABORTED_BY_CALLBACK
         case .parserUnavailable: return 2  // CURLE_FAILED_INIT
         }

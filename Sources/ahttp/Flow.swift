@@ -189,6 +189,11 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
                     if body.refused {
                         outcome.exitCode = 22
                         outcome.errorMessage = "The requested URL returned error: \(body.head.status.code)"
+                    } else if case .file(let path) = job.destination, !(200..<300).contains(body.head.status.code) {
+                        // As without -Z: an error page or a redirect's body does not replace the user's file.
+                        outcome.exitCode = 22
+                        outcome.outputFile = path
+                        outcome.errorMessage = "The requested URL returned error: \(body.head.status.code) (\(path) left as it was)"
                     } else {
                         do {
                             outcome.outputFile = try writeParallelBody(body.bytes, to: job.destination, output: output)

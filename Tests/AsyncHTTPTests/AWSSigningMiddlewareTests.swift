@@ -49,4 +49,33 @@ final class AWSSigningMiddlewareTests: XCTestCase {
         XCTAssertEqual(headers["Authorization"], expected["authorization"] as? String)
         XCTAssertEqual(headers["X-Amz-Content-Sha256"], (expected["headers"] as? [String: String])?["x-amz-content-sha256"])
     }
+
+    /// A server that answers a signed request with a redirect to another origin does not get it signed there:
+    /// the hop goes out unsigned, as curl sends --aws-sigv4 only to the first host. A redirect on the same origin
+    /// is signed afresh.
+    func testARedirectToAnotherOriginGoesOutUnsigned() async throws {
+        let signer = AWSSigV4Signer(credentials: AWSCredentials(accessKeyID: "AKIAREDIRECT", secretAccessKey: "redirect/secret"),
+                                    region: "us-east-1", service: "execute-api")
+        var configuration = HTTPClient.Configuration()
+        configuration.middleware = [AWSSigningMiddleware(signer: signer)]
+        let client = HTTPClient(configuration: configuration)
+        let base = try Peers.httpbin()
+        let other = base.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        XCTAssertNotEqual(other, base, "the test needs httpbin on 127.0.0.1, reachable as localhost too")
+        func echoedHeaders(_ url: String) async throws -> [String: String] {
+            var request = HTTPClientRequest(url: url)
+            request.method = .delete
+            let response = try await client.send(request)
+            let body = try await response.body.collect(upTo: 1 << 20)
+            let echo = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+            return try XCTUnwrap(echo["headers"] as? [String: String])
+        }
+        let target = (other + "/anything/admin").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        let elsewhere = try await echoedHeaders(base + "/redirect-to?status_code=307&url=" + target)
+        XCTAssertNil(elsewhere["Authorization"], "the hop to another origin was signed")
+        XCTAssertNil(elsewhere["X-Amz-Date"])
+        let same = try await echoedHeaders(base + "/redirect-to?status_code=307&url=%2Fanything%2Fsame")
+        XCTAssertTrue(same["Authorization"]?.hasPrefix("AWS4-HMAC-SHA256 Credential=AKIAREDIRECT/") ?? false, "\(same)")
+        await client.shutdown()
+    }
 }

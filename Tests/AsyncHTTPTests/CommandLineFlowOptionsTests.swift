@@ -101,6 +101,10 @@ final class CommandLineFlowOptionsTests: XCTestCase {
         let refused = try ahttp(["-sS", "-f", "-Z", "-o", first, server.url("/missing")])
         XCTAssertEqual(refused.status, 22, "curl -f's code")
         XCTAssertEqual(try String(contentsOfFile: first, encoding: .utf8), "hello", "-f leaves the file as it was")
+        // Without -f too, as without -Z: an error page does not replace the user's file (it used to, exit 0).
+        let missing = try ahttp(["-s", "-Z", "-o", first, server.url("/status/404")])
+        XCTAssertEqual(missing.status, 22)
+        XCTAssertEqual(try String(contentsOfFile: first, encoding: .utf8), "hello", "a 404 replaced the file")
         try await server.shutdown()
     }
 

@@ -88,4 +88,17 @@ final class DownloadResumeTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("another download is writing"), "\(error)")
         }
     }
+
+    /// A partial file planted as a symbolic link to another of the user's files is refused: a resume would
+    /// truncate that file and rename the link into place.
+    func testAPartialFileThatIsASymbolicLinkIsRefused() throws {
+        let directory = makeCacheDirectory()
+        let victim = directory + "/bashrc", partialPath = directory + "/file.part"
+        XCTAssertTrue(FileManager.default.createFile(atPath: victim, contents: Data("precious".utf8)))
+        try FileManager.default.createSymbolicLink(atPath: partialPath, withDestinationPath: victim)
+        XCTAssertThrowsError(try HTTPClient.openLockedPartial(partialPath)) { error in
+            XCTAssertEqual((error as? HTTPClientError)?.code, .invalidRequest, "\(error)")
+        }
+        XCTAssertEqual(FileManager.default.contents(atPath: victim), Data("precious".utf8))
+    }
 }

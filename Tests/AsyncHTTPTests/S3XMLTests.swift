@@ -55,4 +55,23 @@ final class S3XMLTests: XCTestCase {
         XCTAssertEqual(root.children("CommonPrefixes").compactMap { $0.value("Prefix") }, ["dir/"])
         XCTAssertEqual(escapeXML("\"a\"&<b>"), "&quot;a&quot;&amp;&lt;b&gt;")
     }
+
+    /// A bucket name goes into the host with virtual-hosted addressing: one holding '#', '@', ':' or '?' would send
+    /// the request (and its body) to another host. And an empty key would turn an object request into a bucket
+    /// request (DELETE / is DeleteBucket). Both are refused before anything is sent.
+    func testBucketNamesAndEmptyKeysThatWouldChangeTheRequestAreRefused() throws {
+        var configuration = S3Configuration(region: "us-east-1", credentials: AWSCredentials(accessKeyID: "a", secretAccessKey: "b"),
+                                            endpoint: "http://s3.test")
+        configuration.addressingStyle = .virtualHosted
+        let s3 = S3Client(configuration: configuration)
+        for bucket in ["evil.example#", "evil.example?", "user@evil.example", "localhost:8080", "[::1]", "a b", ""] {
+            XCTAssertThrowsError(try s3.url(bucket: bucket, key: "k"), bucket) { error in
+                XCTAssertEqual((error as? HTTPClientError)?.code, .invalidRequest)
+            }
+        }
+        XCTAssertThrowsError(try s3.url(bucket: "bucket", key: ""))
+        XCTAssertThrowsError(try s3.presignedURL(bucket: "bucket", key: "", expires: .seconds(60)))
+        XCTAssertEqual(try HTTPURL(try s3.url(bucket: "my.bucket-1", key: "a/b c")).host, "my.bucket-1.s3.test")
+        XCTAssertEqual(try s3.url(bucket: "bucket"), "http://bucket.s3.test/", "a bucket request has no key")
+    }
 }

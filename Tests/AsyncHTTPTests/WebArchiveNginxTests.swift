@@ -283,6 +283,25 @@ final class WebArchiveNginxTests: XCTestCase {
         XCTAssertTrue(String(decoding: byteResult.document, as: UTF8.self).contains(site.url + "/img/hero.png"))
     }
 
+    /// Each reference in a single file holds the resource's whole data: URI, so the file is bounded on its own
+    /// (a page referencing one image thousands of times grew past any memory): past maxSingleFileBytes the archive
+    /// fails with a typed error and writes nothing. A directory archive of the same page is unaffected.
+    func testASingleFileLargerThanItsLimitIsATypedErrorAndWritesNothing() async throws {
+        var tight = WebArchiveOptions()
+        tight.maxSingleFileBytes = 4_000
+        let path = scratch.path + "/tight.html"
+        var code: WebArchiveError.Code?
+        do {
+            _ = try await WebArchiver(client: client, options: tight).archive(site.url + "/", to: .singleFile(path))
+        } catch {
+            code = error.code
+        }
+        XCTAssertEqual(code, .outputTooLarge, "the single file went past its limit")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path))
+        let directory = try await WebArchiver(client: client, options: tight).archive(site.url + "/", to: .directory(scratch.path + "/dir"))
+        XCTAssertFalse(directory.archived.isEmpty)
+    }
+
     func testAFailedPageThrowsATypedError() async throws {
         let archiver = WebArchiver(client: client)
         let out = WebArchiveOutput.singleFile(scratch.path + "/x.html")

@@ -213,6 +213,12 @@ extension HTTPClient {
     static func openLockedPartial(_ path: String, afterOpen: () -> Void = {}) throws(HTTPClientError) -> LocalFile {
         for _ in 0..<3 {
             let file = try LocalFile.openForWriting(path, mode: .append)
+            // A FIFO or a device (planted, or named by mistake) is no partial file: it would be truncated and
+            // renamed into place.
+            guard (try? file.status().isRegular) == true else {
+                file.close()
+                throw HTTPClientError.invalidRequest("\(path) is not a regular file; refused as a partial download")
+            }
             afterOpen()
             guard file.tryLock() else {
                 file.close()

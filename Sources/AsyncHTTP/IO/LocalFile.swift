@@ -47,6 +47,8 @@ final class LocalFile: @unchecked Sendable {
         /// Create a new file; fail if one exists (`O_EXCL`): a unique temporary file.
         case createNew
         /// Open or create, keeping what is there; writes go to the end (`O_APPEND`): a resumable partial file.
+        /// A symbolic link is refused (`O_NOFOLLOW`): whoever can write the directory could otherwise point the
+        /// partial file at another of the user's files, which a resume then truncates and renames into place.
         case append
     }
 
@@ -54,10 +56,15 @@ final class LocalFile: @unchecked Sendable {
     static func openForWriting(_ path: String, mode: WriteMode) throws(HTTPClientError) -> LocalFile {
         let flags: Int32 = switch mode {
         case .createNew: O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
-        case .append: O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC
+        case .append: O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW
         }
         let fd = open(path, flags, 0o600)
-        guard fd >= 0 else { throw fileError(.ioFailure, "cannot create \(path)") }
+        guard fd >= 0 else {
+            if errno == ELOOP {
+                throw HTTPClientError(.invalidRequest, "refused to write through \(path): it is a symbolic link")
+            }
+            throw fileError(.ioFailure, "cannot create \(path)")
+        }
         return LocalFile(fd: fd, path: path)
     }
 

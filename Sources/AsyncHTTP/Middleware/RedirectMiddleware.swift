@@ -200,6 +200,8 @@ struct RedirectMiddleware: HTTPClientMiddleware {
                 nextRequest.credentials = nil
                 nextRequest.bearerToken = nil
                 nextRequest.sendsCredentialsPreemptively = false
+                // For middleware that adds credentials of its own (request signing): not for this origin.
+                nextRequest.isRedirectedFromAnotherOrigin = true
                 for name in policy.sensitiveHeaders.union(request.sensitiveHeaders) { nextRequest.headers[name] = nil }
                 nextRequest.headers[Self.hostHeader] = nil  // the new URL's host, not a Host the caller set (as Go)
             }
