@@ -12,8 +12,8 @@ extension S3Client {
     /// - A failed part stops the upload: the parts running are cancelled and the upload is aborted (S3 deletes
     ///   its parts). With ``S3MultipartOptions/abortsOnFailure`` off it is kept instead, and the error is an
     ///   ``S3MultipartUploadError`` with its ID.
-    /// - `resumingUploadID` continues such an upload: the parts S3 already has (same number, same size) are not
-    ///   sent again.
+    /// - `resumingUploadID` continues such an upload: the parts S3 already has (same number, same size, and the
+    ///   MD5 of the file's bytes there is the part's entity tag) are not sent again.
     /// - Each part is signed when it is about to start, so a long upload never sends a signature older than a
     ///   few parts (S3 refuses requests more than 15 minutes from its clock).
     public func uploadFile(bucket: String, key: String, path: String, options: S3PutOptions = S3PutOptions(),
@@ -42,7 +42,12 @@ extension S3Client {
             if resumingUploadID != nil {
                 for (number, stored) in try await listParts(bucket: bucket, key: key, uploadID: uploadID) {
                     let expected = number == partCount ? size - (partCount - 1) * partSize : partSize
-                    if number <= partCount, stored.size == expected { etags[number] = stored.eTag }
+                    // The same size is not the same bytes: a file changed between the attempts would be completed
+                    // as a mix of old and new parts. Kept only if its MD5 is the entity tag S3 gave it.
+                    if number <= partCount, stored.size == expected,
+                       try await Self.fileRange(path, offset: (number - 1) * partSize, length: expected, hasETag: stored.eTag) {
+                        etags[number] = stored.eTag
+                    }
                 }
             }
             try await uploadParts(bucket: bucket, key: key, path: path, uploadID: uploadID, size: size,
@@ -55,6 +60,24 @@ extension S3Client {
             }
             throw S3MultipartUploadError(uploadID: uploadID, partsCompleted: etags.count, underlying: error)
         }
+    }
+
+    /// Whether the file's bytes in the range are the part S3 stored with `eTag`: S3's entity tag of a part is the
+    /// MD5 of its bytes, in hex and quotes. A tag that is not one (parts encrypted with SSE-KMS have others) says
+    /// nothing, and the part goes up again.
+    static func fileRange(_ path: String, offset: Int, length: Int, hasETag eTag: String) async throws -> Bool {
+        var tag = Substring(eTag)
+        if tag.hasPrefix("\""), tag.hasSuffix("\""), tag.count >= 2 { tag = tag.dropFirst().dropLast() }
+        guard tag.utf8.count == 32, tag.utf8.allSatisfy({ hexDigit($0) }) else { return false }
+        let reader = try HTTPClientRequest.Body.file(path, offset: offset, length: length).makeChunkReader()
+        let hasher = try SHA256Hasher.md5()
+        while let chunk = try await reader.next() { try hasher.update(chunk) }
+        return hex(try hasher.finish()) == tag.lowercased()
+    }
+
+    private static func hexDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
     }
 
     /// Starts a multipart upload (`POST ?uploads`) and returns its ID.

@@ -12,15 +12,30 @@ private func refused(_ what: String) -> HTTPClientError {
     HTTPClientError(.authenticationFailed, "OpenSSL could not compute \(what) for AWS Signature Version 4")
 }
 
-/// An incremental SHA-256 (FIPS 180-4) over OpenSSL's `EVP_MD_CTX`. One owner; `finish()` once.
+/// An incremental hash over OpenSSL's `EVP_MD_CTX`: SHA-256 (FIPS 180-4) for signing, MD5 (RFC 1321) to compare a
+/// file's bytes with the entity tag S3 gave a part it stored. One owner; `finish()` once.
 final class SHA256Hasher {
     private let context: OpaquePointer
+    private let name: String
+    private let size: Int
 
-    init() throws(HTTPClientError) {
-        guard let context = EVP_MD_CTX_new() else { throw refused("SHA-256") }
-        guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
+    /// SHA-256.
+    convenience init() throws(HTTPClientError) {
+        try self.init(EVP_sha256(), name: "SHA-256", size: 32)
+    }
+
+    /// MD5: not for signing, only to recognise bytes S3 already holds.
+    static func md5() throws(HTTPClientError) -> SHA256Hasher {
+        try SHA256Hasher(EVP_md5(), name: "MD5", size: 16)
+    }
+
+    private init(_ algorithm: OpaquePointer?, name: String, size: Int) throws(HTTPClientError) {
+        self.name = name
+        self.size = size
+        guard let context = EVP_MD_CTX_new() else { throw refused(name) }
+        guard EVP_DigestInit_ex(context, algorithm, nil) == 1 else {
             EVP_MD_CTX_free(context)
-            throw refused("SHA-256")
+            throw refused(name)
         }
         self.context = context
     }
@@ -32,22 +47,22 @@ final class SHA256Hasher {
             buffer.isEmpty ? 1 : EVP_DigestUpdate(context, buffer.baseAddress, buffer.count)
         }
         if let status {
-            guard status == 1 else { throw refused("SHA-256") }
+            guard status == 1 else { throw refused(name) }
             return
         }
         let copy = Array(bytes)
         let copied = copy.withUnsafeBytes { buffer in
             buffer.isEmpty ? 1 : EVP_DigestUpdate(context, buffer.baseAddress, buffer.count)
         }
-        guard copied == 1 else { throw refused("SHA-256") }
+        guard copied == 1 else { throw refused(name) }
     }
 
     func finish() throws(HTTPClientError) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let status = output.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(context, $0.baseAddress, &length) }
-        guard status == 1, length == 32 else { throw refused("SHA-256") }
-        return Array(output[..<32])
+        guard status == 1, length == size else { throw refused(name) }
+        return Array(output[..<size])
     }
 }
 

@@ -232,6 +232,36 @@ final class S3IntegrationTests: XCTestCase {
         XCTAssertEqual(awaited7, bytes)
     }
 
+    /// A file that changed between the attempts, keeping its size: the stored part holds the old bytes, so it
+    /// goes up again, and the object is the new file (reusing parts by size alone completed a mix of the two).
+    func testAResumedUploadSendsAgainAPartWhoseBytesChanged() async throws {
+        let s3 = try makeS3()
+        let bucket = try await makeBucket(s3)
+        let directory = try temporaryDirectory()
+        let file = directory.appendingPathComponent("changed.bin")
+        let original = pattern((10 << 20) + 1, seed: 7)
+        try Data(original).write(to: file)
+        let uploadID = try await s3.createMultipartUpload(bucket: bucket, key: "changed.bin")
+        var part = HTTPClientRequest(url: try s3.url(bucket: bucket, key: "changed.bin",
+                                                     query: [("partNumber", "1"), ("uploadId", uploadID)]))
+        part.method = .put
+        part.body = try .file(file.path, offset: 0, length: 5 << 20)
+        try await s3.check(try await s3.send(part))
+        // The file is rewritten with other bytes of the same size before the upload is resumed.
+        let changed = original.map { $0 ^ 0xA5 }
+        try Data(changed).write(to: file)
+        let parts = PartsInFlight()
+        var clientConfiguration = HTTPClient.Configuration()
+        clientConfiguration.observers = [parts]
+        let client = HTTPClient(configuration: clientConfiguration)
+        let resuming = S3Client(configuration: s3.configuration, client: client)
+        _ = try await resuming.uploadFile(bucket: bucket, key: "changed.bin", path: file.path, resumingUploadID: uploadID)
+        XCTAssertEqual(parts.started, 3, "the changed part 1 was not sent again")
+        await client.shutdown()
+        let stored = try await s3.getObject(bucket: bucket, key: "changed.bin").body.collect(upTo: 32 << 20)
+        XCTAssertEqual(stored, changed, "the object mixes the old file's part with the new file's")
+    }
+
     func testFailedMultipartUploadIsAbortedAndReportsS3sError() async throws {
         let s3 = try makeS3()
         let bucket = try await makeBucket(s3)
