@@ -202,31 +202,42 @@ final class S3IntegrationTests: XCTestCase {
         await client.shutdown()
     }
 
-    func testMultipartUploadResumesAndSkipsStoredParts() async throws {
-        let s3 = try makeS3()
-        let bucket = try await makeBucket(s3)
-        let directory = try temporaryDirectory()
-        let file = directory.appendingPathComponent("resume.bin")
-        let bytes = pattern((10 << 20) + 1, seed: 5)
+    /// An earlier attempt that stored part 1 of `bytes` (written to a new file) and stopped: the file and the upload.
+    private func uploadStoppedAfterPartOne(_ s3: S3Client, bucket: String, key: String, bytes: [UInt8]) async throws
+        -> (file: URL, uploadID: String) {
+        let file = try temporaryDirectory().appendingPathComponent(key)
         try Data(bytes).write(to: file)
-        // An earlier attempt stored part 1 and stopped.
-        let uploadID = try await s3.createMultipartUpload(bucket: bucket, key: "resume.bin")
-        var part = HTTPClientRequest(url: try s3.url(bucket: bucket, key: "resume.bin",
-                                                     query: [("partNumber", "1"), ("uploadId", uploadID)]))
+        let uploadID = try await s3.createMultipartUpload(bucket: bucket, key: key)
+        var part = HTTPClientRequest(url: try s3.url(bucket: bucket, key: key, query: [("partNumber", "1"), ("uploadId", uploadID)]))
         part.method = .put
         part.body = try .file(file.path, offset: 0, length: 5 << 20)
         try await s3.check(try await s3.send(part))
-        let awaited6 = try await s3.listParts(bucket: bucket, key: "resume.bin", uploadID: uploadID).keys.sorted()
-        XCTAssertEqual(awaited6, [1])
+        return (file, uploadID)
+    }
 
+    /// Resumes `uploadID` from `file` through a client that counts the parts sent.
+    private func resume(_ s3: S3Client, bucket: String, key: String, file: URL, uploadID: String) async throws
+        -> (result: S3PutResult, partsSent: Int) {
         let parts = PartsInFlight()
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.observers = [parts]
         let client = HTTPClient(configuration: clientConfiguration)
         let resuming = S3Client(configuration: s3.configuration, client: client)
-        let result = try await resuming.uploadFile(bucket: bucket, key: "resume.bin", path: file.path, resumingUploadID: uploadID)
-        XCTAssertEqual(parts.started, 2, "part 1 was sent again")
+        let result = try await resuming.uploadFile(bucket: bucket, key: key, path: file.path, resumingUploadID: uploadID)
         await client.shutdown()
+        return (result, parts.started)
+    }
+
+    func testMultipartUploadResumesAndSkipsStoredParts() async throws {
+        let s3 = try makeS3()
+        let bucket = try await makeBucket(s3)
+        let bytes = pattern((10 << 20) + 1, seed: 5)
+        let (file, uploadID) = try await uploadStoppedAfterPartOne(s3, bucket: bucket, key: "resume.bin", bytes: bytes)
+        let awaited6 = try await s3.listParts(bucket: bucket, key: "resume.bin", uploadID: uploadID).keys.sorted()
+        XCTAssertEqual(awaited6, [1])
+
+        let (result, partsSent) = try await resume(s3, bucket: bucket, key: "resume.bin", file: file, uploadID: uploadID)
+        XCTAssertEqual(partsSent, 2, "part 1 was sent again")
         XCTAssertTrue(result.eTag?.hasSuffix("-3\"") ?? false)
         let awaited7 = try await s3.getObject(bucket: bucket, key: "resume.bin").body.collect(upTo: 32 << 20)
         XCTAssertEqual(awaited7, bytes)
@@ -237,27 +248,13 @@ final class S3IntegrationTests: XCTestCase {
     func testAResumedUploadSendsAgainAPartWhoseBytesChanged() async throws {
         let s3 = try makeS3()
         let bucket = try await makeBucket(s3)
-        let directory = try temporaryDirectory()
-        let file = directory.appendingPathComponent("changed.bin")
         let original = pattern((10 << 20) + 1, seed: 7)
-        try Data(original).write(to: file)
-        let uploadID = try await s3.createMultipartUpload(bucket: bucket, key: "changed.bin")
-        var part = HTTPClientRequest(url: try s3.url(bucket: bucket, key: "changed.bin",
-                                                     query: [("partNumber", "1"), ("uploadId", uploadID)]))
-        part.method = .put
-        part.body = try .file(file.path, offset: 0, length: 5 << 20)
-        try await s3.check(try await s3.send(part))
+        let (file, uploadID) = try await uploadStoppedAfterPartOne(s3, bucket: bucket, key: "changed.bin", bytes: original)
         // The file is rewritten with other bytes of the same size before the upload is resumed.
         let changed = original.map { $0 ^ 0xA5 }
         try Data(changed).write(to: file)
-        let parts = PartsInFlight()
-        var clientConfiguration = HTTPClient.Configuration()
-        clientConfiguration.observers = [parts]
-        let client = HTTPClient(configuration: clientConfiguration)
-        let resuming = S3Client(configuration: s3.configuration, client: client)
-        _ = try await resuming.uploadFile(bucket: bucket, key: "changed.bin", path: file.path, resumingUploadID: uploadID)
-        XCTAssertEqual(parts.started, 3, "the changed part 1 was not sent again")
-        await client.shutdown()
+        let (_, partsSent) = try await resume(s3, bucket: bucket, key: "changed.bin", file: file, uploadID: uploadID)
+        XCTAssertEqual(partsSent, 3, "the changed part 1 was not sent again")
         let stored = try await s3.getObject(bucket: bucket, key: "changed.bin").body.collect(upTo: 32 << 20)
         XCTAssertEqual(stored, changed, "the object mixes the old file's part with the new file's")
     }
