@@ -53,7 +53,7 @@ extension HTTPClientRequest {
 /// The body's hash comes from ``AsyncHTTP/HTTPClientRequest/awsPayloadSigning``.
 ///
 /// A redirect hop to another origin than the request's first
-/// (``AsyncHTTP/HTTPClientRequest/isRedirectedFromAnotherOrigin``) goes out unsigned: the credentials are for
+/// (`HTTPClientRequest.isRedirectedFromAnotherOrigin`) goes out unsigned: the credentials are for
 /// the server the caller named, and a server that could redirect a signed request elsewhere would otherwise have
 /// it signed there too (curl sends `--aws-sigv4` only to the first host unless `--location-trusted`).
 public struct AWSSigningMiddleware: HTTPClientMiddleware {

@@ -9,7 +9,7 @@ extension HTTPClientRequest {
     ///
     /// Credentials the caller gave belong to the first origin: the redirect step drops `Authorization`,
     /// ``credentials`` and ``bearerToken`` on such a hop, and middleware that adds credentials of its own
-    /// should leave such a request alone, as ``AsyncHTTPS3/AWSSigningMiddleware`` does (curl sends
+    /// should leave such a request alone, as `AWSSigningMiddleware` (AsyncHTTPS3) does (curl sends
     /// `--aws-sigv4` and `-u` only to the first host unless `--location-trusted`).
     public internal(set) var isRedirectedFromAnotherOrigin: Bool {
         get { self[CrossOriginRedirectOption.self] }

@@ -44,7 +44,8 @@ struct PreparedRequest: Sendable {
         // Proxy credentials are for a proxy that reads this head: an HTTP proxy forwarding a plain-http request.
         // Directly, through a CONNECT tunnel or through SOCKS the head goes to the origin, which must not see
         // them (URLSession reserves the field; curl would send a -H one on to the origin).
-        if !absoluteForm { headers[.proxyAuthorization] = nil }
+        // (A read first: almost no request has the field, and removing walks the fields as a mutation.)
+        if !absoluteForm, headers.contains(.proxyAuthorization) { headers[.proxyAuthorization] = nil }
         if !request.persistentConnection {
             headers[.connection] = "close"
         } else if request.version == .http1_0, headers[.connection] == nil {
