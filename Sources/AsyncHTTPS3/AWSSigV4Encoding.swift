@@ -23,6 +23,16 @@ func awsURIEncode(_ text: some Sequence<UInt8>, keepingSlash: Bool = false) -> S
     return String(decoding: out, as: UTF8.self)
 }
 
+/// The value of one hex digit, either case; nil for any other byte.
+func hexValue(_ byte: UInt8) -> UInt8? {
+    switch byte {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+    default: nil
+    }
+}
+
 /// `%XX` sequences decoded to bytes; a `%` not followed by two hex digits stays as it is. `+` stays `+`: in a
 /// URL's query it is a literal plus to AWS (botocore and the AWS CLI send a space as `%20`).
 func percentDecode(_ text: Substring) -> [UInt8] {
@@ -30,14 +40,6 @@ func percentDecode(_ text: Substring) -> [UInt8] {
     var out: [UInt8] = []
     out.reserveCapacity(bytes.count)
     var index = 0
-    func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
     while index < bytes.count {
         if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
            let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) {

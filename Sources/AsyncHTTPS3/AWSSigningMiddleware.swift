@@ -148,7 +148,7 @@ public struct AWSSigningMiddleware: HTTPClientMiddleware {
     /// The SHA-256 of a replayable body (a file is read through once).
     static func hash(_ body: HTTPClientRequest.Body) async throws -> AWSPayload {
         let reader = try body.makeChunkReader()
-        let hasher = try SHA256Hasher()
+        let hasher = try DigestHasher()
         while let chunk = try await reader.next() {
             try hasher.update(chunk)
         }

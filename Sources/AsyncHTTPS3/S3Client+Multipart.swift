@@ -68,16 +68,11 @@ extension S3Client {
     static func fileRange(_ path: String, offset: Int, length: Int, hasETag eTag: String) async throws -> Bool {
         var tag = Substring(eTag)
         if tag.hasPrefix("\""), tag.hasSuffix("\""), tag.count >= 2 { tag = tag.dropFirst().dropLast() }
-        guard tag.utf8.count == 32, tag.utf8.allSatisfy({ hexDigit($0) }) else { return false }
+        guard tag.utf8.count == 32, tag.utf8.allSatisfy({ hexValue($0) != nil }) else { return false }
         let reader = try HTTPClientRequest.Body.file(path, offset: offset, length: length).makeChunkReader()
-        let hasher = try SHA256Hasher.md5()
+        let hasher = try DigestHasher.md5()
         while let chunk = try await reader.next() { try hasher.update(chunk) }
         return hex(try hasher.finish()) == tag.lowercased()
-    }
-
-    private static func hexDigit(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
-            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
     }
 
     /// Starts a multipart upload (`POST ?uploads`) and returns its ID.

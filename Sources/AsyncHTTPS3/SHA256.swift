@@ -9,12 +9,12 @@ import COpenSSL
 /// The failure OpenSSL can report here: a digest its configured providers refuse (a FIPS-only build without
 /// SHA-256 is not known to exist, but the call can fail and must not crash).
 private func refused(_ what: String) -> HTTPClientError {
-    HTTPClientError(.authenticationFailed, "OpenSSL could not compute \(what) for AWS Signature Version 4")
+    HTTPClientError(.authenticationFailed, "OpenSSL could not compute \(what) (AWS Signature Version 4, S3)")
 }
 
 /// An incremental hash over OpenSSL's `EVP_MD_CTX`: SHA-256 (FIPS 180-4) for signing, MD5 (RFC 1321) to compare a
 /// file's bytes with the entity tag S3 gave a part it stored. One owner; `finish()` once.
-final class SHA256Hasher {
+final class DigestHasher {
     private let context: OpaquePointer
     private let name: String
     private let size: Int
@@ -25,8 +25,8 @@ final class SHA256Hasher {
     }
 
     /// MD5: not for signing, only to recognise bytes S3 already holds.
-    static func md5() throws(HTTPClientError) -> SHA256Hasher {
-        try SHA256Hasher(EVP_md5(), name: "MD5", size: 16)
+    static func md5() throws(HTTPClientError) -> DigestHasher {
+        try DigestHasher(EVP_md5(), name: "MD5", size: 16)
     }
 
     private init(_ algorithm: OpaquePointer?, name: String, size: Int) throws(HTTPClientError) {
@@ -68,7 +68,7 @@ final class SHA256Hasher {
 
 /// SHA-256 of `bytes`.
 func sha256Digest(_ bytes: some Collection<UInt8>) throws(HTTPClientError) -> [UInt8] {
-    let hasher = try SHA256Hasher()
+    let hasher = try DigestHasher()
     try hasher.update(bytes)
     return try hasher.finish()
 }

@@ -47,9 +47,8 @@ public actor CookieJar {
         /// trailing dot (`example.com.` is the fully qualified `example.com`, and must not slip past the public
         /// suffix check as "com."; curl strips it too), and drops any `?query` or `#fragment` from the path.
         public init(host: String, path: String, isSecure: Bool) {
-            var host = Substring(host)
-            if host.count > 1, host.last == "." { host = host.dropLast() }
-            self.host = IDNA.toASCII(String(host)) ?? host.lowercased()
+            let host = hostWithoutTrailingDot(host)
+            self.host = IDNA.toASCII(host) ?? host.lowercased()
             var path = Substring(path)
             if let end = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<end] }
             self.path = path.isEmpty ? "/" : String(path)

@@ -55,12 +55,19 @@ struct ProxyResolver: Sendable {
     /// The proxy for `url`, or nil to connect directly.
     func proxy(for url: HTTPURL) -> ProxyConfiguration? {
         guard let proxy = url.isSecure ? https : http else { return nil }
-        let host = url.host.count > 1 && url.host.hasSuffix(".") ? String(url.host.dropLast()) : url.host
+        let host = hostWithoutTrailingDot(url.host)
         if bypassesLoopback, host == "localhost" || host.hasSuffix(".localhost") || NoProxyList.isLoopback(host) {
             return nil
         }
-        return bypass.matches(host: url.host, port: url.port) ? nil : proxy
+        return bypass.matches(host: host, port: url.port) ? nil : proxy
     }
+}
+
+/// `host` without one trailing dot: `intranet.corp.` is the fully qualified `intranet.corp`. Used where a host is
+/// matched against names (no_proxy, the loopback bypass, cookie domains), so that the dot takes it past none of
+/// them, as curl strips it. A host that is only "." stays.
+func hostWithoutTrailingDot(_ host: String) -> String {
+    host.utf8.count > 1 && host.utf8.last == UInt8(ascii: ".") ? String(host.dropLast()) : host
 }
 
 /// A `no_proxy` list: comma- or space-separated entries, each `*` (everything), a domain (`example.com`
@@ -102,7 +109,7 @@ struct NoProxyList: Sendable, Hashable {
             } else {
                 while item.hasPrefix(".") { item.removeFirst() }
                 if item.hasPrefix("*.") { item.removeFirst(2) }
-                if item.hasSuffix(".") { item.removeLast() }
+                item = hostWithoutTrailingDot(item)
                 if !item.isEmpty { entries.append(.domain(item, port: port)) }
             }
         }
@@ -110,9 +117,7 @@ struct NoProxyList: Sendable, Hashable {
     }
 
     func matches(host: String, port: Int) -> Bool {
-        // `intranet.corp.` is the fully qualified `intranet.corp`: it matches `corp` as curl's no_proxy does.
-        var host = host.lowercased()
-        if host.count > 1, host.hasSuffix(".") { host.removeLast() }
+        let host = hostWithoutTrailingDot(host.lowercased())
         let address = Self.address(host)
         for entry in entries {
             switch entry {
