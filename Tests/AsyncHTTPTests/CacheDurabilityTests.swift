@@ -195,4 +195,30 @@ final class CacheDurabilityTests: XCTestCase {
         XCTAssertTrue(result.stderr.contains("unknown cache policy 'sometimes'"), result.stderr)
         XCTAssertTrue(result.stderr.contains("dontLoad"), "lists the known names")
     }
+
+    /// A FIFO where an entry's head file belongs (put there by mistake or by whoever can write the directory)
+    /// used to hold the lookup in `open` until some process opened it for writing; it is now a miss.
+    func testAFIFOInPlaceOfAnEntryIsAMissNotAHang() throws {
+        let directory = makeCacheDirectory()
+        let cache = try HTTPCache(directory: directory)
+        let key = "http://127.0.0.1:1/fifo"
+        let headPath = directory + "/entries/" + HTTPCache.hash(key) + ".meta"
+        XCTAssertEqual(mkfifo(headPath, 0o600), 0)
+        let finished = DispatchSemaphore(value: 0)
+        let found = Locked<Bool?>(nil)
+        Thread.detachNewThread {
+            let stored = cache.lookup(key: key, requestHeaders: [:])
+            found.withLock { $0 = stored != nil }
+            finished.signal()
+        }
+        if finished.wait(timeout: .now() + 5) == .timedOut {
+            // Release the blocked open by becoming its writer, so that the thread ends, then fail.
+            let writer = open(headPath, O_RDWR | O_NONBLOCK)
+            _ = finished.wait(timeout: .now() + 5)
+            if writer >= 0 { close(writer) }
+            XCTFail("a FIFO in place of a head file held the lookup")
+            return
+        }
+        XCTAssertEqual(found.withLock { $0 }, false)
+    }
 }

@@ -101,4 +101,31 @@ final class DownloadResumeTests: XCTestCase {
         }
         XCTAssertEqual(FileManager.default.contents(atPath: victim), Data("precious".utf8))
     }
+
+    /// A FIFO at the partial path used to hold the download in `open` until some process opened it for reading.
+    func testAPartialFileThatIsAFIFOIsRefusedWithoutWaitingForAReader() throws {
+        let directory = makeCacheDirectory()
+        let partialPath = directory + "/file.part"
+        XCTAssertEqual(mkfifo(partialPath, 0o600), 0)
+        let finished = DispatchSemaphore(value: 0)
+        let outcome = Locked<String?>(nil)
+        Thread.detachNewThread {
+            do {
+                _ = try HTTPClient.openLockedPartial(partialPath)
+                outcome.withLock { $0 = "opened" }
+            } catch {
+                outcome.withLock { $0 = (error as? HTTPClientError).map { "\($0.code)" } ?? "\(error)" }
+            }
+            finished.signal()
+        }
+        if finished.wait(timeout: .now() + 5) == .timedOut {
+            // Release the blocked open by becoming its reader, so that the thread ends, then fail.
+            let reader = open(partialPath, O_RDONLY | O_NONBLOCK)
+            _ = finished.wait(timeout: .now() + 5)
+            if reader >= 0 { close(reader) }
+            XCTFail("opening a FIFO as the partial file waited for a reader")
+            return
+        }
+        XCTAssertEqual(outcome.withLock { $0 }, "invalidRequest")
+    }
 }

@@ -65,8 +65,9 @@ enum CacheFiles {
     }
 
     /// ``read(_:limit:)`` and the identity of the file that was read (from the open descriptor).
+    /// Anything but a regular file (a FIFO, a device) is refused with nil too; the open does not block on one.
     static func readWithIdentity(_ path: String, limit: Int) throws(HTTPClientError) -> (bytes: [UInt8], identity: Identity)? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
             throw fileError("could not open \(path)")
@@ -74,6 +75,7 @@ enum CacheFiles {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw fileError("could not stat \(path)") }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         let size = Int(info.st_size)
         guard size <= limit else { return nil }
         let identity = identity(info)
@@ -151,9 +153,10 @@ final class CacheReadFile: Sendable {
     let size: Int
     let path: String
 
-    /// Opens `path`; nil if it does not exist.
+    /// Opens `path`; nil if it does not exist or is no regular file (the cache writes only regular files, and
+    /// the open does not block on a FIFO put in their place).
     init?(path: String) throws(HTTPClientError) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
             throw CacheFiles.fileError("could not open \(path)")
@@ -163,6 +166,10 @@ final class CacheReadFile: Sendable {
             let error = CacheFiles.fileError("could not stat \(path)")
             close(fd)
             throw error
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            return nil
         }
         self.fd = fd
         self.size = Int(info.st_size)

@@ -49,6 +49,9 @@ final class LocalFile: @unchecked Sendable {
         /// Open or create, keeping what is there; writes go to the end (`O_APPEND`): a resumable partial file.
         /// A symbolic link is refused (`O_NOFOLLOW`): whoever can write the directory could otherwise point the
         /// partial file at another of the user's files, which a resume then truncates and renames into place.
+        /// The open does not block (`O_NONBLOCK`, cleared once open): a FIFO at the path would otherwise hold the
+        /// task until some process opened it for reading. Such a FIFO fails to open (`ENXIO`) or is open, and the
+        /// caller then refuses it as no regular file.
         case append
     }
 
@@ -56,14 +59,21 @@ final class LocalFile: @unchecked Sendable {
     static func openForWriting(_ path: String, mode: WriteMode) throws(HTTPClientError) -> LocalFile {
         let flags: Int32 = switch mode {
         case .createNew: O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
-        case .append: O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW
+        case .append: O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK
         }
         let fd = open(path, flags, 0o600)
         guard fd >= 0 else {
             if errno == ELOOP {
                 throw HTTPClientError(.invalidRequest, "refused to write through \(path): it is a symbolic link")
             }
+            if errno == ENXIO {
+                throw HTTPClientError(.invalidRequest, "\(path) is a FIFO or socket, not a regular file")
+            }
             throw fileError(.ioFailure, "cannot create \(path)")
+        }
+        if flags & O_NONBLOCK != 0 {
+            let current = fcntl(fd, F_GETFL)
+            if current >= 0 { _ = fcntl(fd, F_SETFL, current & ~O_NONBLOCK) }
         }
         return LocalFile(fd: fd, path: path)
     }
