@@ -136,20 +136,31 @@ struct ParallelJob {
     var shownURL: String
 }
 
-/// What one `-Z` transfer brought back: its head and its body (with the head first for -i), or nothing of the body
-/// when -f refused it.
+/// What one `-Z` transfer brought back: its head, and where its body went. A file or a device got it as it
+/// arrived; standard output gets it whole, in the order the transfers end, from memory or from a spool file.
 struct ParallelBody: Sendable {
     var head: ReceivedHead
     var url: String
-    var bytes: [UInt8]
+    /// The bytes for standard output (with the head first for -i), held until the transfer ends.
+    var spool: OutputSpool?
     var bodyBytes: Int
+    /// -f refused the status: nothing of the body was read.
     var refused: Bool
+    /// An error status that was not written over the user's file (as without -Z).
+    var leftFileAlone: Bool
+    /// The file written, for `%{filename_effective}`.
+    var outputFile: String?
+    /// Writing the destination failed (curl's exit 23).
+    var writeError: String?
 }
 
-/// `-Z`: every request at once, up to `--parallel-max`, through one batch. Each body is kept until its transfer
-/// ends, then written whole to its own destination (in the order they end): standard output never interleaves,
-/// and a file is replaced atomically, as without -Z. -w is written once per transfer as it ends. Returns the exit
-/// status: 0, or curl's code for the first failure. With `--fail-early` the first failure cancels the rest.
+/// `-Z`: every request at once, up to `--parallel-max`, through one batch. Each body goes where its URL's output
+/// goes as it arrives, so memory stays small whatever the sizes: a file is written to a temporary file beside it
+/// and renamed into place when complete, as without -Z; a device or FIFO (`-o /dev/null`) is written as a
+/// stream. Standard output never interleaves: each transfer's bytes are held (in memory up to
+/// ``OutputSpool/memoryLimit``, then in an unlinked temporary file) and written whole in the order the transfers
+/// end. -w is written once per transfer as it ends. Returns the exit status: 0, or curl's code for the first
+/// failure. With `--fail-early` the first failure cancels the rest.
 func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options: Options) async -> Int32 {
     let output = SharedSink(sink)
     let meter = options.showsProgress ? ParallelMeter(bar: options.flow.progressBar, count: jobs.count) : nil
@@ -158,21 +169,61 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
     if let meter { configuration.onEvent = { meter.event($0) } }
     let includeHead = options.includeHeaders || options.headOnly
     let refuses = options.fail && !options.failWithBody
-    let handler: @Sendable (HTTPClientResponse) async throws -> ParallelBody = { response in
+    // The batch numbers its members 0, 1, 2, … in the order they are added, which is the order of `jobs`.
+    let handler: @Sendable (HTTPBatchMember, HTTPClientResponse) async throws -> ParallelBody = { member, response in
         let head = ReceivedHead(status: response.status, version: response.version, headers: response.headers)
-        var result = ParallelBody(head: head, url: response.url.description, bytes: includeHead ? Array(head.text.utf8) : [],
-                                  bodyBytes: 0, refused: refuses && response.status.code >= 400)
-        guard !result.refused else { return result }
-        for try await chunk in response.body {
-            result.bytes += chunk
-            result.bodyBytes += chunk.count
+        var result = ParallelBody(head: head, url: response.url.description, spool: nil, bodyBytes: 0,
+                                  refused: refuses && response.status.code >= 400, leftFileAlone: false)
+        guard !result.refused, jobs.indices.contains(member.id) else { return result }
+        let headText = includeHead ? Array(head.text.utf8) : []
+        switch jobs[member.id].destination {
+        case .file(let path):
+            guard (200..<300).contains(response.status.code) else {
+                // As without -Z: an error page or a redirect's body does not replace the user's file.
+                result.leftFileAlone = true
+                for try await chunk in response.body { result.bodyBytes += chunk.count }
+                return result
+            }
+            do {
+                result.bodyBytes = try await response.body.write(toFileAtPath: path)
+                if !headText.isEmpty { try prependAtomically(headText, to: path) }
+                result.outputFile = path
+            } catch let error as UsageError {
+                result.writeError = error.message
+            } catch let error as HTTPClientError where error.code == .ioFailure || error.code == .invalidRequest {
+                result.writeError = error.message
+            }
+        case .stream(let path):
+            do {
+                let device = try Sink(path: path)
+                try device.write(headText[...])
+                for try await chunk in response.body {
+                    try device.write(chunk[...])
+                    result.bodyBytes += chunk.count
+                }
+                result.outputFile = path
+            } catch let error as UsageError {
+                result.writeError = error.message
+            }
+        case .stdout:
+            do {
+                let spool = OutputSpool()
+                try spool.append(headText[...])
+                for try await chunk in response.body {
+                    try spool.append(chunk)
+                    result.bodyBytes += chunk.count
+                }
+                result.spool = spool
+            } catch let error as UsageError {
+                result.writeError = error.message
+            }
         }
         return result
     }
     let start = ContinuousClock.now
     var status: Int32 = 0
     do {
-        try await client.withBatch(configuration, handler: handler) { batch in
+        try await client.withBatch(configuration, memberHandler: handler) { batch in
             var byID: [Int: ParallelJob] = [:]
             for job in jobs { byID[batch.add(job.request)] = job }
             batch.finish()
@@ -186,17 +237,20 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
                     outcome.finalHead = body.head
                     outcome.bodyBytes = body.bodyBytes
                     outcome.effectiveURL = HTTPURL.redacting(body.url)
+                    outcome.outputFile = body.outputFile
                     if body.refused {
                         outcome.exitCode = 22
                         outcome.errorMessage = "The requested URL returned error: \(body.head.status.code)"
-                    } else if case .file(let path) = job.destination, !(200..<300).contains(body.head.status.code) {
-                        // As without -Z: an error page or a redirect's body does not replace the user's file.
+                    } else if body.leftFileAlone, case .file(let path) = job.destination {
                         outcome.exitCode = 22
                         outcome.outputFile = path
                         outcome.errorMessage = "The requested URL returned error: \(body.head.status.code) (\(path) left as it was)"
-                    } else {
+                    } else if let message = body.writeError {
+                        outcome.exitCode = 23
+                        outcome.errorMessage = message
+                    } else if let spool = body.spool {
                         do {
-                            outcome.outputFile = try writeParallelBody(body.bytes, to: job.destination, output: output)
+                            try output.write(spool)
                         } catch let error as UsageError {
                             outcome.exitCode = 23
                             outcome.errorMessage = error.message
@@ -235,19 +289,57 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
     return status
 }
 
-/// Writes a finished `-Z` body to where its URL's output goes; the file written, if any (for `%{filename_effective}`).
-func writeParallelBody(_ bytes: [UInt8], to destination: Destination, output: SharedSink) throws -> String? {
-    switch destination {
-    case .stdout:
-        try output.write(bytes)
-        return nil
-    case .stream(let path):
-        try Sink(path: path).write(bytes[...])
-        return path
-    case .file(let path):
-        try replaceAtomically(path, tag: "body") { fd in try writeAll(fd, bytes[...]) }
-        return path
+/// One `-Z` transfer's bytes for standard output, held until its turn: in memory up to ``memoryLimit``, then in a
+/// temporary file that is unlinked at once (so nothing is left behind, whatever happens to the process).
+final class OutputSpool: @unchecked Sendable {
+    // @unchecked: one owner at a time: the member's handler fills it, then hands it (in its result) to the loop
+    // that writes it out; nobody touches it concurrently.
+    /// What stays in memory before the bytes go to a file: 1 MiB.
+    static let memoryLimit = 1 << 20
+    private var memory: [UInt8] = []
+    private var fd: Int32 = -1
+
+    func append(_ bytes: ArraySlice<UInt8>) throws {
+        guard !bytes.isEmpty else { return }
+        if fd < 0, memory.count + bytes.count <= Self.memoryLimit {
+            memory += bytes
+            return
+        }
+        if fd < 0 {
+            let directory = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+            var template = Array("\(directory)/ahttp-spool-XXXXXX".utf8CString)
+            let opened = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            guard opened >= 0 else {
+                throw UsageError(message: "cannot hold a response for standard output in \(directory): \(String(cString: strerror(errno)))", exitCode: 23)
+            }
+            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+            _ = fcntl(opened, F_SETFD, FD_CLOEXEC)
+            fd = opened
+            try writeAll(fd, memory[...])
+            memory = []
+        }
+        try writeAll(fd, bytes[...])
     }
+
+    /// Writes everything held to `sink`, in order.
+    func copy(to sink: Sink) throws {
+        try sink.write(memory[...])
+        guard fd >= 0 else { return }
+        var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+        var offset: off_t = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else {
+                throw UsageError(message: "cannot read back a response held for standard output: \(String(cString: strerror(errno)))", exitCode: 23)
+            }
+            if count == 0 { return }
+            try sink.write(buffer[0..<count])
+            offset += off_t(count)
+        }
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
 }
 
 /// The sink, shared by the transfers of `-Z`, one whole body at a time.
@@ -257,8 +349,8 @@ final class SharedSink: @unchecked Sendable {
     /// `Bool`, unused: a `Void` value makes the thread sanitizer report every two threads taking the lock.
     private let lock = Locked(false)
     init(_ sink: Sink) { self.sink = sink }
-    func write(_ bytes: [UInt8]) throws {
-        try lock.withLock { _ in try sink.write(bytes[...]) }
+    func write(_ spool: OutputSpool) throws {
+        try lock.withLock { _ in try spool.copy(to: sink) }
     }
 }
 

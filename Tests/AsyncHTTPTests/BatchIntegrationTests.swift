@@ -44,6 +44,44 @@ final class BatchIntegrationTests: XCTestCase {
         try await server.shutdown()
     }
 
+    /// A member handler is told which member it reads (ids from 0 in the order of `add`, and the request as added),
+    /// and streams each body to its own file; a path a rename cannot replace is refused before anything is read.
+    func testAMemberHandlerWritesEachBodyToItsMembersFile() async throws {
+        let server = try await NIOTestServer()
+        let client = HTTPClient()
+        let directory = makeCacheDirectory()
+        let sizes = [3000, 70_000, 1]
+        let paths = sizes.indices.map { directory + "/member-\($0)" }
+        try Data("old".utf8).write(to: URL(fileURLWithPath: paths[1]))
+        let written = try await client.withBatch(.init(maxConcurrentRequests: 3), memberHandler: { member, response in
+            XCTAssertEqual(member.request.url, server.url("/bytes?n=\(sizes[member.id])"))
+            return try await response.body.write(toFileAtPath: paths[member.id])
+        }) { batch in
+            XCTAssertEqual(sizes.map { batch.add(HTTPClientRequest(url: server.url("/bytes?n=\($0)"))) }, [0, 1, 2])
+            batch.finish()
+            var written: [Int: Int] = [:]
+            for await member in batch.results { written[member.id] = try member.result.get() }
+            return written
+        }
+        XCTAssertEqual(written, [0: 3000, 1: 70_000, 2: 1])
+        for (index, size) in sizes.enumerated() {
+            let bytes = try XCTUnwrap(FileManager.default.contents(atPath: paths[index]))
+            XCTAssertEqual(bytes.count, size)
+            bytes.withUnsafeBytes { XCTAssertNil(TestPattern.firstMismatch(in: $0), "member \(index)") }
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory).sorted(), paths.map { ($0 as NSString).lastPathComponent },
+                       "no temporary file left")
+        let response = try await client.send(HTTPClientRequest(url: server.url("/bytes?n=10")))
+        do {
+            _ = try await response.body.write(toFileAtPath: directory)
+            XCTFail("a directory was accepted as the file")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .invalidRequest)
+        }
+        await client.shutdown()
+        try await server.shutdown()
+    }
+
     func testMembersAddedWhileTheBatchRunsAreRunToo() async throws {
         let server = try await NIOTestServer()
         let client = HTTPClient()

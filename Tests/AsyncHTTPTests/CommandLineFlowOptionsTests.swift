@@ -97,7 +97,7 @@ final class CommandLineFlowOptionsTests: XCTestCase {
         XCTAssertEqual(try String(contentsOfFile: first, encoding: .utf8), "hello")
         XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: second)[.size] as? Int, 3000, "replaced whole")
         let siblings = try FileManager.default.contentsOfDirectory(atPath: (second as NSString).deletingLastPathComponent)
-        XCTAssertFalse(siblings.contains { $0.contains(".ahttp-body-") }, "no temporary file left")
+        XCTAssertFalse(siblings.contains { $0.contains(".ahttp-body-") || $0.hasSuffix(".download") }, "no temporary file left")
         let refused = try ahttp(["-sS", "-f", "-Z", "-o", first, server.url("/missing")])
         XCTAssertEqual(refused.status, 22, "curl -f's code")
         XCTAssertEqual(try String(contentsOfFile: first, encoding: .utf8), "hello", "-f leaves the file as it was")
@@ -106,6 +106,90 @@ final class CommandLineFlowOptionsTests: XCTestCase {
         XCTAssertEqual(missing.status, 22)
         XCTAssertEqual(try String(contentsOfFile: first, encoding: .utf8), "hello", "a 404 replaced the file")
         try await server.shutdown()
+    }
+
+    /// -Z used to hold each body in memory until its transfer ended, then write it: four 48 MiB downloads (two
+    /// files, /dev/null and standard output) took about 220 MiB. Each now goes to its file or device as it arrives, and a body for
+    /// standard output past 1 MiB waits in an unlinked temporary file.
+    func testWithParallelBodiesGoWhereTheyBelongAsTheyArrive() async throws {
+        let server = try await NIOTestServer()
+        let (first, second) = (temporaryFile(), temporaryFile())
+        let size = 48 << 20
+        let url = server.url("/bytes?n=\(size)")
+        let small = server.url("/hello")
+        let baseline = runMeasuringPeakMemory(ahttpExecutable().path,
+                                              ["-sS", "-Z", "-o", first, "-o", second, "-o", "/dev/null", small, small, small, small])
+        let run = runMeasuringPeakMemory(ahttpExecutable().path,
+                                         ["-sS", "-Z", "-o", first, "-o", second, "-o", "/dev/null", url, url, url, url])
+        XCTAssertEqual(baseline.status, 0)
+        XCTAssertEqual(run.status, 0)
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: first)[.size] as? Int, size)
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: second)[.size] as? Int, size)
+        XCTAssertGreaterThan(baseline.peakKiB, 0, "VmHWM was read")
+        // Less than one body more than the same command's for four 5-byte bodies (the old code: about 190 MiB more).
+        XCTAssertLessThan(run.peakKiB - baseline.peakKiB, 48 * 1024,
+                          "peak resident memory \(run.peakKiB) KiB for 4 x 48 MiB, \(baseline.peakKiB) KiB for 4 x 5 bytes")
+        // Standard output still gets each body whole, one after the other, the large one through its spool file.
+        let large = 3 << 20
+        let captured = temporaryFile()
+        let mixed = runMeasuringPeakMemory(ahttpExecutable().path, ["-sS", "-Z", server.url("/bytes?n=\(large)"), server.url("/hello"),
+                                                                   server.url("/bytes?n=\(large)")], output: captured)
+        XCTAssertEqual(mixed.status, 0)
+        let bytes = try XCTUnwrap(FileManager.default.contents(atPath: captured))
+        XCTAssertEqual(bytes.count, 2 * large + 5)
+        let hello = try XCTUnwrap(bytes.range(of: Data("hello".utf8)), "the small body is there")
+        XCTAssertTrue([0, large, 2 * large].contains(hello.lowerBound), "between two whole bodies: at \(hello.lowerBound)")
+        var bodies = bytes
+        bodies.removeSubrange(hello)
+        bodies.withUnsafeBytes { raw in
+            XCTAssertNil(TestPattern.firstMismatch(in: UnsafeRawBufferPointer(rebasing: raw[..<large])), "first body whole")
+            XCTAssertNil(TestPattern.firstMismatch(in: UnsafeRawBufferPointer(rebasing: raw[large...])), "second body whole")
+        }
+        try await server.shutdown()
+    }
+
+    /// Runs `path` with its standard output to `output` (its errors thrown away) and returns its exit status and its
+    /// peak resident memory: the last `VmHWM` (a high-water mark) read from `/proc/PID/status` every 2 ms while it
+    /// runs. Not `wait4`'s `ru_maxrss`: `posix_spawn` starts the child on this process's memory, and the kernel
+    /// counts that memory's high-water mark into the child's at its `exec`. Gives up after 120 s.
+    private func runMeasuringPeakMemory(
+        _ path: String, _ arguments: [String], output: String = "/dev/null"
+    ) -> (status: Int32, peakKiB: Int) {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid = pid_t()
+        // Returns once the child has called `exec` (glibc's posix_spawn waits for it), so every read below is of
+        // the child's own memory.
+        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+        guard spawned == 0 else {
+            XCTFail("posix_spawn \(path) failed: \(spawned)")
+            return (-1, 0)
+        }
+        var status: Int32 = 0
+        var peak = 0
+        let deadline = ContinuousClock.now + .seconds(120)
+        while true {
+            if let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+               let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+               let kib = Int(line.split(separator: " ").dropFirst().first ?? "") {
+                peak = max(peak, kib)
+            }
+            if waitpid(pid, &status, WNOHANG) != 0 { break }
+            if ContinuousClock.now > deadline {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                XCTFail("\(path) did not end within 120 s")
+                break
+            }
+            usleep(2_000)
+        }
+        let exited = status & 0x7f == 0
+        return (exited ? (status >> 8) & 0xff : -1, peak)
     }
 
     func testWithParallelAFailureStopsTheOthersOnlyWithFailEarly() async throws {

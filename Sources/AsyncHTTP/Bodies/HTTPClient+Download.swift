@@ -79,15 +79,7 @@ extension HTTPClient {
     public func download(
         _ request: HTTPClientRequest, to destination: String, options: DownloadOptions = DownloadOptions()
     ) async throws -> DownloadResult {
-        guard !destination.isEmpty else { throw HTTPClientError.invalidRequest("the download destination is empty") }
-        guard !LocalFiles.isDirectory(destination) else {
-            throw HTTPClientError.invalidRequest("the download destination \(destination) is a directory")
-        }
-        // A rename would replace the device or FIFO itself (as root, /dev/null with a regular file).
-        guard !LocalFiles.isSpecialFile(destination) else {
-            throw HTTPClientError.invalidRequest(
-                "the download destination \(destination) is not a regular file; stream the response body to it instead")
-        }
+        try Self.checkDestination(destination)
         if options.resume { return try await resumableDownload(request, to: destination, options: options) }
         let response = try await send(request)
         let status = response.status.code
@@ -100,9 +92,22 @@ extension HTTPClient {
                               written: true, fileSize: received, bytesReceived: received, resumedFrom: 0)
     }
 
+    /// Refuses a destination that a download cannot replace by a rename.
+    static func checkDestination(_ destination: String) throws(HTTPClientError) {
+        guard !destination.isEmpty else { throw HTTPClientError.invalidRequest("the download destination is empty") }
+        guard !LocalFiles.isDirectory(destination) else {
+            throw HTTPClientError.invalidRequest("the download destination \(destination) is a directory")
+        }
+        // A rename would replace the device or FIFO itself (as root, /dev/null with a regular file).
+        guard !LocalFiles.isSpecialFile(destination) else {
+            throw HTTPClientError.invalidRequest(
+                "the download destination \(destination) is not a regular file; stream the response body to it instead")
+        }
+    }
+
     /// Writes `body` to a new temporary file and moves it over `destination` once complete; on any failure the
     /// temporary file is removed and the destination is untouched.
-    private static func writeWhole(
+    static func writeWhole(
         _ body: HTTPClientResponse.Body, to destination: String, temporaryPath: String?
     ) async throws -> Int {
         let temporary = temporaryPath ?? LocalFiles.temporaryPath(beside: destination)
@@ -238,5 +243,30 @@ extension HTTPClient {
             total += chunk.count
         }
         return total
+    }
+}
+
+extension HTTPClientResponse.Body {
+    /// Writes the rest of the body to the file at `path` as ``HTTPClient/download(_:to:options:)`` does, for a
+    /// response already in hand (a batch member's, say): to a temporary file beside `path` (mode 0600), flushed
+    /// and renamed over `path` only once the body arrived complete, so a file already there survives a failed
+    /// transfer and nothing else is left behind. Memory stays at a few read buffers, whatever the size. Returns
+    /// the bytes written.
+    ///
+    /// The body is written whatever the response's status: look at it first if an error page must not replace
+    /// the file. Throws `HTTPClientError.Code.invalidRequest` for a path that is empty, a directory or not a
+    /// regular file (a rename would replace a device itself), `HTTPClientError` for a failed transfer, and
+    /// `HTTPClientError.Code.ioFailure` for a file error.
+    ///
+    /// ```swift
+    /// let response = try await client.send(HTTPClientRequest(url: "https://example.com/big.iso"))
+    /// if response.status == .ok {
+    ///     let size = try await response.body.write(toFileAtPath: "/tmp/big.iso")
+    ///     print("wrote \(size) bytes")
+    /// }
+    /// ```
+    public func write(toFileAtPath path: String) async throws -> Int {
+        try HTTPClient.checkDestination(path)
+        return try await HTTPClient.writeWhole(self, to: path, temporaryPath: nil)
     }
 }

@@ -53,6 +53,15 @@ public struct HTTPBatchResult<Value: Sendable>: Sendable {
     public var result: Result<Value, HTTPClientError>
 }
 
+/// A member as its handler sees it (``HTTPClient/withBatch(_:memberHandler:_:)``): which request this response
+/// answers, so that the handler can send each body where its request says (ASIHTTPRequest's `userInfo`).
+public struct HTTPBatchMember: Sendable {
+    /// The member's number, as ``HTTPBatch/add(_:)`` returned it.
+    public var id: Int
+    /// The request as it was added.
+    public var request: HTTPClientRequest
+}
+
 /// Requests run together, at most ``HTTPBatchConfiguration/maxConcurrentRequests`` at once, with results as
 /// they finish: ASINetworkQueue rebuilt on a task group. Made by ``HTTPClient/withBatch(_:handler:_:)``, which
 /// owns its tasks: none outlives it, and cancelling the task running it cancels every member.
@@ -100,8 +109,9 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
         (results, resultSink) = AsyncStream<HTTPBatchResult<Value>>.makeStream()
     }
 
-    /// Adds a request, also while the batch runs; it starts when a slot is free. Returns its id. A request added
-    /// after the batch was cancelled or finished is reported failed with `HTTPClientError.Code.cancelled`.
+    /// Adds a request, also while the batch runs; it starts when a slot is free. Returns its id: 0 for the first
+    /// request added, then 1, 2, … in the order of the calls. A request added after the batch was cancelled or
+    /// finished is reported failed with `HTTPClientError.Code.cancelled`.
     @discardableResult
     public func add(_ request: HTTPClientRequest) -> Int {
         var id = 0
@@ -175,7 +185,7 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
 
     /// Runs the scheduler's decisions until the batch is over or the task is cancelled; members are children of
     /// this task group, so none outlives it.
-    func run(client: HTTPClient, handler: @escaping @Sendable (HTTPClientResponse) async throws -> Value) async {
+    func run(client: HTTPClient, handler: @escaping @Sendable (HTTPBatchMember, HTTPClientResponse) async throws -> Value) async {
         await withTaskGroup(of: Void.self) { members in
             for await command in commands {
                 switch command {
@@ -200,8 +210,9 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
 
     private func runMember(
         _ id: Int, _ request: HTTPClientRequest, client: HTTPClient,
-        handler: @escaping @Sendable (HTTPClientResponse) async throws -> Value
+        handler: @escaping @Sendable (HTTPBatchMember, HTTPClientResponse) async throws -> Value
     ) async {
+        let member = HTTPBatchMember(id: id, request: request)
         configuration.onEvent?(.started(id: id))
         var request = request
         let own = request.progressHandler
@@ -229,7 +240,7 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
             }
             let response = try await client.send(request)
             onEvent?(.headReceived(id: id, status: response.status))
-            result = .success(try await handler(response))
+            result = .success(try await handler(member, response))
         } catch let error as HTTPClientError {
             result = .failure(error)
         } catch is CancellationError {
@@ -269,6 +280,29 @@ extension HTTPClient {
         handler: @escaping @Sendable (HTTPClientResponse) async throws -> Value,
         _ body: (HTTPBatch<Value>) async throws -> Output
     ) async throws -> Output {
+        try await withBatch(configuration, memberHandler: { _, response in try await handler(response) }, body)
+    }
+
+    /// ``withBatch(_:handler:_:)`` with a handler that is also told which member the response answers, so that
+    /// it can stream each body where its request's caller wants it instead of collecting it (a file per member:
+    /// the ids count from 0 in the order of ``HTTPBatch/add(_:)``).
+    ///
+    /// ```swift
+    /// let paths = ["/tmp/a.iso", "/tmp/b.iso"]
+    /// try await client.withBatch(memberHandler: { member, response in
+    ///     guard response.status == .ok else { return 0 }   // an error page does not become a file
+    ///     return try await response.body.write(toFileAtPath: paths[member.id])
+    /// }) { batch in
+    ///     batch.add(HTTPClientRequest(url: "https://example.com/a.iso"))
+    ///     batch.add(HTTPClientRequest(url: "https://example.com/b.iso"))
+    /// }
+    /// ```
+    public func withBatch<Value: Sendable, Output>(
+        _ configuration: HTTPBatchConfiguration = .init(),
+        memberHandler: @escaping @Sendable (HTTPBatchMember, HTTPClientResponse) async throws -> Value,
+        _ body: (HTTPBatch<Value>) async throws -> Output
+    ) async throws -> Output {
+        let handler = memberHandler
         let batch = HTTPBatch<Value>(configuration: configuration)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await batch.run(client: self, handler: handler) }
