@@ -446,7 +446,9 @@ final class ProgressMeter: Sendable {
         let spent = elapsedSeconds(since: start)
         let down = progress.bytesReceived, up = progress.bytesSent
         let downTotal = progress.bytesExpectedToReceive, upTotal = progress.bytesExpectedToSend
-        let total = (downTotal ?? down) + (upTotal ?? up)
+        // Saturating: a server's `Content-Length` may be anything up to `Int.max`.
+        let (sum, overflow) = (downTotal ?? down).addingReportingOverflow(upTotal ?? up)
+        let total = overflow ? Int.max : sum
         let averageDown = spent > 0 ? Int(Double(down) / spent) : 0
         let averageUp = spent > 0 ? Int(Double(up) / spent) : 0
         var totalTime: Double? = nil

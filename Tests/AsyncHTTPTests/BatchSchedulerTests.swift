@@ -96,4 +96,21 @@ final class BatchSchedulerTests: XCTestCase {
         aggregate.ended(1)
         XCTAssertEqual(aggregate.value.fractionCompleted, 1)
     }
+
+    /// Two members whose servers announce `Content-Length: 9223372036854775807` and 1 used to overflow the sum
+    /// and trap the process; the totals now stop at `Int.max`.
+    func testHugeAnnouncedLengthsSaturateInsteadOfTrapping() {
+        for mode in [HTTPBatchProgress.Mode.simple, .accurate(fetchesSizes: true)] {
+            var aggregate = BatchProgressAggregator(mode: mode)
+            aggregate.add(0, uploadTotal: 0)
+            aggregate.add(1, uploadTotal: .max)
+            aggregate.sizeFound(0, download: .max)
+            aggregate.update(0, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 10, bytesExpectedToReceive: .max))
+            aggregate.update(1, HTTPTransferProgress(bytesSent: 5, bytesExpectedToSend: .max, bytesReceived: 1, bytesExpectedToReceive: 1))
+            XCTAssertEqual(aggregate.value.bytesExpectedToReceive, .max)
+            XCTAssertEqual(aggregate.value.bytesExpectedToSend, .max)
+            XCTAssertEqual(aggregate.value.bytesReceived, 11)
+            XCTAssertTrue((0...1).contains(aggregate.value.fractionCompleted))
+        }
+    }
 }

@@ -306,6 +306,29 @@ final class ClientBehaviourTests: XCTestCase {
         }
     }
 
+    /// A streamed body whose source stalls (and ignores cancellation) used to hold `send` for as long as the source
+    /// did: the writer waited for it with no deadline, and the request waited for the reading task. It now fails
+    /// at the request's deadline.
+    func testAStalledStreamedBodyFailsAtItsDeadlineInsteadOfHanging() async throws {
+        let source = StallingChunks()
+        // Bounded either way: after 10 s the source ends (the old code then failed on a short body, not a timeout).
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(10))
+            source.open()
+        }
+        defer {
+            watchdog.cancel()
+            source.open()
+        }
+        var request = HTTPClientRequest(url: url("/discard"))
+        request.method = .post
+        request.body = .stream(source, length: .known(10))
+        request.timeout = .milliseconds(500)
+        let start = ContinuousClock.now
+        _ = await assertThrows(.timeout) { _ = try await client.send(request) }
+        XCTAssertLessThan(start.duration(to: .now), .seconds(5))
+    }
+
     func testLargeStreamedUploadAndDownloadBothWays() async throws {
         let chunk = (0..<65536).map { UInt8($0 % 253) }
         let count = 512 // 32 MiB
@@ -364,6 +387,31 @@ final class ClientBehaviourTests: XCTestCase {
         let (again, body) = try await get("/hello")
         XCTAssertEqual(again.status, .ok)
         XCTAssertEqual(body, Array("hello".utf8))
+    }
+
+    /// After `collect(upTo:)` gave up at its limit and closed the connection, reading the body again read that
+    /// connection's descriptor number, which the next connection usually reuses: it took the other response's
+    /// bytes (or failed with a bad descriptor). Every later read now throws the limit's error, and the other
+    /// response arrives whole.
+    func testABodyAbandonedAtItsLimitFailsAgainAndReadsNoOtherConnection() async throws {
+        let response = try await client.send(HTTPClientRequest(url: url("/bytes?n=200000")))
+        await assertThrows(.bodyLimitExceeded, containing: "1000") { _ = try await response.body.collect(upTo: 1000) }
+        // Opened after the close, so it likely got the descriptor number the first connection had.
+        let other = try await client.send(HTTPClientRequest(url: url("/bytes?n=300000")))
+        _ = await assertThrows(.bodyLimitExceeded, containing: "1000") { for try await _ in response.body {} }
+        _ = await assertThrows(.bodyLimitExceeded, containing: "1000") { _ = try await response.body.collect(upTo: 1 << 20) }
+        let rest = try await other.body.collect(upTo: 1 << 20)
+        XCTAssertEqual(rest.count, 300_000)
+        rest.withUnsafeBytes { XCTAssertNil(TestPattern.firstMismatch(in: $0), "the other body whole and in order") }
+    }
+
+    /// A body whose read failed (here its deadline) used to read as empty, and complete, the second time.
+    func testABodyWhoseReadFailedFailsAgainInsteadOfEndingEmpty() async throws {
+        var request = HTTPClientRequest(url: url("/slow-body?ms=3000"))
+        request.timeout = .milliseconds(300)
+        let response = try await client.send(request)
+        _ = await assertThrows(.timeout) { _ = try await response.body.collect(upTo: 1000) }
+        _ = await assertThrows(.timeout) { _ = try await response.body.collect(upTo: 1000) }
     }
 
     func testBodyDroppedUnreadDoesNotPoisonThePool() async throws {
@@ -694,4 +742,42 @@ func unusedPort() throws -> Int {
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
     return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// A request body source that yields three bytes, then waits, ignoring cancellation, until ``open()``.
+final class StallingChunks: AsyncSequence, Sendable {
+    typealias Element = [UInt8]
+    private let state = Locked<(opened: Bool, waiter: UnsafeContinuation<Void, Never>?)>((false, nil))
+
+    func open() {
+        let waiter = state.withLock { state -> UnsafeContinuation<Void, Never>? in
+            state.opened = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let owner: StallingChunks
+        var sent = false
+        mutating func next() async -> [UInt8]? {
+            if !sent {
+                sent = true
+                return [1, 2, 3]
+            }
+            let owner = self.owner
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                let now = owner.state.withLock { state -> Bool in
+                    if state.opened { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+            return nil
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(owner: self) }
 }

@@ -109,6 +109,35 @@ final class RequestBodyReadAheadTests: XCTestCase {
         await producer.value
         continuation.finish()
     }
+
+    /// The writer's wait for a source that produces nothing used to end only when the source did; a cancelled
+    /// request now ends it at once, whatever the source does.
+    func testCancellingTheWriterEndsItsWaitForAStalledSource() async throws {
+        let readAhead = RequestBodyReadAhead()
+        let writer = Task { () async -> HTTPClientError.Code? in
+            do throws(HTTPClientError) {
+                _ = try await readAhead.take()
+                return nil
+            } catch {
+                return error.code
+            }
+        }
+        writer.cancel()
+        let code = await writer.value
+        XCTAssertEqual(code, .cancelled)
+    }
+
+    /// A wait whose deadline has passed ends as a timeout naming its phase, with nothing produced.
+    func testAWaitPastItsDeadlineIsATimeout() async throws {
+        let readAhead = RequestBodyReadAhead()
+        let deadlines = Deadlines(inactivity: nil, total: MonotonicTime.now)
+        do throws(HTTPClientError) {
+            _ = try await readAhead.take(deadlines: deadlines, phase: .write)
+            XCTFail("a wait past its deadline returned")
+        } catch {
+            XCTAssertEqual(error.code, .timeout)
+        }
+    }
 }
 
 /// A body source yielding `chunks` in order.
@@ -119,4 +148,5 @@ private func chunkSource(_ chunks: [[UInt8]]) -> BodyChunkSource {
         defer { index += 1 }
         return chunks[index][...]
     }
+
 }

@@ -108,8 +108,9 @@ extension HTTPClientResponse {
     ///
     /// Backpressure: bytes are read from the socket only as the consumer asks for the next chunk.
     /// A body from the network is read once; iterating it a second time yields what is left (nothing, after
-    /// a full pass). Dropping a body unread is fine: the connection drains a small remainder for reuse, or
-    /// is closed.
+    /// a full pass). A body whose read failed, or that ``collect(upTo:)`` gave up at its limit, throws that error
+    /// again on every later read, never an early end. Dropping a body unread is fine: the connection drains a
+    /// small remainder for reuse, or is closed.
     ///
     /// Chunks are `ArraySlice<UInt8>` so they can share the read buffer without a copy: index them from
     /// `chunk.startIndex`, or call `Array(chunk)`.
@@ -197,8 +198,9 @@ extension HTTPClientResponse {
             }
             for try await chunk in self {
                 guard bytes.count + chunk.count <= maxBytes else {
-                    if case .connection(let stream) = storage { await stream.abandon() }
-                    throw HTTPClientError(.bodyLimitExceeded, "the body is larger than the limit of \(maxBytes) bytes")
+                    let error = HTTPClientError(.bodyLimitExceeded, "the body is larger than the limit of \(maxBytes) bytes")
+                    if case .connection(let stream) = storage { await stream.abandon(because: error) }
+                    throw error
                 }
                 if bytes.isEmpty { bytes.reserveCapacity(Swift.min(maxBytes, Swift.max(chunk.count, 16 * 1024))) }
                 bytes.append(contentsOf: chunk)

@@ -71,19 +71,23 @@ struct BatchProgressAggregator: Sendable {
         for member in members.values {
             let progress = member.progress
             if member.ended { value.requestsEnded += 1 }
-            value.bytesSent += progress.bytesSent
-            value.bytesExpectedToSend += max(progress.bytesExpectedToSend ?? progress.bytesSent, progress.bytesSent)
-            value.bytesReceived += progress.bytesReceived
+            // Saturating: the totals come from the servers' `Content-Length`s, which may be anything up to
+            // `Int.max`, and two such must not trap the process.
+            value.bytesSent = saturatingSum(value.bytesSent, progress.bytesSent)
+            value.bytesExpectedToSend = saturatingSum(value.bytesExpectedToSend,
+                                                      max(progress.bytesExpectedToSend ?? progress.bytesSent, progress.bytesSent))
+            value.bytesReceived = saturatingSum(value.bytesReceived, progress.bytesReceived)
             let expected = progress.bytesExpectedToReceive ?? member.knownDownload ?? progress.bytesReceived
             // An ended member is complete whatever its total said (a failed one too: it will move no more bytes).
-            value.bytesExpectedToReceive += member.ended ? progress.bytesReceived : max(expected, progress.bytesReceived)
+            value.bytesExpectedToReceive = saturatingSum(value.bytesExpectedToReceive,
+                                                         member.ended ? progress.bytesReceived : max(expected, progress.bytesReceived))
         }
         switch mode {
         case .simple:
             value.fractionCompleted = value.requestCount == 0 ? 0 : Double(value.requestsEnded) / Double(value.requestCount)
         case .accurate:
-            let expected = value.bytesExpectedToSend + value.bytesExpectedToReceive
-            let done = value.bytesSent + value.bytesReceived
+            let expected = saturatingSum(value.bytesExpectedToSend, value.bytesExpectedToReceive)
+            let done = saturatingSum(value.bytesSent, value.bytesReceived)
             if value.requestCount > 0, value.requestsEnded == value.requestCount {
                 value.fractionCompleted = 1
             } else {
@@ -92,4 +96,10 @@ struct BatchProgressAggregator: Sendable {
         }
         self.value = value
     }
+}
+
+/// `a + b`, or `Int.max` where that would overflow (both are byte counts, never negative).
+func saturatingSum(_ a: Int, _ b: Int) -> Int {
+    let (sum, overflow) = a.addingReportingOverflow(b)
+    return overflow ? .max : sum
 }

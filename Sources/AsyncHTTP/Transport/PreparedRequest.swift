@@ -136,25 +136,25 @@ struct PreparedRequest: Sendable {
                case .finalHead(let early) = try await connection.awaitContinue(timeout: continueTimeout, deadlines: deadlines) {
                 return early  // the source is dropped unread; a file closes with it
             }
-            // A child task pulls the body's chunks ahead of this one, which writes whatever is waiting in one
-            // `sendmsg` (see `RequestBodyReadAhead`).
+            // A task pulls the body's chunks ahead of this one, which writes whatever is waiting in one `sendmsg`
+            // (see `RequestBodyReadAhead`). Not a child task: a task group waits for its children, so a source that
+            // stalls and ignores cancellation would hold the request past its timeout. The writer's waits end at
+            // the deadline or on cancellation; the producer is then cancelled and left to end when its source lets
+            // it (its next chunk finds the read-ahead closed). When the body is written whole, it has ended.
             let readAhead = RequestBodyReadAhead()
-            let outcome = await withTaskGroup(of: Void.self) { group -> Result<Void, HTTPClientError> in
-                group.addTask { await readAhead.produce(from: source) }
-                do throws(HTTPClientError) {
-                    if let length {
-                        try await writeExactly(length, from: readAhead, to: connection, deadlines: deadlines, observation: observation)
-                    } else {
-                        try await writeChunked(from: readAhead, to: connection, deadlines: deadlines, observation: observation)
-                    }
-                    return .success(())
-                } catch {
-                    readAhead.close()
-                    group.cancelAll()
-                    return .failure(error)
+            let producer = Task { await readAhead.produce(from: source) }
+            defer { readAhead.stopTimer() }
+            do throws(HTTPClientError) {
+                if let length {
+                    try await writeExactly(length, from: readAhead, to: connection, deadlines: deadlines, observation: observation)
+                } else {
+                    try await writeChunked(from: readAhead, to: connection, deadlines: deadlines, observation: observation)
                 }
+            } catch {
+                readAhead.close()
+                producer.cancel()
+                throw error
             }
-            try outcome.get()
         }
         return nil
     }
@@ -224,7 +224,7 @@ struct PreparedRequest: Sendable {
     ) async throws(HTTPClientError) {
         var sent = 0
         while true {
-            let batch = try await readAhead.take()
+            let batch = try await readAhead.take(deadlines: deadlines, phase: .write)
             guard sent + batch.bytes <= length else {
                 throw .invalidRequest("the body stream produced more than its declared length of \(length) bytes")
             }
@@ -248,7 +248,7 @@ struct PreparedRequest: Sendable {
         var trailer: [UInt8] = []
         var sent = 0
         while true {
-            let batch = try await readAhead.take()
+            let batch = try await readAhead.take(deadlines: deadlines, phase: .write)
             var parts: [ArraySlice<UInt8>] = []
             parts.reserveCapacity(batch.chunks.count * 2 + 1)
             for chunk in batch.chunks where !chunk.isEmpty { // an empty chunk would end the body early

@@ -27,8 +27,26 @@ final class RequestBodyReadAhead: @unchecked Sendable {
         var failure: HTTPClientError?
         /// The writer stopped early (its write failed or it was cancelled): the producer should stop too.
         var closed = false
-        var waitingWriter: UnsafeContinuation<Void, Never>?
+        var waitingWriter: UnsafeContinuation<WriterWake, Never>?
+        /// Which of the writer's waits `waitingWriter` is, so that a late timer or cancellation cannot end a
+        /// later wait.
+        var writerWait: UInt64 = 0
+        /// A cancellation of the current wait that came before the writer parked.
+        var earlyWake: WriterWake?
+        /// The deadline of the wait `waitingWriter` is parked in (valid while it is set).
+        var writerDeadline: MonotonicTime?
+        /// The timer task waiting for a writer to park with a deadline.
+        var idleTimer: UnsafeContinuation<Void, Never>?
+        var timer: Task<Void, Never>?
+        var timerStopped = false
         var waitingProducer: UnsafeContinuation<Bool, Never>?
+    }
+
+    /// How a writer's wait for the producer ended.
+    enum WriterWake {
+        case ready
+        case timedOut
+        case cancelled
     }
 
     /// 1 MiB ahead: 16 chunks of 64 KiB (the common chunk size: curl's and nginx's buffers) per `sendmsg`.
@@ -68,7 +86,7 @@ final class RequestBodyReadAhead: @unchecked Sendable {
 
     /// Adds a chunk, suspending while `budget` bytes or more wait to be written. False when the writer has stopped.
     private func push(_ chunk: ArraySlice<UInt8>) async -> Bool {
-        let (accepted, wake, full) = state.withLock { state -> (Bool, UnsafeContinuation<Void, Never>?, Bool) in
+        let (accepted, wake, full) = state.withLock { state -> (Bool, UnsafeContinuation<WriterWake, Never>?, Bool) in
             guard !state.closed else { return (false, nil, false) }
             state.chunks.append(chunk)
             state.bytes += chunk.count
@@ -76,7 +94,7 @@ final class RequestBodyReadAhead: @unchecked Sendable {
             state.waitingWriter = nil
             return (true, wake, state.bytes >= budget || state.chunks.count >= Self.maxChunksPerBatch)
         }
-        wake?.resume()
+        wake?.resume(returning: .ready)
         guard accepted else { return false }
         guard full else { return true }
         return await withUnsafeContinuation { continuation in
@@ -93,20 +111,24 @@ final class RequestBodyReadAhead: @unchecked Sendable {
 
     /// The body ended: normally (`failure` nil) or with an error the writer will throw.
     private func finish(_ failure: HTTPClientError?) {
-        let wake = state.withLock { state -> UnsafeContinuation<Void, Never>? in
+        let wake = state.withLock { state -> UnsafeContinuation<WriterWake, Never>? in
             state.ended = true
             state.failure = failure
             defer { state.waitingWriter = nil }
             return state.waitingWriter
         }
-        wake?.resume()
+        wake?.resume(returning: .ready)
     }
 
     // MARK: Writer side
 
     /// Everything waiting, suspending while nothing is. Throws the producer's error once the chunks before it
-    /// are taken.
-    func take() async throws(HTTPClientError) -> Batch {
+    /// are taken. A wait for the producer ends at `deadlines`' next deadline (`.timeout` naming `phase`, or the
+    /// total deadline) and when the task is cancelled (`.cancelled`): a body source that stalls, or ignores
+    /// cancellation, fails the request instead of holding it.
+    func take(
+        deadlines: Deadlines = Deadlines(inactivity: nil, total: nil), phase: HTTPClientError.TimeoutPhase = .write
+    ) async throws(HTTPClientError) -> Batch {
         while true {
             let (batch, failure, wake) = state.withLock {
                 state -> (Batch?, HTTPClientError?, UnsafeContinuation<Bool, Never>?) in
@@ -123,15 +145,138 @@ final class RequestBodyReadAhead: @unchecked Sendable {
             wake?.resume(returning: true)
             if let failure { throw failure }
             if let batch { return batch }
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                let ready = state.withLock { state -> Bool in
-                    if !state.chunks.isEmpty || state.ended { return true }
-                    state.waitingWriter = continuation
-                    return false
-                }
-                if ready { continuation.resume() }
+            let (deadline, timeoutPhase) = deadlines.next(phase)
+            switch await waitForProducer(until: deadline) {
+            case .ready: continue
+            case .timedOut: throw .timeout(timeoutPhase, "the request body's source produced nothing before the deadline")
+            case .cancelled: throw .cancelled
             }
         }
+    }
+
+    /// Parks the writer until the producer adds a chunk or ends, `deadline` passes, or the task is cancelled.
+    ///
+    /// One timer task per read-ahead, started by the first wait that parks with a deadline, serves every wait:
+    /// a wait's deadline is never earlier than the one before it (`Deadlines.next` moves only forward), so the
+    /// timer sleeps until the parked wait's deadline and, on waking, times out the wait parked then if its deadline
+    /// has passed, or sleeps on until the later one. A task per wait cost a streamed upload that parks for most of
+    /// its chunks 5 % of its rate.
+    private func waitForProducer(until deadline: MonotonicTime?) async -> WriterWake {
+        let wait = state.withLock { state -> UInt64 in
+            state.writerWait &+= 1
+            state.earlyWake = nil
+            return state.writerWait
+        }
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<WriterWake, Never>) in
+                let (ready, startTimer, idleTimer) = state.withLock {
+                    state -> (WriterWake?, Bool, UnsafeContinuation<Void, Never>?) in
+                    if !state.chunks.isEmpty || state.ended { return (.ready, false, nil) }
+                    if let early = state.earlyWake { return (early, false, nil) }
+                    if Task.isCancelled { return (.cancelled, false, nil) }
+                    guard let deadline else {
+                        state.waitingWriter = continuation
+                        state.writerDeadline = nil
+                        return (nil, false, nil)
+                    }
+                    if deadline <= MonotonicTime.now { return (.timedOut, false, nil) }
+                    state.waitingWriter = continuation
+                    state.writerDeadline = deadline
+                    let start = state.timer == nil && !state.timerStopped
+                    defer { state.idleTimer = nil }
+                    return (nil, start, state.idleTimer)
+                }
+                if let ready { continuation.resume(returning: ready) }
+                idleTimer?.resume()
+                if startTimer { self.startTimer() }
+            }
+        } onCancel: {
+            endWriterWait(wait, with: .cancelled)
+        }
+    }
+
+    private func startTimer() {
+        let timer = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let target = await self?.nextTimerTarget() else { return }
+                let nanoseconds = MonotonicTime.now.nanoseconds(to: target)
+                if nanoseconds > 0 {
+                    do { try await Task.sleep(nanoseconds: nanoseconds) } catch { return }
+                }
+                self?.expireParkedWriter()
+            }
+        }
+        let stopped = state.withLock { state -> Bool in
+            if state.timerStopped { return true }
+            state.timer = timer
+            return false
+        }
+        if stopped { timer.cancel() }
+    }
+
+    /// The deadline of the writer parked now, waiting until one parks; nil once the timer is stopped.
+    private func nextTimerTarget() async -> MonotonicTime? {
+        while true {
+            let target = state.withLock { state -> MonotonicTime?? in
+                if state.timerStopped { return .some(nil) }
+                if state.waitingWriter != nil, let deadline = state.writerDeadline { return .some(deadline) }
+                return nil
+            }
+            if let target { return target }
+            await withTaskCancellationHandler {
+                await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                    let now = state.withLock { state -> Bool in
+                        if state.timerStopped || Task.isCancelled { return true }
+                        if state.waitingWriter != nil, state.writerDeadline != nil { return true }
+                        state.idleTimer = continuation
+                        return false
+                    }
+                    if now { continuation.resume() }
+                }
+            } onCancel: {
+                stopTimer()
+            }
+        }
+    }
+
+    /// Times out the parked writer if its deadline has passed.
+    private func expireParkedWriter() {
+        let writer = state.withLock { state -> UnsafeContinuation<WriterWake, Never>? in
+            guard let writer = state.waitingWriter, let deadline = state.writerDeadline, deadline <= MonotonicTime.now else {
+                return nil
+            }
+            state.waitingWriter = nil
+            return writer
+        }
+        writer?.resume(returning: .timedOut)
+    }
+
+    /// Ends the timer task, if any; call when the body is written or the writer stopped.
+    func stopTimer() {
+        let (timer, idle) = state.withLock { state -> (Task<Void, Never>?, UnsafeContinuation<Void, Never>?) in
+            state.timerStopped = true
+            defer {
+                state.timer = nil
+                state.idleTimer = nil
+            }
+            return (state.timer, state.idleTimer)
+        }
+        timer?.cancel()
+        idle?.resume()
+    }
+
+    /// Ends the writer's wait `wait` with `wake`: at once if it is parked, or as soon as it parks.
+    private func endWriterWait(_ wait: UInt64, with wake: WriterWake) {
+        let writer = state.withLock { state -> UnsafeContinuation<WriterWake, Never>? in
+            guard state.writerWait == wait else { return nil }
+            guard let writer = state.waitingWriter else {
+                if state.earlyWake == nil { state.earlyWake = wake }
+                return nil
+            }
+            state.waitingWriter = nil
+            return writer
+        }
+        writer?.resume(returning: wake)
     }
 
     /// The writer stopped before the end: drops what waits and lets a producer waiting for room return.

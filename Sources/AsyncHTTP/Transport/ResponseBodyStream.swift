@@ -22,6 +22,11 @@ final class ResponseBodyStream: @unchecked Sendable {
     private var chunks: [ArraySlice<UInt8>]
     private var chunkIndex = 0
     private var done = false
+    /// Why nothing more can be read: the error a read threw, or the limit ``abandon(because:)`` gave up at. Every
+    /// later ``next()`` throws it again, so a second pass over a body that failed fails too, instead of ending as
+    /// if the body were complete (and never touches the closed connection, whose descriptor number may already
+    /// name another connection's socket).
+    private var failure: HTTPClientError?
     private let reading = Atomic<Bool>(false)
 
     /// Dropped bodies are drained for reuse only when this little is left; more costs a close instead.
@@ -46,6 +51,7 @@ final class ResponseBodyStream: @unchecked Sendable {
                 "another task is already reading this response body; a streamed body has one reader at a time")
         }
         defer { reading.store(false, ordering: .releasing) }
+        if let failure { throw failure }
         guard !done else { return nil }
         if chunkIndex < chunks.count {
             defer { chunkIndex += 1 }
@@ -65,6 +71,7 @@ final class ResponseBodyStream: @unchecked Sendable {
             }
         } catch {
             done = true
+            failure = error
             transfer = nil
             await lease.discard()
             observation?.failed(error)
@@ -87,8 +94,14 @@ final class ResponseBodyStream: @unchecked Sendable {
         return nil
     }
 
-    /// Gives up on the rest of the body: the connection is closed, not reused.
-    func abandon() async {
+    /// Gives up on the rest of the body: the connection is closed, not reused, and every later ``next()`` throws
+    /// `error`. Called by the reader between its reads (``HTTPClientResponse/Body/collect(upTo:)``); if another
+    /// task is reading at that moment, that read ends with an I/O error instead.
+    func abandon(because error: HTTPClientError) async {
+        if !reading.exchange(true, ordering: .acquiring) {
+            failure = error
+            reading.store(false, ordering: .releasing)
+        }
         await lease.discard()
     }
 
