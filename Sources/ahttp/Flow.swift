@@ -189,8 +189,8 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
                 if !headText.isEmpty { try prependAtomically(headText, to: path) }
                 result.outputFile = path
             } catch let error as UsageError {
-                result.writeError = error.message
-            } catch let error as HTTPClientError where error.code == .ioFailure || error.code == .invalidRequest {
+                // Prepending -i's head; the library's own errors (a failed transfer, a file error) are the
+                // member's failure, with the exit code they have without -Z.
                 result.writeError = error.message
             }
         case .stream(let path):
