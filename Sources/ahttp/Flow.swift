@@ -48,9 +48,28 @@ func parseRate(_ text: String) throws -> Int {
     return max(1, Int(value * multiplier))
 }
 
-func parsePositiveSeconds(_ text: String, _ flag: String) throws -> Double {
-    guard let seconds = Double(text), seconds >= 0 else { throw UsageError(message: "invalid \(flag) '\(text)'") }
+/// The longest time a flag may name, in seconds: 10⁹ (about 31 years). `Double` also reads `inf`, `nan` and
+/// `1e400`, which a conversion to milliseconds would trap on.
+let maxSecondsInAFlag = 1e9
+
+/// A number of seconds for `flag`: finite, at least 0 (more than 0 with `positive`), at most ``maxSecondsInAFlag``.
+func parseSeconds(_ text: String, _ flag: String, positive: Bool = false) throws -> Double {
+    guard let seconds = Double(text), seconds.isFinite, positive ? seconds > 0 : seconds >= 0, seconds <= maxSecondsInAFlag else {
+        throw UsageError(message: "invalid \(flag) '\(text)' (a number of seconds)")
+    }
     return seconds
+}
+
+func parsePositiveSeconds(_ text: String, _ flag: String) throws -> Double {
+    try parseSeconds(text, flag)
+}
+
+/// A `Retry-After` in delay-seconds (RFC 9110 §10.2.3: digits only; an HTTP-date is not read), at most a day.
+func retryAfterSeconds(_ value: String) -> Double? {
+    let digits = value
+    guard !digits.isEmpty, digits.utf8.count <= 12, digits.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+          let seconds = Int(digits) else { return nil }
+    return Double(min(seconds, 86_400))
 }
 
 func parseCount(_ text: String, _ flag: String, range: ClosedRange<Int>) throws -> Int {
@@ -107,7 +126,9 @@ func sendRetrying(_ request: HTTPClientRequest, client: HTTPClient, options: Opt
         do {
             let response = try await client.send(request)
             guard isTransientStatus(response.status.code), mayRetry() else { return response }
-            wait = response.headers[.retryAfter].flatMap { Double($0) } ?? backoff
+            wait = response.headers[.retryAfter].flatMap(retryAfterSeconds) ?? backoff
+            // A wait that would end past --retry-max-time is not started (curl stops there too).
+            if let maxTime = options.flow.retryMaxTime, maxTime > 0, elapsedSeconds(since: start) + wait > maxTime { return response }
             warnRetry("HTTP error", wait: wait, left: retriesLeft, options: options)
             // The response is dropped here: a small body is drained for reuse, a big one closes the connection.
         } catch let error as HTTPClientError where (error.code == .timeout || error.code == .dnsFailure) && mayRetry() {

@@ -141,7 +141,7 @@ extension AhttpCommand {
         // --- upload
         options.bodies.uploadFile = upload.uploadFile
         if let text = upload.expect100Timeout {
-            guard let seconds = Double(text), seconds >= 0 else { throw UsageError(message: "invalid --expect100-timeout '\(text)'") }
+            let seconds = try parseSeconds(text, "--expect100-timeout")
             options.bodies.expect100Timeout = seconds
         }
 
@@ -163,11 +163,11 @@ extension AhttpCommand {
 
         // --- connection and dns
         if let text = connection.maxTime {
-            guard let seconds = Double(text), seconds > 0 else { throw UsageError(message: "invalid --max-time '\(text)'") }
+            let seconds = try parseSeconds(text, "--max-time", positive: true)
             options.maxTime = seconds
         }
         if let text = connection.connectTimeout {
-            guard let seconds = Double(text), seconds > 0 else { throw UsageError(message: "invalid --connect-timeout '\(text)'") }
+            let seconds = try parseSeconds(text, "--connect-timeout", positive: true)
             options.connectTimeout = seconds
         }
         if let text = connection.limitRate { options.flow.limitRate = try parseRate(text) }

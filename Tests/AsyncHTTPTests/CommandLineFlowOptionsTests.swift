@@ -207,6 +207,26 @@ final class CommandLineFlowOptionsTests: XCTestCase {
         try await server.shutdown()
     }
 
+    /// A server's `Retry-After: 1e30` (or `inf`, `nan`) used to trap `ahttp --retry` as it turned the wait into
+    /// milliseconds; only delay-seconds are read now, at most a day, and anything else waits as --retry-delay says.
+    /// A flag's `inf` seconds trapped the same way.
+    func testRetryAfterAndTimeFlagsThatAreNoNumberOfSecondsDoNotCrash() throws {
+        for value in ["1e30", "inf", "nan", "99999999999999999999"] {
+            let server = try FaultServer(script: FaultScript([[.response("", status: "503 Busy", headers: ["Retry-After: \(value)"])]]))
+            defer { server.stop() }
+            let result = try ahttp(["-s", "--retry", "1", "--retry-delay", "0", "-w", "%{http_code}", "-o", "/dev/null",
+                                    "http://127.0.0.1:\(server.port)/"])
+            XCTAssertEqual(result.status, 0, "Retry-After: \(value): \(result.stderr)")
+            XCTAssertEqual(result.stdout, "503", "Retry-After: \(value)")
+        }
+        for flag in ["-m", "--connect-timeout", "--expect100-timeout", "--retry-delay", "--retry-max-time"] {
+            for value in ["inf", "nan", "1e400", "1e17"] {
+                let result = try ahttp(["-s", flag, value, "http://127.0.0.1:1/"])
+                XCTAssertEqual(result.status, 2, "\(flag) \(value): \(result.stderr)")
+            }
+        }
+    }
+
     func testRetryRetriesTransientStatusesAndStopsAtTheMaxTime() async throws {
         let server = try await NIOTestServer()
         let retried = try ahttp(["--retry", "2", "--retry-delay", "0", "-o", "/dev/null", "-w", "%{http_code}", server.url("/status/503")])
