@@ -72,8 +72,7 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
         case tlsHandshake = "tls handshake"
         /// Waiting for a pooled connection to be free (the host's connection limit was reached).
         case poolWait = "waiting for a connection"
-        /// Writing the request: the socket took no bytes, or a streamed body's source produced none, for the
-        /// inactivity timeout.
+        /// Writing the request: the socket took no bytes for the inactivity timeout.
         case write
         /// Waiting for the response head: no bytes for the inactivity timeout.
         case head = "waiting for the response head"

@@ -151,7 +151,11 @@ func isSpecialFile(_ path: String) -> Bool {
 func downloadToFile(
     _ client: HTTPClient, _ request: HTTPClientRequest, path: String, options: Options, heads: () -> String
 ) async throws -> (status: Int, size: Int, url: String, redirects: Int) {
-    let result = try await client.download(request, to: path, options: DownloadOptions(resume: options.bodies.resume))
+    // --retry as without -o FILE: an error status leaves the file alone, so a retry's answer can still replace it.
+    let result = try await retrying(options: options, status: { ($0.status.code, $0.headers[.retryAfter]) }) {
+        try await client.download(request, to: path, options: DownloadOptions(resume: options.bodies.resume))
+    }
+    if result.written { applyOutputFileMode(path) }
     if (options.includeHeaders || options.headOnly) && result.written {
         // As curl: -i puts the heads in the output file, before the body.
         var head = heads()
@@ -182,7 +186,7 @@ func prependAtomically(_ prefix: [UInt8], to path: String) throws {
     }
 }
 
-/// Replaces `path` with what `fill` writes to a temporary file beside it (mode 0644, as curl creates its output
+/// Replaces `path` with what `fill` writes to a temporary file beside it (mode 0644, then 0666 less the umask, as curl creates its output
 /// files), then fsync and rename: the file is never seen half-written, and on any failure the old one stays as it
 /// was and the temporary file is removed.
 func replaceAtomically(_ path: String, tag: String, _ fill: (Int32) throws -> Void) throws {
@@ -195,6 +199,7 @@ func replaceAtomically(_ path: String, tag: String, _ fill: (Int32) throws -> Vo
         if !renamed { unlink(temporary) }
     }
     try fill(output)
+    _ = fchmod(output, outputFileMode)
     guard fsync(output) == 0, rename(temporary, path) == 0 else {
         throw UsageError(message: "cannot write '\(path)': \(String(cString: strerror(errno)))", exitCode: 23)
     }

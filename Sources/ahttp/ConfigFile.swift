@@ -52,7 +52,10 @@ func readConfigFile(_ path: String) throws -> [UInt8] {
 /// `silent` → `--silent`; `-o out` → `-o`, `out`.
 func parseConfigFile(_ text: String, name: String) throws -> [String] {
     var arguments: [String] = []
-    for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+    // "\r\n" is one Character in Swift, which a split on "\n" does not see: a file with CRLF line ends (written
+    // on Windows) would be one line.
+    let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+    for (number, rawLine) in lines.enumerated() {
         var line = rawLine.drop { $0 == " " || $0 == "\t" }
         if line.hasSuffix("\r") { line = line.dropLast() }
         guard !line.isEmpty, !line.hasPrefix("#") else { continue }

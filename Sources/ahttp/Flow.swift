@@ -112,25 +112,46 @@ func isTransientStatus(_ code: Int) -> Bool {
 /// `--retry-max-time`. A failure while the body is being written is not retried (curl would truncate the file and
 /// start again; standard output cannot be taken back).
 func sendRetrying(_ request: HTTPClientRequest, client: HTTPClient, options: Options) async throws -> HTTPClientResponse {
+    try await retrying(options: options, status: { ($0.status.code, $0.headers[.retryAfter]) }) {
+        try await client.send(request)
+    }
+}
+
+/// --retry around one attempt (a send, or a download to a file): a transient status (``isTransientStatus(_:)``,
+/// read by `status`) or a timeout or failed name lookup is tried again, as curl does, after `Retry-After` (in
+/// delay-seconds) or --retry-delay or curl's doubling backoff, within --retry-max-time.
+func retrying<Result>(
+    options: Options, status: (Result) -> (code: Int, retryAfter: String?), _ attempt: () async throws -> Result
+) async throws -> Result {
     var retriesLeft = options.flow.retry
     var backoff = options.flow.retryDelay ?? 1
     let start = ContinuousClock.now
     func mayRetry() -> Bool {
         guard retriesLeft > 0 else { return false }
         guard let maxTime = options.flow.retryMaxTime, maxTime > 0 else { return true }
-        let elapsed = start.duration(to: .now)
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18 < maxTime
+        return elapsedSeconds(since: start) < maxTime
     }
     while true {
         let wait: Double
         do {
-            let response = try await client.send(request)
-            guard isTransientStatus(response.status.code), mayRetry() else { return response }
-            wait = response.headers[.retryAfter].flatMap(retryAfterSeconds) ?? backoff
-            // A wait that would end past --retry-max-time is not started (curl stops there too).
-            if let maxTime = options.flow.retryMaxTime, maxTime > 0, elapsedSeconds(since: start) + wait > maxTime { return response }
+            let result = try await attempt()
+            let (code, retryAfterValue) = status(result)
+            guard isTransientStatus(code), mayRetry() else { return result }
+            if let retryAfter = retryAfterValue.flatMap(retryAfterSeconds) {
+                // As curl: a Retry-After that would end past --retry-max-time stops the retries, with its warning.
+                if let maxTime = options.flow.retryMaxTime, maxTime > 0, elapsedSeconds(since: start) + retryAfter > maxTime {
+                    if !options.silent {
+                        try? writeAll(2, Array(("Warning: The Retry-After: time would make this command line exceed the maximum "
+                                                + "allowed time for retries.\n").utf8)[...])
+                    }
+                    return result
+                }
+                wait = retryAfter
+            } else {
+                wait = backoff
+            }
             warnRetry("HTTP error", wait: wait, left: retriesLeft, options: options)
-            // The response is dropped here: a small body is drained for reuse, a big one closes the connection.
+            // A response is dropped here: a small body is drained for reuse, a big one closes the connection.
         } catch let error as HTTPClientError where (error.code == .timeout || error.code == .dnsFailure) && mayRetry() {
             wait = backoff
             warnRetry(error.code == .timeout ? "timeout" : "name lookup failed", wait: wait, left: retriesLeft, options: options)
@@ -207,6 +228,7 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
             }
             do {
                 result.bodyBytes = try await response.body.write(toFileAtPath: path)
+                applyOutputFileMode(path)
                 if !headText.isEmpty { try prependAtomically(headText, to: path) }
                 result.outputFile = path
             } catch let error as UsageError {

@@ -104,7 +104,8 @@ extension AhttpCommand {
         for line in http.headers {
             if line.hasPrefix("@") {
                 let text = String(decoding: try readFile(String(line.dropFirst())), as: UTF8.self)
-                for header in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) where !header.isEmpty {
+                // "\r\n" is one Character in Swift: a file with CRLF line ends splits on it too.
+                for header in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" || $0 == "\r\n" }) where !header.isEmpty {
                     options.headers.append(try parseHeader(String(header)))
                 }
             } else {
@@ -223,6 +224,11 @@ extension AhttpCommand {
         options.flow.progressBar = verbose.progressBar
 
         // --- curl
+        // Config files are read before parsing (ConfigFile.swift); one the parser still saw came inside a group of
+        // short options (`-sK FILE`), which that step does not split. Said, not silently skipped.
+        if !curl.config.isEmpty {
+            throw UsageError(message: "-K inside a group of short options (as in -sK) is not read; write it on its own: -s -K FILE")
+        }
         options.flow.parallel = curl.parallel
         if let text = curl.parallelMax { options.flow.parallelMax = try parseCount(text, "--parallel-max", range: 1...300) }
         options.flow.failEarly = curl.failEarly

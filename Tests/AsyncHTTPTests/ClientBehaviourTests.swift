@@ -329,6 +329,30 @@ final class ClientBehaviourTests: XCTestCase {
         XCTAssertLessThan(start.duration(to: .now), .seconds(5))
     }
 
+    /// The inactivity timeout measures the network, not the body's source: a source silent for longer (a command
+    /// piped into `ahttp -T -`) still gets its body sent, as curl's does.
+    func testABodySourceSilentLongerThanTheInactivityTimeoutIsWaitedFor() async throws {
+        var configuration = HTTPClient.Configuration()
+        configuration.inactivityTimeout = .milliseconds(300)
+        let client = HTTPClient(configuration: configuration)
+        let source = StallingChunks()
+        let opener = Task {
+            try await Task.sleep(for: .milliseconds(900))
+            source.open()
+        }
+        defer {
+            opener.cancel()
+            source.open()
+        }
+        var request = HTTPClientRequest(url: url("/echo"))
+        request.method = .post
+        request.body = .stream(source, length: .known(3))
+        let response = try await client.send(request)
+        let echoed = try await response.body.collect(upTo: 100)
+        XCTAssertEqual(echoed, [1, 2, 3])
+        await client.shutdown()
+    }
+
     func testLargeStreamedUploadAndDownloadBothWays() async throws {
         let chunk = (0..<65536).map { UInt8($0 % 253) }
         let count = 512 // 32 MiB

@@ -321,10 +321,30 @@ final class CommandLineCurlParityTests: XCTestCase {
 
 /// What ahttp does where curl is not the reference: its own checks.
 final class CommandLineCurlSurfaceTests: XCTestCase {
+    /// A header file with CRLF line ends used to be refused (exit 43, "contains a carriage return"): each line is
+    /// a header now, so the run gets as far as the refused connection (7). `-sK FILE` used to skip the file without
+    /// a word; it is a usage error that says how to write it.
+    func testAHeaderFileWithCRLFLineEndsAndAKInsideAGroupOfShortOptions() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("crlf-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: directory) }
+        let headers = directory + "/headers.txt", config = directory + "/c.cfg"
+        try Data("X-A: 1\r\nX-B: 2\r\n".utf8).write(to: URL(fileURLWithPath: headers))
+        try Data("url = \"http://127.0.0.1:1/\"\r\n".utf8).write(to: URL(fileURLWithPath: config))
+        let withHeaders = try runAhttp(["-s", "-H", "@" + headers, "http://127.0.0.1:1/"])
+        XCTAssertEqual(withHeaders.status, 7, withHeaders.stderr)
+        let grouped = try runAhttp(["-sK", config])
+        XCTAssertEqual(grouped.status, 2)
+        XCTAssertTrue(grouped.stderr.contains("-s -K FILE"), grouped.stderr)
+        let apart = try runAhttp(["-s", "-K", config])
+        XCTAssertEqual(apart.status, 7, "the config file's URL was read: \(apart.stderr)")
+    }
+
     func testTraceASCIIWritesCurlsLayoutWithoutSecrets() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("trace-\(UUID().uuidString).txt").path
         addTeardownBlock { try? FileManager.default.removeItem(atPath: file) }
-        let result = try runAhttp(["-s", "--trace-ascii", file, "-u", "vic:hunter2", "-o", "/dev/null", try Peers.httpbin() + "/basic-auth/vic/hunter2"])
+        let result = try runAhttp(["-s", "--trace-ascii", file, "-u", "vic:hunter2", "-H", "X-Amz-Security-Token: sts-session-7f3a",
+                                   "-o", "/dev/null", try Peers.httpbin() + "/basic-auth/vic/hunter2"])
         XCTAssertEqual(result.status, 0, result.stderr)
         let trace = try String(contentsOfFile: file, encoding: .utf8)
         XCTAssertTrue(trace.contains("=> Send header, "), trace)
@@ -335,6 +355,9 @@ final class CommandLineCurlSurfaceTests: XCTestCase {
         // The password is in httpbin's path by design; anywhere else it would be a leak.
         let outsidePath = trace.replacingOccurrences(of: "/basic-auth/vic/hunter2", with: "/basic-auth/vic/<path>")
         XCTAssertFalse(outsidePath.contains("hunter2") || trace.contains("dmljOmh1bnRlcjI="), trace)
+        // An AWS session token is a secret too (it used to be traced in clear).
+        XCTAssertFalse(trace.contains("sts-session-7f3a"), trace)
+        XCTAssertTrue(trace.contains("X-Amz-Security-Token: <redacted>") || trace.contains("x-amz-security-token: <redacted>"), trace)
     }
 
     func testAReaderThatGoesAwayIsAWriteErrorAsInCurl() throws {

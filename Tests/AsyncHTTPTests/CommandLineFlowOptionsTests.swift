@@ -96,6 +96,15 @@ final class CommandLineFlowOptionsTests: XCTestCase {
         XCTAssertEqual(result.stdout.components(separatedBy: "hello").count - 1, 1, "only the third body on stdout: \(result.stdout)")
         XCTAssertEqual(try String(contentsOfFile: first, encoding: .utf8), "hello")
         XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: second)[.size] as? Int, 3000, "replaced whole")
+        // As curl: an output file is 0666 less the umask, with -Z or without, not the 0600 of its temporary file.
+        let mask = umask(0)
+        umask(mask)
+        let single = temporaryFile()
+        XCTAssertEqual(try ahttp(["-s", "-o", single, server.url("/hello")]).status, 0)
+        for path in [first, second, single] {
+            let mode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+            XCTAssertEqual(mode, Int(0o666 & ~mask), path)
+        }
         let siblings = try FileManager.default.contentsOfDirectory(atPath: (second as NSString).deletingLastPathComponent)
         XCTAssertFalse(siblings.contains { $0.contains(".ahttp-body-") || $0.hasSuffix(".download") }, "no temporary file left")
         let refused = try ahttp(["-sS", "-f", "-Z", "-o", first, server.url("/missing")])
@@ -244,6 +253,20 @@ final class CommandLineFlowOptionsTests: XCTestCase {
         _ = try ahttp(["-s", "--retry", "10", "--retry-delay", "0.4", "--retry-max-time", "0.6", "-o", "/dev/null",
                        server.url("/status/500")])
         XCTAssertEqual(server.requestsServed, 7)
+        try await server.shutdown()
+    }
+
+    /// --retry used to do nothing with -o FILE (only standard output and devices went through it): the download
+    /// is retried too, and the error page never replaces the file.
+    func testRetryRetriesADownloadToAFile() async throws {
+        let server = try await NIOTestServer()
+        let file = temporaryFile()
+        try Data("old".utf8).write(to: URL(fileURLWithPath: file))
+        let result = try ahttp(["--retry", "2", "--retry-delay", "0", "-o", file, "-w", "%{http_code}", server.url("/status/503")])
+        XCTAssertEqual(server.requestsServed, 3, "the first try and two retries")
+        XCTAssertEqual(result.stderr.components(separatedBy: "Will retry in 0 seconds").count - 1, 2, result.stderr)
+        XCTAssertEqual(result.stdout, "503")
+        XCTAssertEqual(try String(contentsOfFile: file, encoding: .utf8), "old", "an error page does not replace the file")
         try await server.shutdown()
     }
 

@@ -27,6 +27,10 @@ final class CommandLineParsingTests: XCTestCase {
         XCTAssertThrowsError(try parseConfigFile("url = \"http://x", name: "t")) { error in
             XCTAssertTrue((error as? UsageError)?.message.contains("no closing quote") == true, "\(error)")
         }
+        // CRLF line ends (a file written on Windows): "\r\n" is one Character, so a split on "\n" used to leave
+        // the whole file one line, and every option after the first was dropped.
+        XCTAssertEqual(try parseConfigFile("silent\r\nurl = \"http://x/\"\r\n-o out\r\n-u a:b\r\n", name: "t"),
+                       ["--silent", "--url", "http://x/", "-o", "out", "-u", "a:b"])
     }
 
     func testConfigFilesAreSplicedWhereTheyStandAndNotAfterTheTerminator() throws {

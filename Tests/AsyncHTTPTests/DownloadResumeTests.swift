@@ -128,4 +128,33 @@ final class DownloadResumeTests: XCTestCase {
         }
         XCTAssertEqual(outcome.withLock { $0 }, "invalidRequest")
     }
+
+    /// A FIFO where the partial file's validator belongs used to hold a resumable download in `open`, waiting for
+    /// a writer; it now counts as no validator, and the download starts again from zero.
+    func testAValidatorThatIsAFIFOIsNoValidatorAndDoesNotWaitForAWriter() async throws {
+        let server = try await NIOTestServer()
+        let client = HTTPClient()
+        let directory = makeCacheDirectory()
+        let destination = directory + "/file.bin"
+        XCTAssertTrue(FileManager.default.createFile(atPath: destination + ".part", contents: Data("abc".utf8)))
+        XCTAssertEqual(mkfifo(destination + ".part.validator", 0o600), 0)
+        // Bounded: after 5 s a writer opens the FIFO, which releases a blocked open, and the test fails.
+        let released = Locked(false)
+        let watchdog = Task.detached {
+            try await Task.sleep(for: .seconds(5))
+            let writer = open(destination + ".part.validator", O_WRONLY | O_NONBLOCK)
+            if writer >= 0 {
+                released.withLock { $0 = true }
+                close(writer)
+            }
+        }
+        let result = try await client.download(HTTPClientRequest(url: server.url("/bytes?n=1000")), to: destination,
+                                               options: DownloadOptions(resume: true))
+        watchdog.cancel()
+        XCTAssertFalse(released.withLock { $0 }, "the download waited for a writer of the FIFO")
+        XCTAssertEqual(result.resumedFrom, 0)
+        XCTAssertEqual(result.fileSize, 1000)
+        await client.shutdown()
+        try await server.shutdown()
+    }
 }

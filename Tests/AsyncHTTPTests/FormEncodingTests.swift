@@ -102,6 +102,14 @@ final class FormEncodingTests: XCTestCase {
         XCTAssertEqual(boundary.count, "AsyncHTTPBoundary".count + 24)
         XCTAssertNotEqual(try random.makeBody().contentType, type, "a new boundary per body")
         XCTAssertThrowsError(try MultipartForm(boundary: "bad\u{1}").makeBody())
+        // A boundary with characters a token may not hold goes in quotes (it used to go bare: a strict parser then
+        // rejected the request, or cut the boundary at the '=' and found no parts).
+        for (boundary, field) in [("----=_Part_0", "boundary=\"----=_Part_0\""), ("a b", "boundary=\"a b\""),
+                                  ("plain-1.x_y", "boundary=plain-1.x_y")] {
+            var form = MultipartForm(boundary: boundary)
+            form.append("k", "v")
+            XCTAssertEqual(try form.makeBody().contentType, "multipart/form-data; " + field)
+        }
     }
 
     func testFilePartsAreStreamedWithTheLengthKnownUpFrontAndAStreamPartMakesItChunked() async throws {

@@ -122,9 +122,22 @@ final class RequestBodyReadAheadTests: XCTestCase {
                 return error.code
             }
         }
+        try await waitUntil("the writer is parked") { readAhead.writerIsWaiting }
         writer.cancel()
         let code = await writer.value
         XCTAssertEqual(code, .cancelled)
+        // And a task cancelled before it waits does not park at all.
+        let early = Task { () async -> HTTPClientError.Code? in
+            withUnsafeCurrentTask { $0?.cancel() }
+            do throws(HTTPClientError) {
+                _ = try await RequestBodyReadAhead().take()
+                return nil
+            } catch {
+                return error.code
+            }
+        }
+        let earlyCode = await early.value
+        XCTAssertEqual(earlyCode, .cancelled)
     }
 
     /// A wait whose deadline has passed ends as a timeout naming its phase, with nothing produced.
@@ -132,7 +145,7 @@ final class RequestBodyReadAheadTests: XCTestCase {
         let readAhead = RequestBodyReadAhead()
         let deadlines = Deadlines(inactivity: nil, total: MonotonicTime.now)
         do throws(HTTPClientError) {
-            _ = try await readAhead.take(deadlines: deadlines, phase: .write)
+            _ = try await readAhead.take(deadlines: deadlines)
             XCTFail("a wait past its deadline returned")
         } catch {
             XCTAssertEqual(error.code, .timeout)

@@ -6,8 +6,11 @@ import HTTPTypes
 // the password.
 
 extension HTTPFields {
-    /// The fields whose values are secrets: `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie`.
-    public static let secretFieldNames: Set<HTTPField.Name> = [.authorization, .proxyAuthorization, .cookie, .setCookie]
+    /// The fields whose values are secrets: `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, and
+    /// `X-Amz-Security-Token` (an AWS session token, which `ahttp --aws-sigv4` users pass with `-H`).
+    public static let secretFieldNames: Set<HTTPField.Name> = [
+        .authorization, .proxyAuthorization, .cookie, .setCookie, HTTPField.Name("X-Amz-Security-Token")!,
+    ]
 
     /// These fields with every secret value replaced, for logs and `-v` output: `Authorization` and
     /// `Proxy-Authorization` keep their scheme (`Basic <redacted>`), `Cookie`, `Set-Cookie` and the fields

@@ -151,7 +151,7 @@ extension HTTPClient {
         // Bounded: the second round runs without a range, which cannot ask for a start-over.
         for round in 0..<2 {
             var kept = try partial.status().size
-            let stored = try PrivateFile.contents(atPath: sidecarPath, what: "partial download validator")
+            let stored = try PrivateFile.contents(atPath: sidecarPath, what: "partial download validator", regularFileOnly: true)
                 .flatMap { DownloadResume.parseSidecar(String(decoding: $0, as: UTF8.self)) }
             var attempt = request
             if kept > 0, let stored, round == 0 {

@@ -131,7 +131,13 @@ public struct MultipartForm: Sendable {
                 replayable = replayable && body.isReplayable
             }
         }
-        let contentType = "multipart/form-data; boundary=\(boundary)"
+        // RFC 2046 §5.1.1: a boundary with characters a header parameter's token may not hold (`'()+,/:=?` and
+        // space) goes in quotes; none of the boundary characters needs escaping inside them.
+        let isToken = boundary.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || Array("-._".utf8).contains(byte)
+        }
+        let contentType = "multipart/form-data; boundary=" + (isToken ? boundary : "\"\(boundary)\"")
         if segments.count == 1, case .bytes(let bytes) = segments[0] {
             return (.bytes(bytes), contentType)
         }

@@ -108,9 +108,10 @@ extension HTTPClientResponse {
     ///
     /// Backpressure: bytes are read from the socket only as the consumer asks for the next chunk.
     /// A body from the network is read once; iterating it a second time yields what is left (nothing, after
-    /// a full pass). A body whose read failed, or that ``collect(upTo:)`` gave up at its limit, throws that error
-    /// again on every later read, never an early end. Dropping a body unread is fine: the connection drains a
-    /// small remainder for reuse, or is closed.
+    /// a full pass). A body read straight from its connection whose read failed, or that ``collect(upTo:)`` gave
+    /// up at its limit, throws that error again on every later read, never an early end. A body a middleware
+    /// transforms (decompressed, recorded into the cache) is read once: read it again only after a full pass.
+    /// Dropping a body unread is fine: the connection drains a small remainder for reuse, or is closed.
     ///
     /// Chunks are `ArraySlice<UInt8>` so they can share the read buffer without a copy: index them from
     /// `chunk.startIndex`, or call `Array(chunk)`.

@@ -8,14 +8,20 @@ import Darwin
 
 /// Reading and crash-safely replacing small files that may hold secrets (cookie files, credential files).
 enum PrivateFile {
-    /// The file's bytes, or nil if it does not exist.
-    static func contents(atPath path: String, what: String) throws(HTTPClientError) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+    /// The file's bytes, or nil if it does not exist. With `regularFileOnly`, anything but a regular file (a
+    /// FIFO planted in its place, a device) counts as absent, and the open does not wait for a FIFO's writer. A
+    /// file the user names (a cookie file, which may be a pipe from process substitution) is read as it is.
+    static func contents(atPath path: String, what: String, regularFileOnly: Bool = false) throws(HTTPClientError) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | (regularFileOnly ? O_NONBLOCK : 0))
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
             throw fileError("could not open \(what) \(path)")
         }
         defer { close(fd) }
+        if regularFileOnly {
+            var info = stat()
+            guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {

@@ -97,8 +97,10 @@ struct CompressionMiddleware: HTTPClientMiddleware {
     @inline(never)
     private func prepare(_ request: inout HTTPClientRequest) throws(HTTPClientError) -> Bool {
         if request.compressesBody { try Self.gzipBody(of: &request) }
+        // Not for a range: a range of a compressed representation cannot be inflated on its own (Go's transport
+        // does not ask for gzip with a `Range` either).
         let decodes = (request.acceptsCompressedResponse ?? policy.acceptsCompressedResponses)
-            && !request.headers.contains(.acceptEncoding)
+            && !request.headers.contains(.acceptEncoding) && !request.headers.contains(.range)
         // Appended: the field is known to be absent, and the subscript's setter would search for it again.
         if decodes { request.headers.append(Self.acceptEncodingField) }
         return decodes
@@ -114,8 +116,9 @@ struct CompressionMiddleware: HTTPClientMiddleware {
         guard !codings.isEmpty else { return }
         response.isCompressed = true
         // Only one coding is decoded; stacked codings ("gzip, gzip") are left for the caller, as Go does.
+        // A 206 is a slice of the coded bytes: it is handed over as it came, `Content-Encoding` and all.
         guard decodes, codings.count == 1, let coding = ContentCoding(token: codings[0]),
-              Self.hasBody(response, method: request.method)
+              Self.hasBody(response, method: request.method), response.status.code != 206
         else { return }
 
         let recorder = request.keepsRawCompressedBody ? RawBodyRecorder(limit: rawBodyLimit) : nil

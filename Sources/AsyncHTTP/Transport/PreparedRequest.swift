@@ -138,19 +138,29 @@ struct PreparedRequest: Sendable {
             }
             // A task pulls the body's chunks ahead of this one, which writes whatever is waiting in one `sendmsg`
             // (see `RequestBodyReadAhead`). Not a child task: a task group waits for its children, so a source that
-            // stalls and ignores cancellation would hold the request past its timeout. The writer's waits end at
-            // the deadline or on cancellation; the producer is then cancelled and left to end when its source lets
-            // it (its next chunk finds the read-ahead closed). When the body is written whole, it has ended.
+            // stalls and ignores cancellation would hold the request past its deadline. The writer's waits end at
+            // the total deadline or on cancellation; the producer is cancelled with this task, and left to end when
+            // its source lets it (its next chunk finds the read-ahead closed). When the body is written whole, it
+            // has ended.
             let readAhead = RequestBodyReadAhead()
             let producer = Task { await readAhead.produce(from: source) }
             defer { readAhead.stopTimer() }
-            do throws(HTTPClientError) {
-                if let length {
-                    try await writeExactly(length, from: readAhead, to: connection, deadlines: deadlines, observation: observation)
-                } else {
-                    try await writeChunked(from: readAhead, to: connection, deadlines: deadlines, observation: observation)
+            // The producer is no child of this task: hand it this task's cancellation (a source may end on it).
+            let outcome = await withTaskCancellationHandler { () async -> Result<Void, HTTPClientError> in
+                do throws(HTTPClientError) {
+                    if let length {
+                        try await writeExactly(length, from: readAhead, to: connection, deadlines: deadlines, observation: observation)
+                    } else {
+                        try await writeChunked(from: readAhead, to: connection, deadlines: deadlines, observation: observation)
+                    }
+                    return .success(())
+                } catch {
+                    return .failure(error)
                 }
-            } catch {
+            } onCancel: {
+                producer.cancel()
+            }
+            if case .failure(let error) = outcome {
                 readAhead.close()
                 producer.cancel()
                 throw error
@@ -224,7 +234,7 @@ struct PreparedRequest: Sendable {
     ) async throws(HTTPClientError) {
         var sent = 0
         while true {
-            let batch = try await readAhead.take(deadlines: deadlines, phase: .write)
+            let batch = try await readAhead.take(deadlines: deadlines)
             guard sent + batch.bytes <= length else {
                 throw .invalidRequest("the body stream produced more than its declared length of \(length) bytes")
             }
@@ -248,7 +258,7 @@ struct PreparedRequest: Sendable {
         var trailer: [UInt8] = []
         var sent = 0
         while true {
-            let batch = try await readAhead.take(deadlines: deadlines, phase: .write)
+            let batch = try await readAhead.take(deadlines: deadlines)
             var parts: [ArraySlice<UInt8>] = []
             parts.reserveCapacity(batch.chunks.count * 2 + 1)
             for chunk in batch.chunks where !chunk.isEmpty { // an empty chunk would end the body early

@@ -65,6 +65,9 @@ final class RequestBodyReadAhead: @unchecked Sendable {
     /// The bytes waiting for the writer.
     var bufferedBytes: Int { state.withLock { $0.bytes } }
 
+    /// Whether the writer is parked, waiting for the producer (for tests).
+    var writerIsWaiting: Bool { state.withLock { $0.waitingWriter != nil } }
+
     // MARK: Producer side
 
     /// Pulls `source` dry into the buffer. Ends the body with the source's error, or with `.cancelled` when the
@@ -123,12 +126,12 @@ final class RequestBodyReadAhead: @unchecked Sendable {
     // MARK: Writer side
 
     /// Everything waiting, suspending while nothing is. Throws the producer's error once the chunks before it
-    /// are taken. A wait for the producer ends at `deadlines`' next deadline (`.timeout` naming `phase`, or the
-    /// total deadline) and when the task is cancelled (`.cancelled`): a body source that stalls, or ignores
-    /// cancellation, fails the request instead of holding it.
-    func take(
-        deadlines: Deadlines = Deadlines(inactivity: nil, total: nil), phase: HTTPClientError.TimeoutPhase = .write
-    ) async throws(HTTPClientError) -> Batch {
+    /// are taken. A wait for the producer ends at the request's total deadline (`.timeout`, phase `total`) and
+    /// when the task is cancelled (`.cancelled`): a body source that stalls, or ignores cancellation, fails the
+    /// request at its deadline instead of holding it past. The inactivity timeout does not apply: it measures the
+    /// network, and a source may rightly be silent for longer (a command piped into `ahttp -T -`, a live feed;
+    /// curl waits for its source too).
+    func take(deadlines: Deadlines = Deadlines(inactivity: nil, total: nil)) async throws(HTTPClientError) -> Batch {
         while true {
             let (batch, failure, wake) = state.withLock {
                 state -> (Batch?, HTTPClientError?, UnsafeContinuation<Bool, Never>?) in
@@ -145,10 +148,9 @@ final class RequestBodyReadAhead: @unchecked Sendable {
             wake?.resume(returning: true)
             if let failure { throw failure }
             if let batch { return batch }
-            let (deadline, timeoutPhase) = deadlines.next(phase)
-            switch await waitForProducer(until: deadline) {
+            switch await waitForProducer(until: deadlines.total) {
             case .ready: continue
-            case .timedOut: throw .timeout(timeoutPhase, "the request body's source produced nothing before the deadline")
+            case .timedOut: throw .timeout(.total, "the request body's source produced nothing before the request's deadline")
             case .cancelled: throw .cancelled
             }
         }
@@ -157,7 +159,7 @@ final class RequestBodyReadAhead: @unchecked Sendable {
     /// Parks the writer until the producer adds a chunk or ends, `deadline` passes, or the task is cancelled.
     ///
     /// One timer task per read-ahead, started by the first wait that parks with a deadline, serves every wait:
-    /// a wait's deadline is never earlier than the one before it (`Deadlines.next` moves only forward), so the
+    /// every wait has the same deadline (the request's total), so the
     /// timer sleeps until the parked wait's deadline and, on waking, times out the wait parked then if its deadline
     /// has passed, or sleeps on until the later one. A task per wait cost a streamed upload that parks for most of
     /// its chunks 5 % of its rate.

@@ -27,6 +27,9 @@ final class ResponseBodyStream: @unchecked Sendable {
     /// if the body were complete (and never touches the closed connection, whose descriptor number may already
     /// name another connection's socket).
     private var failure: HTTPClientError?
+    /// Set by ``abandon(because:)``, whichever task calls it: the next read takes `abandonment` as its failure.
+    private let abandoned = Atomic<Bool>(false)
+    private let abandonment = Locked<HTTPClientError?>(nil)
     private let reading = Atomic<Bool>(false)
 
     /// Dropped bodies are drained for reuse only when this little is left; more costs a close instead.
@@ -52,6 +55,10 @@ final class ResponseBodyStream: @unchecked Sendable {
         }
         defer { reading.store(false, ordering: .releasing) }
         if let failure { throw failure }
+        if abandoned.load(ordering: .acquiring), let error = abandonment.withLock({ $0 }) {
+            failure = error
+            throw error
+        }
         guard !done else { return nil }
         if chunkIndex < chunks.count {
             defer { chunkIndex += 1 }
@@ -95,13 +102,10 @@ final class ResponseBodyStream: @unchecked Sendable {
     }
 
     /// Gives up on the rest of the body: the connection is closed, not reused, and every later ``next()`` throws
-    /// `error`. Called by the reader between its reads (``HTTPClientResponse/Body/collect(upTo:)``); if another
-    /// task is reading at that moment, that read ends with an I/O error instead.
+    /// `error` (one that another task has in progress at that moment may end with an I/O error instead).
     func abandon(because error: HTTPClientError) async {
-        if !reading.exchange(true, ordering: .acquiring) {
-            failure = error
-            reading.store(false, ordering: .releasing)
-        }
+        abandonment.withLock { $0 = error }
+        abandoned.store(true, ordering: .releasing)
         await lease.discard()
     }
 
