@@ -204,21 +204,9 @@ final class CacheDurabilityTests: XCTestCase {
         let key = "http://127.0.0.1:1/fifo"
         let headPath = directory + "/entries/" + HTTPCache.hash(key) + ".meta"
         XCTAssertEqual(mkfifo(headPath, 0o600), 0)
-        let finished = DispatchSemaphore(value: 0)
-        let found = Locked<Bool?>(nil)
-        Thread.detachNewThread {
-            let stored = cache.lookup(key: key, requestHeaders: [:])
-            found.withLock { $0 = stored != nil }
-            finished.signal()
+        let found = resultOnAThreadOfItsOwn(release: { openOtherEnd(ofFIFO: headPath, forWriting: true) }) {
+            cache.lookup(key: key, requestHeaders: [:]) != nil
         }
-        if finished.wait(timeout: .now() + 5) == .timedOut {
-            // Release the blocked open by becoming its writer, so that the thread ends, then fail.
-            let writer = open(headPath, O_RDWR | O_NONBLOCK)
-            _ = finished.wait(timeout: .now() + 5)
-            if writer >= 0 { close(writer) }
-            XCTFail("a FIFO in place of a head file held the lookup")
-            return
-        }
-        XCTAssertEqual(found.withLock { $0 }, false)
+        XCTAssertEqual(found, false, "nil: a FIFO in place of a head file held the lookup")
     }
 }

@@ -306,23 +306,22 @@ final class ClientBehaviourTests: XCTestCase {
         }
     }
 
+    /// A POST of `source`'s bytes to `path`, declared `length` bytes long.
+    func streamedPOST(_ path: String, _ source: StallingChunks, length: Int) -> HTTPClientRequest {
+        var request = HTTPClientRequest(url: url(path))
+        request.method = .post
+        request.body = .stream(source, length: .known(length))
+        return request
+    }
+
     /// A streamed body whose source stalls (and ignores cancellation) used to hold `send` for as long as the source
     /// did: the writer waited for it with no deadline, and the request waited for the reading task. It now fails
     /// at the request's deadline.
     func testAStalledStreamedBodyFailsAtItsDeadlineInsteadOfHanging() async throws {
-        let source = StallingChunks()
         // Bounded either way: after 10 s the source ends (the old code then failed on a short body, not a timeout).
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(10))
-            source.open()
-        }
-        defer {
-            watchdog.cancel()
-            source.open()
-        }
-        var request = HTTPClientRequest(url: url("/discard"))
-        request.method = .post
-        request.body = .stream(source, length: .known(10))
+        let source = StallingChunks(opensAfter: .seconds(10))
+        defer { source.open() }
+        var request = streamedPOST("/discard", source, length: 10)
         request.timeout = .milliseconds(500)
         let start = ContinuousClock.now
         _ = await assertThrows(.timeout) { _ = try await client.send(request) }
@@ -335,19 +334,9 @@ final class ClientBehaviourTests: XCTestCase {
         var configuration = HTTPClient.Configuration()
         configuration.inactivityTimeout = .milliseconds(300)
         let client = HTTPClient(configuration: configuration)
-        let source = StallingChunks()
-        let opener = Task {
-            try await Task.sleep(for: .milliseconds(900))
-            source.open()
-        }
-        defer {
-            opener.cancel()
-            source.open()
-        }
-        var request = HTTPClientRequest(url: url("/echo"))
-        request.method = .post
-        request.body = .stream(source, length: .known(3))
-        let response = try await client.send(request)
+        let source = StallingChunks(opensAfter: .milliseconds(900))
+        defer { source.open() }
+        let response = try await client.send(streamedPOST("/echo", source, length: 3))
         let echoed = try await response.body.collect(upTo: 100)
         XCTAssertEqual(echoed, [1, 2, 3])
         await client.shutdown()
@@ -768,12 +757,23 @@ func unusedPort() throws -> Int {
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
-/// A request body source that yields three bytes, then waits, ignoring cancellation, until ``open()``.
+/// A request body source that yields three bytes, then waits, ignoring cancellation, until ``open()``: called by
+/// the test, or by itself after `delay`.
 final class StallingChunks: AsyncSequence, Sendable {
     typealias Element = [UInt8]
     private let state = Locked<(opened: Bool, waiter: UnsafeContinuation<Void, Never>?)>((false, nil))
+    private let opener = Locked<Task<Void, Never>?>(nil)
+
+    init(opensAfter delay: Duration) {
+        let task = Task { [weak self] in
+            guard (try? await Task.sleep(for: delay)) != nil else { return }
+            self?.open()
+        }
+        opener.withLock { $0 = task }
+    }
 
     func open() {
+        opener.withLock { $0?.cancel() }
         let waiter = state.withLock { state -> UnsafeContinuation<Void, Never>? in
             state.opened = true
             defer { state.waiter = nil }

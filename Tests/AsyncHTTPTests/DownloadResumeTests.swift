@@ -107,26 +107,15 @@ final class DownloadResumeTests: XCTestCase {
         let directory = makeCacheDirectory()
         let partialPath = directory + "/file.part"
         XCTAssertEqual(mkfifo(partialPath, 0o600), 0)
-        let finished = DispatchSemaphore(value: 0)
-        let outcome = Locked<String?>(nil)
-        Thread.detachNewThread {
+        let outcome = resultOnAThreadOfItsOwn(release: { openOtherEnd(ofFIFO: partialPath, forWriting: false) }) { () -> String in
             do {
                 _ = try HTTPClient.openLockedPartial(partialPath)
-                outcome.withLock { $0 = "opened" }
+                return "opened"
             } catch {
-                outcome.withLock { $0 = (error as? HTTPClientError).map { "\($0.code)" } ?? "\(error)" }
+                return (error as? HTTPClientError).map { "\($0.code)" } ?? "\(error)"
             }
-            finished.signal()
         }
-        if finished.wait(timeout: .now() + 5) == .timedOut {
-            // Release the blocked open by becoming its reader, so that the thread ends, then fail.
-            let reader = open(partialPath, O_RDONLY | O_NONBLOCK)
-            _ = finished.wait(timeout: .now() + 5)
-            if reader >= 0 { close(reader) }
-            XCTFail("opening a FIFO as the partial file waited for a reader")
-            return
-        }
-        XCTAssertEqual(outcome.withLock { $0 }, "invalidRequest")
+        XCTAssertEqual(outcome, "invalidRequest", "nil: opening a FIFO as the partial file waited for a reader")
     }
 
     /// A FIFO where the partial file's validator belongs used to hold a resumable download in `open`, waiting for
