@@ -212,7 +212,17 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
     let includeHead = options.includeHeaders || options.headOnly
     let refuses = options.fail && !options.failWithBody
     // The batch numbers its members 0, 1, 2, … in the order they are added, which is the order of `jobs`.
-    let handler: @Sendable (HTTPBatchMember, HTTPClientResponse) async throws -> ParallelBody = { member, response in
+    let handler: @Sendable (HTTPBatchMember, HTTPClientResponse) async throws -> ParallelBody = { member, first in
+        // --retry as without -Z: a transient status is sent again (the first answer came through the batch).
+        var given: HTTPClientResponse? = first
+        let response = options.flow.retry == 0 ? first
+            : try await retrying(options: options, status: { ($0.status.code, $0.headers[.retryAfter]) }) {
+                if let answer = given {
+                    given = nil
+                    return answer
+                }
+                return try await client.send(member.request)
+            }
         let head = ReceivedHead(status: response.status, version: response.version, headers: response.headers)
         var result = ParallelBody(head: head, url: response.url.description, spool: nil, bodyBytes: 0,
                                   refused: refuses && response.status.code >= 400, leftFileAlone: false)

@@ -267,6 +267,12 @@ final class CommandLineFlowOptionsTests: XCTestCase {
         XCTAssertEqual(result.stderr.components(separatedBy: "Will retry in 0 seconds").count - 1, 2, result.stderr)
         XCTAssertEqual(result.stdout, "503")
         XCTAssertEqual(try String(contentsOfFile: file, encoding: .utf8), "old", "an error page does not replace the file")
+        // With -Z too: each transfer is retried on its own.
+        let parallel = try ahttp(["--retry", "1", "--retry-delay", "0", "-Z", "-o", file, "-o", "/dev/null", "-w", "%{http_code}\n",
+                                  server.url("/status/503"), server.url("/hello")])
+        XCTAssertEqual(server.requestsServed, 3 + 3, "the 503 twice, the 200 once")
+        XCTAssertEqual(parallel.stderr.components(separatedBy: "Will retry in 0 seconds").count - 1, 1, parallel.stderr)
+        XCTAssertEqual(Set(parallel.stdout.split(separator: "\n")), ["503", "200"])
         try await server.shutdown()
     }
 
