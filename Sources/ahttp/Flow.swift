@@ -60,15 +60,10 @@ func parseSeconds(_ text: String, _ flag: String, positive: Bool = false) throws
     return seconds
 }
 
-func parsePositiveSeconds(_ text: String, _ flag: String) throws -> Double {
-    try parseSeconds(text, flag)
-}
-
 /// A `Retry-After` in delay-seconds (RFC 9110 §10.2.3: digits only; an HTTP-date is not read), at most a day.
 func retryAfterSeconds(_ value: String) -> Double? {
-    let digits = value
-    guard !digits.isEmpty, digits.utf8.count <= 12, digits.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-          let seconds = Int(digits) else { return nil }
+    guard !value.isEmpty, value.utf8.count <= 12, value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+          let seconds = Int(value) else { return nil }
     return Double(min(seconds, 86_400))
 }
 

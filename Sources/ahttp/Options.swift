@@ -233,8 +233,8 @@ extension AhttpCommand {
         if let text = curl.parallelMax { options.flow.parallelMax = try parseCount(text, "--parallel-max", range: 1...300) }
         options.flow.failEarly = curl.failEarly
         if let text = curl.retry { options.flow.retry = try parseCount(text, "--retry", range: 0...1_000_000) }
-        if let text = curl.retryDelay { options.flow.retryDelay = try parsePositiveSeconds(text, "--retry-delay") }
-        if let text = curl.retryMaxTime { options.flow.retryMaxTime = try parsePositiveSeconds(text, "--retry-max-time") }
+        if let text = curl.retryDelay { options.flow.retryDelay = try parseSeconds(text, "--retry-delay") }
+        if let text = curl.retryMaxTime { options.flow.retryMaxTime = try parseSeconds(text, "--retry-max-time") }
 
         // --- cache
         options.cacheDirectory = cache.cache

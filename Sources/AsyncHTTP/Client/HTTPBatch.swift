@@ -302,10 +302,9 @@ extension HTTPClient {
         memberHandler: @escaping @Sendable (HTTPBatchMember, HTTPClientResponse) async throws -> Value,
         _ body: (HTTPBatch<Value>) async throws -> Output
     ) async throws -> Output {
-        let handler = memberHandler
         let batch = HTTPBatch<Value>(configuration: configuration)
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await batch.run(client: self, handler: handler) }
+            group.addTask { await batch.run(client: self, handler: memberHandler) }
             do {
                 let result = try await body(batch)
                 batch.finish()

@@ -33,10 +33,7 @@ final class RequestBodyReadAhead: @unchecked Sendable {
         var writerWait: UInt64 = 0
         /// A cancellation of the current wait that came before the writer parked.
         var earlyWake: WriterWake?
-        /// The deadline of the wait `waitingWriter` is parked in (valid while it is set).
-        var writerDeadline: MonotonicTime?
-        /// The timer task waiting for a writer to park with a deadline.
-        var idleTimer: UnsafeContinuation<Void, Never>?
+        /// Sleeps until the deadline, then times out the writer parked then (started by the first wait that parks).
         var timer: Task<Void, Never>?
         var timerStopped = false
         var waitingProducer: UnsafeContinuation<Bool, Never>?
@@ -158,11 +155,10 @@ final class RequestBodyReadAhead: @unchecked Sendable {
 
     /// Parks the writer until the producer adds a chunk or ends, `deadline` passes, or the task is cancelled.
     ///
-    /// One timer task per read-ahead, started by the first wait that parks with a deadline, serves every wait:
-    /// every wait has the same deadline (the request's total), so the
-    /// timer sleeps until the parked wait's deadline and, on waking, times out the wait parked then if its deadline
-    /// has passed, or sleeps on until the later one. A task per wait cost a streamed upload that parks for most of
-    /// its chunks 5 % of its rate.
+    /// Every wait has the same deadline (the request's total), so one timer task serves them all: started by the
+    /// first wait that parks, it sleeps until the deadline and times out the wait parked then; a wait that starts
+    /// after the deadline times out by itself. A task per wait cost a streamed upload that parks for most of its
+    /// chunks 5 % of its rate.
     private func waitForProducer(until deadline: MonotonicTime?) async -> WriterWake {
         let wait = state.withLock { state -> UInt64 in
             state.writerWait &+= 1
@@ -171,100 +167,55 @@ final class RequestBodyReadAhead: @unchecked Sendable {
         }
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<WriterWake, Never>) in
-                let (ready, startTimer, idleTimer) = state.withLock {
-                    state -> (WriterWake?, Bool, UnsafeContinuation<Void, Never>?) in
-                    if !state.chunks.isEmpty || state.ended { return (.ready, false, nil) }
-                    if let early = state.earlyWake { return (early, false, nil) }
-                    if Task.isCancelled { return (.cancelled, false, nil) }
-                    guard let deadline else {
-                        state.waitingWriter = continuation
-                        state.writerDeadline = nil
-                        return (nil, false, nil)
-                    }
-                    if deadline <= MonotonicTime.now { return (.timedOut, false, nil) }
+                let (ready, startTimer) = state.withLock { state -> (WriterWake?, Bool) in
+                    if !state.chunks.isEmpty || state.ended { return (.ready, false) }
+                    if let early = state.earlyWake { return (early, false) }
+                    if Task.isCancelled { return (.cancelled, false) }
+                    if let deadline, deadline <= MonotonicTime.now { return (.timedOut, false) }
                     state.waitingWriter = continuation
-                    state.writerDeadline = deadline
-                    let start = state.timer == nil && !state.timerStopped
-                    defer { state.idleTimer = nil }
-                    return (nil, start, state.idleTimer)
+                    return (nil, deadline != nil && state.timer == nil && !state.timerStopped)
                 }
                 if let ready { continuation.resume(returning: ready) }
-                idleTimer?.resume()
-                if startTimer { self.startTimer() }
+                if startTimer, let deadline { self.startTimer(until: deadline) }
             }
         } onCancel: {
             endWriterWait(wait, with: .cancelled)
         }
     }
 
-    private func startTimer() {
+    private func startTimer(until deadline: MonotonicTime) {
         let timer = Task { [weak self] in
-            while !Task.isCancelled {
-                guard let target = await self?.nextTimerTarget() else { return }
-                let nanoseconds = MonotonicTime.now.nanoseconds(to: target)
-                if nanoseconds > 0 {
-                    do { try await Task.sleep(nanoseconds: nanoseconds) } catch { return }
-                }
-                self?.expireParkedWriter()
+            // Until the deadline by this clock: a wait that starts after the timer fired must find it passed.
+            while case let nanoseconds = MonotonicTime.now.nanoseconds(to: deadline), nanoseconds > 0 {
+                do { try await Task.sleep(nanoseconds: nanoseconds) } catch { return }
             }
+            self?.expireParkedWriter()
         }
         let stopped = state.withLock { state -> Bool in
-            if state.timerStopped { return true }
+            if state.timerStopped || state.timer != nil { return true }
             state.timer = timer
             return false
         }
         if stopped { timer.cancel() }
     }
 
-    /// The deadline of the writer parked now, waiting until one parks; nil once the timer is stopped.
-    private func nextTimerTarget() async -> MonotonicTime? {
-        while true {
-            let target = state.withLock { state -> MonotonicTime?? in
-                if state.timerStopped { return .some(nil) }
-                if state.waitingWriter != nil, let deadline = state.writerDeadline { return .some(deadline) }
-                return nil
-            }
-            if let target { return target }
-            await withTaskCancellationHandler {
-                await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                    let now = state.withLock { state -> Bool in
-                        if state.timerStopped || Task.isCancelled { return true }
-                        if state.waitingWriter != nil, state.writerDeadline != nil { return true }
-                        state.idleTimer = continuation
-                        return false
-                    }
-                    if now { continuation.resume() }
-                }
-            } onCancel: {
-                stopTimer()
-            }
-        }
-    }
-
-    /// Times out the parked writer if its deadline has passed.
+    /// Times out the parked writer, if any: the deadline has passed.
     private func expireParkedWriter() {
         let writer = state.withLock { state -> UnsafeContinuation<WriterWake, Never>? in
-            guard let writer = state.waitingWriter, let deadline = state.writerDeadline, deadline <= MonotonicTime.now else {
-                return nil
-            }
-            state.waitingWriter = nil
-            return writer
+            defer { state.waitingWriter = nil }
+            return state.waitingWriter
         }
         writer?.resume(returning: .timedOut)
     }
 
     /// Ends the timer task, if any; call when the body is written or the writer stopped.
     func stopTimer() {
-        let (timer, idle) = state.withLock { state -> (Task<Void, Never>?, UnsafeContinuation<Void, Never>?) in
+        let timer = state.withLock { state -> Task<Void, Never>? in
             state.timerStopped = true
-            defer {
-                state.timer = nil
-                state.idleTimer = nil
-            }
-            return (state.timer, state.idleTimer)
+            defer { state.timer = nil }
+            return state.timer
         }
         timer?.cancel()
-        idle?.resume()
     }
 
     /// Ends the writer's wait `wait` with `wake`: at once if it is parked, or as soon as it parks.
