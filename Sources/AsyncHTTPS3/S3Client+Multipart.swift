@@ -55,7 +55,18 @@ extension S3Client {
             return try await completeMultipartUpload(bucket: bucket, key: key, uploadID: uploadID, etags: etags)
         } catch {
             if settings.abortsOnFailure {
-                try? await abortMultipartUpload(bucket: bucket, key: key, uploadID: uploadID)
+                // In a task of its own: when the failure is this task's cancellation, an abort sent from here would
+                // be cancelled before it went out, and the parts would stay on S3 with their upload ID lost.
+                let abort = Task { [self] in try await abortMultipartUpload(bucket: bucket, key: key, uploadID: uploadID) }
+                do {
+                    try await abort.value
+                } catch let abortError {
+                    // No such upload (a resumed ID that was never there): nothing stays on S3.
+                    if (abortError as? S3Error)?.code == "NoSuchUpload" { throw error }
+                    // Not aborted: the parts stay, so the error carries the ID to abort (or resume) with.
+                    throw S3MultipartUploadError(uploadID: uploadID, partsCompleted: etags.count,
+                                                 underlying: error, abortFailure: abortError)
+                }
                 throw error
             }
             throw S3MultipartUploadError(uploadID: uploadID, partsCompleted: etags.count, underlying: error)
@@ -79,7 +90,7 @@ extension S3Client {
     public func createMultipartUpload(bucket: String, key: String, options: S3PutOptions = S3PutOptions()) async throws -> String {
         var request = HTTPClientRequest(url: try url(bucket: bucket, key: key, query: [("uploads", nil)]))
         request.method = .post
-        options.apply(to: &request)
+        try options.apply(to: &request)
         let root = try await sendForXML(request, what: "a new multipart upload")
         guard let id = root.value("UploadId"), !id.isEmpty else {
             throw HTTPClientError(.malformedResponse, "S3 started a multipart upload without an UploadId")

@@ -96,11 +96,21 @@ public final class S3Client: Sendable {
     }
 
     /// `request` signed with the configuration's payload signing (unless the request chose its own).
+    ///
+    /// An object's bytes are what S3 stores: the response is never asked compressed nor inflated, so an object
+    /// stored with `Content-Encoding: gzip` comes back as stored, with its `Content-Length`. And the session token
+    /// is marked sensitive: the request is signed before it is sent, so on a redirect to another origin (where the
+    /// client drops `Authorization`) the token is dropped too instead of going to that host.
     func signed(_ request: HTTPClientRequest) async throws -> HTTPClientRequest {
         var request = request
         if request.awsPayloadSigning == .automatic { request.awsPayloadSigning = configuration.payloadSigning }
+        if request.acceptsCompressedResponse == nil { request.acceptsCompressedResponse = false }
+        request.sensitiveHeaders.insert(Self.securityToken)
         return try await signing.sign(request)
     }
+
+    /// The STS session token's field.
+    static let securityToken = HTTPField.Name("X-Amz-Security-Token")!
 
     /// Throws the ``S3Error`` in `response` unless its status is 2xx.
     func check(_ response: HTTPClientResponse) async throws {
@@ -164,7 +174,7 @@ public final class S3Client: Sendable {
     public func putObject(bucket: String, key: String, body: HTTPClientRequest.Body,
                           options: S3PutOptions = S3PutOptions()) async throws -> S3PutResult {
         var request = try makeRequest(.put, bucket: bucket, key: key)
-        options.apply(to: &request)
+        try options.apply(to: &request)
         request.body = body
         let response = try await send(request)
         try await check(response)
@@ -218,7 +228,7 @@ public final class S3Client: Sendable {
         request.setHeader("x-amz-copy-source", "/" + awsURIEncode(sourceBucket.utf8) + "/"
             + awsURIEncode(sourceKey.utf8, keepingSlash: true))
         if let options {
-            options.apply(to: &request)
+            try options.apply(to: &request)
             request.setHeader("x-amz-metadata-directive", "REPLACE")
         }
         let root = try await sendForXML(request, what: "a copy result")

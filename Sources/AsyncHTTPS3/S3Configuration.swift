@@ -136,7 +136,16 @@ public struct S3PutOptions: Sendable {
         self.headers = headers
     }
 
-    func apply(to request: inout HTTPClientRequest) {
+    /// Puts the options on `request`. A metadata name or value with a byte outside ASCII is refused before anything is
+    /// sent: over REST, S3 takes user metadata as US-ASCII only (its "Working with object metadata"), and botocore
+    /// refuses such values up front too, rather than leave the user to decode a failed signature. The value is not
+    /// quoted in the error.
+    func apply(to request: inout HTTPClientRequest) throws(HTTPClientError) {
+        for (name, value) in metadata where !name.utf8.allSatisfy({ $0 < 0x80 }) || !value.utf8.allSatisfy({ $0 < 0x80 }) {
+            let which = name.utf8.allSatisfy({ $0 < 0x80 }) ? "metadata '\(name)' has a value" : "a metadata name"
+            throw HTTPClientError(.invalidRequest, "\(which) with characters outside ASCII: S3 keeps x-amz-meta-* fields as "
+                + "ASCII only; encode it first (percent-encoding, or RFC 2047's =?UTF-8?B?…?=, which S3 decodes)")
+        }
         for field in headers { request.headers.append(field) }
         if let contentType { request.setHeader("Content-Type", contentType) }
         for (name, value) in metadata.sorted(by: { $0.key < $1.key }) { request.setHeader("x-amz-meta-" + name, value) }
@@ -220,8 +229,10 @@ public struct S3ListPage: Sendable, Hashable {
     public var isTruncated: Bool
 }
 
-/// A multipart upload that failed with ``S3MultipartOptions/abortsOnFailure`` off: its parts stay on S3 and it
-/// can be resumed with ``S3Client/uploadFile(bucket:key:path:options:resumingUploadID:)``.
+/// A multipart upload that failed and whose parts stay on S3: with ``S3MultipartOptions/abortsOnFailure`` off, or
+/// when the abort itself failed (``abortFailure``). It can be resumed with
+/// ``S3Client/uploadFile(bucket:key:path:options:resumingUploadID:)`` or aborted with
+/// ``S3Client/abortMultipartUpload(bucket:key:uploadID:)``.
 public struct S3MultipartUploadError: Error, Sendable, CustomStringConvertible {
     /// The upload to resume (or abort with ``S3Client/abortMultipartUpload(bucket:key:uploadID:)``).
     public var uploadID: String
@@ -229,9 +240,20 @@ public struct S3MultipartUploadError: Error, Sendable, CustomStringConvertible {
     public var partsCompleted: Int
     /// What failed.
     public var underlying: any Error
+    /// Why the abort that ``S3MultipartOptions/abortsOnFailure`` asked for failed; nil when none was tried.
+    public var abortFailure: (any Error)?
+
+    /// Describes a failed upload whose parts stay on S3.
+    public init(uploadID: String, partsCompleted: Int, underlying: any Error, abortFailure: (any Error)? = nil) {
+        self.uploadID = uploadID
+        self.partsCompleted = partsCompleted
+        self.underlying = underlying
+        self.abortFailure = abortFailure
+    }
 
     /// The upload ID, the parts done and the failure.
     public var description: String {
-        "multipart upload \(uploadID) stopped after \(partsCompleted) parts: \(underlying)"
+        let abort = abortFailure.map { "; aborting it failed too: \($0)" } ?? ""
+        return "multipart upload \(uploadID) stopped after \(partsCompleted) parts: \(underlying)\(abort)"
     }
 }

@@ -92,11 +92,10 @@ final class HTMLDocument {
             case "body", "table", "td", "th":
                 attribute("background", .image)
             case "link":
-                let rel = (Self.attribute(element, "rel") ?? "").lowercased().split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\u{0C}" })
-                if rel.contains("stylesheet") {
-                    attribute("href", .stylesheet)
-                } else if rel.contains(where: { $0 == "icon" || $0 == "apple-touch-icon" || $0 == "apple-touch-icon-precomposed" || $0 == "mask-icon" }) {
-                    attribute("href", .icon)
+                switch Self.linkKind(element) {
+                case .stylesheet?: attribute("href", .stylesheet)
+                case .icon?: attribute("href", .icon)
+                default: break
                 }
             case "script":
                 attribute("src", .script)
@@ -146,20 +145,38 @@ final class HTMLDocument {
         }
     }
 
-    /// Prepares the page to be read from somewhere else: links (`<a href>`, `<area href>`, `<form action>`)
-    /// become the absolute URLs `absolute` gives, and `<base href>` is removed (the archive's references are
-    /// relative to the archive, or `data:`).
+    /// What a `<link>` is fetched as, by its `rel`: a stylesheet, an icon, or nil (not fetched).
+    private static func linkKind(_ element: xmlNodePtr) -> WebArchiveResource.Kind? {
+        let rel = (attribute(element, "rel") ?? "").lowercased()
+            .split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\u{0C}" })
+        if rel.contains("stylesheet") { return .stylesheet }
+        if rel.contains(where: { $0 == "icon" || $0 == "apple-touch-icon" || $0 == "apple-touch-icon-precomposed" || $0 == "mask-icon" }) {
+            return .icon
+        }
+        return nil
+    }
+
+    /// Prepares the page to be read from somewhere else: `<base href>` is removed (the archive's references are
+    /// relative to the archive, or `data:`), so every reference the archive does not fetch becomes the absolute
+    /// URL `absolute` gives, and still leads to the site: links (`<a href>`, `<area href>`, `<form action>`),
+    /// media (`<video src>`, `<audio src>`, `<source src>`, `<track src>`) and the `<link>`s that are neither a
+    /// stylesheet nor an icon (preload, manifest, alternate, …).
     func detachFromBase(_ absolute: (String) -> String?) {
+        func makeAbsolute(_ element: xmlNodePtr, _ name: String) {
+            if let value = Self.attribute(element, name), let url = absolute(Self.trimmingSpaces(value)) {
+                asynchttp_xmlSetProp(element, name, url)
+            }
+        }
         forEachElement { element, name in
             switch name {
             case "a", "area":
-                if let href = Self.attribute(element, "href"), let url = absolute(Self.trimmingSpaces(href)) {
-                    asynchttp_xmlSetProp(element, "href", url)
-                }
+                makeAbsolute(element, "href")
             case "form":
-                if let action = Self.attribute(element, "action"), let url = absolute(Self.trimmingSpaces(action)) {
-                    asynchttp_xmlSetProp(element, "action", url)
-                }
+                makeAbsolute(element, "action")
+            case "video", "audio", "source", "track":
+                makeAbsolute(element, "src")
+            case "link" where Self.linkKind(element) == nil:
+                makeAbsolute(element, "href")
             case "base":
                 asynchttp_xmlUnsetProp(element, "href")
             default:

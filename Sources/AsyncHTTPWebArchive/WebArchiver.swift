@@ -148,7 +148,19 @@ public struct WebArchiver: Sendable {
         var configuration = HTTPBatchConfiguration()
         configuration.maxConcurrentRequests = max(1, options.maxConcurrentRequests)
         configuration.cancelsAllOnFailure = false  // one resource failing is reported, not fatal
-        try await client.withBatch(configuration, handler: { response -> Fetched in
+        let origins = crawl.restrictedOrigins
+        try await client.withBatch(configuration, handler: { first -> Fetched in
+            var response = first
+            if let origins {
+                // Under an origin policy a resource's redirects are followed here, not by the client, so that a hop
+                // to another origin is never requested: it is reported as cross-origin instead.
+                switch try await followSameOriginRedirects(from: first, allowed: origins, storesInCache: storesInCache) {
+                case .arrived(let final):
+                    response = final
+                case .leftOrigin(let status, let target):
+                    return Fetched(status: status, contentType: nil, url: target, body: [], leftOrigin: true)
+                }
+            }
             let code = Int(response.status.code)
             guard (200..<300).contains(code) else {
                 // Read a small error body so the connection can be reused; a large one is dropped (closed).
@@ -161,7 +173,8 @@ public struct WebArchiver: Sendable {
             var members: [Int: Int] = [:]  // batch member id → entry index
             func add(_ indices: [Int]) {
                 for index in indices {
-                    members[batch.add(request(for: crawl.entries[index].url, storesInCache: storesInCache))] = index
+                    members[batch.add(request(for: crawl.entries[index].url, storesInCache: storesInCache,
+                                              followsRedirects: origins == nil))] = index
                 }
             }
             add(initial)
@@ -179,8 +192,43 @@ public struct WebArchiver: Sendable {
         }
     }
 
-    private func request(for url: HTTPURL, storesInCache: Bool) -> HTTPClientRequest {
+    /// How many redirects a resource may take when the archiver follows them itself; the client's own default.
+    static let maxResourceRedirects = RedirectPolicy().maxRedirects
+
+    /// Where a resource's redirects led: a response that is no redirect (or the last one allowed), or the first hop
+    /// that would leave the allowed origins, which was not requested.
+    enum RedirectsFollowed {
+        case arrived(HTTPClientResponse)
+        case leftOrigin(status: Int, target: HTTPURL)
+    }
+
+    /// Follows `response`'s redirects (301, 302, 303, 307, 308 with a `Location`; each hop a `GET` with redirects
+    /// off, at most ``maxResourceRedirects``) while they stay within `allowed` origins.
+    private func followSameOriginRedirects(
+        from response: HTTPClientResponse, allowed: Set<String>, storesInCache: Bool
+    ) async throws -> RedirectsFollowed {
+        var response = response
+        for _ in 0..<Self.maxResourceRedirects {
+            guard [301, 302, 303, 307, 308].contains(response.status.code),
+                  let location = response.headers[.location], let target = try? response.url.resolving(location),
+                  target.scheme == "http" || target.scheme == "https" else { return .arrived(response) }
+            // Read a redirect's small body so the connection can be reused; a large one is dropped (closed).
+            _ = try? await response.body.collect(upTo: 64 << 10)
+            var next = target
+            next.fragment = nil
+            guard allowed.contains(ArchiveCrawl.origin(next)) else {
+                return .leftOrigin(status: response.status.code, target: next)
+            }
+            response = try await client.send(request(for: next, storesInCache: storesInCache, followsRedirects: false))
+        }
+        return .arrived(response)
+    }
+
+    /// A resource's or the page's request. `followsRedirects: false` for a resource under an origin policy: the
+    /// archiver follows its redirects itself (``followSameOriginRedirects(from:allowed:storesInCache:)``).
+    private func request(for url: HTTPURL, storesInCache: Bool, followsRedirects: Bool = true) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: url.description)
+        if !followsRedirects { request.redirectPolicy = .disabled }
         if storesInCache {
             request.cacheStoragePolicy = .permanent
             if let seconds = options.secondsToCache { request.secondsToCache = seconds }
@@ -195,6 +243,8 @@ struct Fetched: Sendable {
     var contentType: String?
     var url: HTTPURL
     var body: [UInt8]
+    /// A redirect led to another origin than the policy allows; `url` is where, and it was not requested.
+    var leftOrigin = false
 }
 
 /// The state of one archive: what was found, fetched and kept, and how references map to the archive.
@@ -239,6 +289,9 @@ final class ArchiveCrawl {
         }
         allowedOrigins = allowed
     }
+
+    /// The origins resources may come from, or nil when any may (``WebArchiveOrigins/any``).
+    var restrictedOrigins: Set<String>? { options.origins == .any ? nil : allowedOrigins }
 
     // MARK: - Finding
 
@@ -287,6 +340,10 @@ final class ArchiveCrawl {
             return []
         case .success(let value):
             fetched = value
+        }
+        guard !fetched.leftOrigin else {
+            entries[index].outcome = .skipped(.crossOrigin)
+            return []
         }
         guard (200..<300).contains(fetched.status) else {
             entries[index].outcome = .httpStatus(fetched.status)

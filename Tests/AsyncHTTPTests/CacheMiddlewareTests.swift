@@ -614,4 +614,113 @@ final class CacheMiddlewareTests: XCTestCase {
         // Below compression (it stores what the server sent), above the throttle (innermost, issue 15).
         XCTAssertEqual(Array(names.suffix(3)), ["CompressionMiddleware", "CacheMiddleware", "ThrottleMiddleware"])
     }
+
+    // MARK: What a stored response must not do again
+
+    /// A stored `Set-Cookie` would set its cookie again on every use of the entry (the cookie step sits above the
+    /// cache): a session rotated since, or a login logged out, would come back. It is neither stored (nor on
+    /// disk) nor replayed; a `304`'s own `Set-Cookie` still reaches the jar.
+    func testASetCookieIsNotStoredAndNotSetAgainByAHitOrARevalidation() async throws {
+        let origin = try await CacheOriginServer { request in
+            switch request.target {
+            case "/login":
+                return .init(status: 200, headers: [("Cache-Control", "no-store"), ("Set-Cookie", "sid=AUTH")])
+            default:
+                if request.headers["if-none-match"] == "\"1\"" {
+                    return .init(status: 304, headers: [("ETag", "\"1\""), ("Cache-Control", "max-age=60"), ("Set-Cookie", "seen=yes")])
+                }
+                return .init(status: 200, headers: [("Cache-Control", "max-age=60"), ("ETag", "\"1\""), ("Set-Cookie", "sid=anon")],
+                             body: Array("page".utf8))
+            }
+        }
+        let clock = CacheTestClock()
+        let directory = makeCacheDirectory()
+        let cache = try HTTPCache.forTesting(directory: directory, clock: clock)
+        let jar = CookieJar()
+        let client = client(cache) { $0.cookieJar = jar }
+        func cookies() async throws -> [String: String] {
+            Dictionary(uniqueKeysWithValues: try await jar.cookies(for: origin.url("/")).map { ($0.name, $0.value) })
+        }
+
+        _ = try await get(client, origin.url("/page"))
+        var current = try await cookies()
+        XCTAssertEqual(current["sid"], "anon", "a live response's cookie is set")
+        _ = try await get(client, origin.url("/login"))
+        current = try await cookies()
+        XCTAssertEqual(current["sid"], "AUTH")
+
+        clock.advance(10)
+        let hit = try await get(client, origin.url("/page"))
+        XCTAssertEqual(hit.response.cacheStatus, .hit)
+        XCTAssertNil(hit.response.headers[.setCookie], "a hit carries no stored cookie")
+        current = try await cookies()
+        XCTAssertEqual(current["sid"], "AUTH", "the hit set the stored cookie again")
+
+        clock.advance(60)
+        let revalidated = try await get(client, origin.url("/page"))
+        XCTAssertEqual(revalidated.response.cacheStatus, .revalidated)
+        XCTAssertEqual(revalidated.body, "page")
+        current = try await cookies()
+        XCTAssertEqual(current["sid"], "AUTH", "the revalidation set the stored cookie again")
+        XCTAssertEqual(current["seen"], "yes", "the 304's own cookie is live and reaches the jar")
+
+        for file in cacheFiles(in: directory) {
+            let bytes = try XCTUnwrap(FileManager.default.contents(atPath: directory + "/" + file))
+            XCTAssertFalse(String(decoding: bytes, as: UTF8.self).contains("sid="), "\(file) holds a cookie")
+            XCTAssertFalse(String(decoding: bytes, as: UTF8.self).contains("seen="), "\(file) holds a cookie")
+        }
+        await client.shutdown()
+        try await origin.shutdown()
+    }
+
+    /// A `401` with freshness would answer the authenticated retry from the cache, and the credentials would never
+    /// reach the server while it stayed fresh.
+    func testAChallengeIsNotStoredSoTheRetryWithCredentialsReachesTheServer() async throws {
+        let origin = try await CacheOriginServer { request in
+            guard request.headers["authorization"] != nil else {
+                return .init(status: 401, headers: [("WWW-Authenticate", "Basic realm=\"r\""), ("Cache-Control", "max-age=300")],
+                             body: Array("who are you".utf8))
+            }
+            return .init(status: 200, headers: [("Cache-Control", "private, max-age=300")], body: Array("secret".utf8))
+        }
+        let cache = try HTTPCache.forTesting(directory: makeCacheDirectory(), clock: CacheTestClock())
+        let client = client(cache) { $0.authentication.allowsBasicOverPlainHTTP = true }  // the origin is plain loopback http
+        let answer = try await get(client, origin.url("/private")) {
+            $0.credentials = HTTPCredentials(username: "user", password: "pass")
+        }
+        XCTAssertEqual(answer.response.status.code, 200, "the stored 401 answered the retry that carried the credentials")
+        XCTAssertEqual(answer.body, "secret")
+        XCTAssertEqual(origin.count("/private"), 2, "the challenge, then the authenticated request")
+        await client.shutdown()
+        try await origin.shutdown()
+    }
+
+    /// A new full response that only its size keeps out of the cache still makes the stored one out of date: the
+    /// stored one must not answer the next request.
+    func testANewResponseTooLargeToStoreRemovesTheStoredOne() async throws {
+        let version = Locked(1)
+        let origin = try await CacheOriginServer { request in
+            let current = version.withLock { $0 }
+            let body = current == 1 ? Array("v1".utf8) : [UInt8](repeating: 0x32, count: 40_000)
+            // /streamed answers without Content-Length (chunked), so the size shows only as the body streams in.
+            let framing: [(String, String)] = request.target == "/streamed" ? [("Transfer-Encoding", "chunked")] : []
+            return .init(status: 200, headers: [("Cache-Control", "max-age=3600"), ("ETag", "\"\(current)\"")] + framing, body: body)
+        }
+        let cache = try HTTPCache.forTesting(directory: makeCacheDirectory(), clock: CacheTestClock(), maxEntrySize: 30_000)
+        let client = client(cache)
+        for path in ["/announced", "/streamed"] {
+            version.withLock { $0 = 1 }
+            let first = try await get(client, origin.url(path))
+            XCTAssertEqual(first.body, "v1")
+            version.withLock { $0 = 2 }
+            let reloaded = try await get(client, origin.url(path), headers: [("Cache-Control", "no-cache")])
+            XCTAssertEqual(reloaded.body.count, 40_000, path)
+            let next = try await get(client, origin.url(path))
+            XCTAssertEqual(next.response.cacheStatus, .miss, "\(path): the stored v1 answered after v2 was seen")
+            XCTAssertEqual(next.body.count, 40_000, path)
+            XCTAssertEqual(origin.count(path), 3, path)
+        }
+        await client.shutdown()
+        try await origin.shutdown()
+    }
 }

@@ -110,6 +110,9 @@ final class CookieFileTests: XCTestCase {
         let cookies = [
             HTTPClient.Cookie(name: "tab", value: "a\tb", domain: "example.com", expirySeconds: 2e9, creationSeconds: now),
             HTTPClient.Cookie(name: "ancient", value: "1", domain: "example.com", expirySeconds: 0.5, creationSeconds: now),
+            // A Set-Cookie's Path may hold a tab (RFC 6265 §4.1.1 allows it); written, the line would have a field
+            // too many and be dropped on the next load.
+            HTTPClient.Cookie(name: "path", value: "1", domain: "example.com", path: "/x\ty", expirySeconds: 2e9, creationSeconds: now),
         ]
         XCTAssertEqual(NetscapeCookieFile.serialize(cookies, includeSessionCookies: true), NetscapeCookieFile.header)
     }

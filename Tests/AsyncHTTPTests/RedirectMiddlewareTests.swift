@@ -211,6 +211,28 @@ final class RedirectMiddlewareTests: XCTestCase {
         XCTAssertEqual(response.history.count, 1)
     }
 
+    /// Without a jar (the client's, or this request's), a `Set-Cookie` cannot change the next request: a redirect
+    /// back to a URL already requested is a loop, cookie or not (it ran on to the limit, and without one forever).
+    func testASetCookieDoesNotHideALoopWhenNoJarTakesIt() async throws {
+        let looping = { () -> ScriptedPeer in
+            ScriptedPeer { _, _ in .redirect(302, to: "/app", extra: HTTPFields([("Set-Cookie", "session=1")])) }
+        }
+        let noJarAtAll = looping()
+        await assertThrowsHTTPError(.redirectLoop) {
+            try await noJarAtAll.send(HTTPClientRequest(url: "http://a.test/app"),
+                                      through: [RedirectMiddleware(policy: RedirectPolicy(), keepsCookies: false)])
+        }
+        XCTAssertEqual(noJarAtAll.requests.count, 1, "the hop back to /app is the loop")
+
+        let jarNotUsed = looping()
+        var request = HTTPClientRequest(url: "http://a.test/app")
+        request.usesCookieJar = false
+        await assertThrowsHTTPError(.redirectLoop) {
+            try await jarNotUsed.send(request, through: self.redirect())
+        }
+        XCTAssertEqual(jarNotUsed.requests.count, 1)
+    }
+
     func testSameURLWithAnotherMethodIsNotALoop() async throws {
         // POST /form → 303 → GET /form is the post/redirect/get pattern.
         let peer = ScriptedPeer([.redirect(303, to: "/form"), .init(.ok)])

@@ -33,7 +33,7 @@ final class CacheRecorder: Sendable {
             case .finished:
                 return
             case .buffering(var bytes):
-                guard bytes.count + chunk.count <= cache.maxEntrySize else { return abandon(&state, "larger than maxEntrySize") }
+                guard bytes.count + chunk.count <= cache.maxEntrySize else { return abandon(&state, "larger than maxEntrySize", replacesStored: true) }
                 if bytes.count + chunk.count <= HTTPCache.inlineBodyLimit {
                     state = .finished  // release the buffer before appending, so it is not copied
                     bytes.append(contentsOf: chunk)
@@ -50,7 +50,7 @@ final class CacheRecorder: Sendable {
                     abandon(&state, "\(error)")
                 }
             case .writing(let file, let length, let crc):
-                guard length + chunk.count <= cache.maxEntrySize else { return abandon(&state, "larger than maxEntrySize") }
+                guard length + chunk.count <= cache.maxEntrySize else { return abandon(&state, "larger than maxEntrySize", replacesStored: true) }
                 do {
                     try file.append(chunk)
                     state = .writing(file, length: length + chunk.count, crc: CRC32.checksum(chunk, continuing: crc))
@@ -95,9 +95,12 @@ final class CacheRecorder: Sendable {
         state.withLock { abandon(&$0, nil) }
     }
 
-    private func abandon(_ state: inout State, _ why: String?) {
+    /// `replacesStored`: the body is a whole new response that only its size keeps out, so the entry stored before
+    /// it is out of date and goes too (a body that failed or came short is no such evidence, and leaves it).
+    private func abandon(_ state: inout State, _ why: String?, replacesStored: Bool = false) {
         if case .writing(let file, _, _) = state { file.discard() }
         state = .finished
+        if replacesStored { cache.remove(key: head.key) }
         if let why { cache.logger.debug("cache: not storing a response", metadata: ["reason": "\(why)"]) }
     }
 }

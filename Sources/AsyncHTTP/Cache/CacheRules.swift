@@ -49,6 +49,10 @@ enum CacheRules {
         if requestDirectives.noStore { return "the request says no-store (§5.2.1.5)" }
         if requestHeaders.contains(.range) { return "a Range request (§3.3: partial content is not stored)" }
         guard status >= 200, status != 206, status != 304 else { return "status \(status) is not stored (§3)" }
+        // A challenge answers one request's credentials: stored, it would answer the retry that carries them (the
+        // auth step's second try is a new request through this cache) and the right credentials would never
+        // reach the server while it stayed fresh.
+        guard status != 401, status != 407 else { return "status \(status) is a challenge to this request's credentials" }
         let directives = CacheControl(responseHeaders)
         if directives.mustUnderstand {
             // §5.2.2.3: not stored unless the status is understood; then no-store is overridden.
@@ -73,10 +77,13 @@ enum CacheRules {
     }
 
     /// Header fields a cache does not store (§3.1): `Connection` and the fields it lists, and the other
-    /// hop-by-hop fields; `Transfer-Encoding` too, since the body is stored decoded of its framing.
+    /// hop-by-hop fields; `Transfer-Encoding` too, since the body is stored decoded of its framing. And
+    /// `Set-Cookie` (as browsers' caches keep their heads without cookies): a stored one would set its cookie
+    /// again on every later use of the entry (the cookie step sits above the cache), bringing back a session the
+    /// server has since rotated or a login since logged out, and it would lie on disk in clear.
     static func storableHeaders(_ headers: HTTPFields) -> HTTPFields {
         var excluded: Set<String> = ["connection", "keep-alive", "proxy-connection", "te", "transfer-encoding",
-                                     "upgrade", "trailer"]
+                                     "upgrade", "trailer", "set-cookie", "set-cookie2"]
         for value in headers[values: .connection] {
             for token in value.split(separator: ",") { excluded.insert(token.trimmingWhitespace().lowercased()) }
         }

@@ -43,9 +43,11 @@ extension HTTPClient {
         /// ``HTTPClientRequest/redirectPolicy`` overrides it per request.
         public var redirectPolicy = RedirectPolicy()
         /// Where cookies are kept between requests; nil turns cookie handling off for the client.
-        /// A fresh in-memory jar by default, so cookies live as long as the client (ASIHTTPRequest shared
-        /// one store per process; `HTTPClient.shared` has one jar for the process too). Give it a
-        /// ``NetscapeCookieFile`` to keep cookies across runs, or share one jar between clients.
+        /// A fresh in-memory jar for each configuration made, so cookies live as long as the client (ASIHTTPRequest
+        /// shared one store per process; `HTTPClient.shared` has one jar for the process too). A jar is an actor,
+        /// a reference: clients made from copies of one configuration value share its jar, and with it their
+        /// sessions. For clients that act for different users, give each its own `CookieJar()`. Give it a
+        /// ``NetscapeCookieFile`` to keep cookies across runs.
         public var cookieJar: CookieJar? = CookieJar()
         /// `Accept-Encoding: gzip, deflate` with streaming decoding, and the decompression-bomb limits
         /// (see ``CompressionPolicy``).

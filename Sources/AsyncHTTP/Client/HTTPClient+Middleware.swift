@@ -25,7 +25,8 @@ extension HTTPClient {
         flow: NetworkFlow = NetworkFlow(bytesPerSecond: nil)
     ) -> [any HTTPClientMiddleware] {
         var chain: [any HTTPClientMiddleware] = [
-            RedirectMiddleware(policy: configuration.redirectPolicy, textDecodingFallback: configuration.textDecodingFallback),
+            RedirectMiddleware(policy: configuration.redirectPolicy, textDecodingFallback: configuration.textDecodingFallback,
+                               keepsCookies: configuration.cookieJar != nil),
             AuthMiddleware(authenticator: authenticator, proxies: proxies),
         ]
         if let jar = configuration.cookieJar {

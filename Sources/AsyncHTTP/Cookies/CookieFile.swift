@@ -105,7 +105,7 @@ public struct NetscapeCookieFile: CookieStorage {
         var text = header
         for (_, cookie) in ordered {
             guard cookie.isPersistent || includeSessionCookies,
-                  !cookie.name.contains("\t"), !cookie.value.contains("\t") else { continue }
+                  !cookie.name.contains("\t"), !cookie.value.contains("\t"), !cookie.path.contains("\t") else { continue }
             var expiry: Int64 = 0
             if let expires = cookie.expirySeconds {
                 // Whole seconds, as curl writes them; clamp far-future dates instead of trapping.

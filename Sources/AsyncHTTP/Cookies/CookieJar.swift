@@ -93,6 +93,18 @@ public actor CookieJar {
     /// while it is empty (the common case for API clients), instead of two actor hops per request.
     private let storedCount = Atomic<Int>(0)
     private var nextSequence: UInt64 = 0
+    /// Each stored domain's site (its registrable domain), remembered for eviction, which groups the jar by site:
+    /// looked up afresh, a full jar's every new cookie cost one Public Suffix List lookup per stored domain
+    /// (thousands, for a crawler's jar). Forgotten wholesale when it grows past twice the domains stored.
+    private var siteOfDomain: [String: String] = [:]
+
+    private func site(of domain: String) -> String {
+        if let known = siteOfDomain[domain] { return known }
+        let site = publicSuffixList?.registrableDomain(of: domain) ?? domain
+        if siteOfDomain.count >= 2 * max(buckets.count, 64) { siteOfDomain.removeAll(keepingCapacity: true) }
+        siteOfDomain[domain] = site
+        return site
+    }
 
     /// Creates an empty jar.
     ///
@@ -224,9 +236,9 @@ public actor CookieJar {
         // another site's session.
         var sites: [String: (count: Int, domains: [String])] = [:]
         for (domain, bucket) in buckets {
-            let site = publicSuffixList?.registrableDomain(of: domain) ?? domain
-            sites[site, default: (0, [])].count += bucket.count
-            sites[site, default: (0, [])].domains.append(domain)
+            let owner = site(of: domain)
+            sites[owner, default: (0, [])].count += bucket.count
+            sites[owner, default: (0, [])].domains.append(domain)
         }
         while count > maxCookies {
             guard let most = sites.values.map(\.count).max(), most > 0 else { return }

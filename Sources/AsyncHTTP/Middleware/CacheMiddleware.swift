@@ -74,6 +74,8 @@ private struct Exchange {
     func serve(_ stored: HTTPCache.Stored, as status: HTTPCacheStatus, now: Double) -> HTTPClientResponse {
         let head = stored.head
         var headers = head.headers
+        // An entry stored before `Set-Cookie` was left out of stored heads must not set its cookie again either.
+        if headers.contains(.setCookie) { headers[.setCookie] = nil }
         let age = stored.facts.age(head, now: now)
         headers[.age] = String(Int(Swift.min(age, Double(CacheControl.deltaSecondsCeiling))))
         let body: HTTPClientResponse.Body
@@ -156,7 +158,10 @@ private struct Exchange {
         var freshened = stored
         freshened.record.head = head
         freshened.facts = facts
-        return serve(freshened, as: .revalidated, now: sent.responseTime)
+        var response = serve(freshened, as: .revalidated, now: sent.responseTime)
+        // The 304's own cookies are live (not stored): the cookie step above takes them from this response.
+        for field in sent.response.headers where field.name == .setCookie { response.headers.append(field) }
+        return response
     }
 
     /// The response from the network, wrapped to be stored when its body ends cleanly if §3 allows.
@@ -174,7 +179,12 @@ private struct Exchange {
             return response
         }
         let expectedLength = response.headers[.contentLength].flatMap { Int($0) }
-        if let expectedLength, expectedLength > cache.maxEntrySize { return response }
+        if let expectedLength, expectedLength > cache.maxEntrySize {
+            // A new full response too large to keep still replaces what was stored: the old one is out of date.
+            cache.remove(key: key)
+            cache.logger.trace("cache: not storing", metadata: ["reason": "larger than maxEntrySize"])
+            return response
+        }
         let head = CachedResponseHead(
             key: key, status: status, reasonPhrase: response.status.reasonPhrase, version: response.version,
             headers: CacheRules.storableHeaders(response.headers), requestTime: requestTime, responseTime: responseTime,

@@ -92,9 +92,14 @@ struct RedirectMiddleware: HTTPClientMiddleware {
     /// a larger one is dropped, which closes its connection. 64 KiB: the response stream's own drain limit.
     static let drainLimit = 64 * 1024
 
-    init(policy: RedirectPolicy = RedirectPolicy(), textDecodingFallback: TextDecodingFallback = TextDecodingFallback()) {
+    /// Whether the client has a cookie jar: only then can a hop's `Set-Cookie` change the next request.
+    let keepsCookies: Bool
+
+    init(policy: RedirectPolicy = RedirectPolicy(), textDecodingFallback: TextDecodingFallback = TextDecodingFallback(),
+         keepsCookies: Bool = true) {
         self.policy = policy
         self.textDecodingFallback = textDecodingFallback
+        self.keepsCookies = keepsCookies
     }
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
@@ -167,9 +172,10 @@ struct RedirectMiddleware: HTTPClientMiddleware {
             // A URL seen again proves a loop only if nothing changed in between. A response that sets a
             // cookie changes what the next request carries (the login pattern "set a cookie, redirect to
             // the same page" is legitimate and browsers allow it), so it starts the bookkeeping afresh;
-            // a server that sets a cookie on every hop still ends at `maxRedirects`.
+            // a server that sets a cookie on every hop still ends at `maxRedirects`. Without a jar for this
+            // request the cookie changes nothing, and the loop is one.
             var visited = visitedSoFar ?? [VisitKey(method: request.method, url: originalURL.description)]
-            if response.headers.contains(.setCookie) { visited.removeAll() }
+            if keepsCookies, current.usesCookieJar, response.headers.contains(.setCookie) { visited.removeAll() }
             let key = VisitKey(method: step.method, url: step.url.description)
             guard visited.insert(key).inserted else {
                 throw HTTPClientError(.redirectLoop,

@@ -105,7 +105,8 @@ private final class OriginHandler: ChannelInboundHandler, @unchecked Sendable {
             log.withLock { $0.append(request) }
             let reply = handler(request)
             var responseHeaders = HTTPHeaders(reply.headers)
-            if !responseHeaders.contains(name: "content-length"), reply.status != 304, reply.status != 204 {
+            if !responseHeaders.contains(name: "content-length"), !responseHeaders.contains(name: "transfer-encoding"),
+               reply.status != 304, reply.status != 204 {
                 responseHeaders.add(name: "Content-Length", value: String(reply.body.count))
             }
             let status = HTTPResponseStatus(statusCode: reply.status)
