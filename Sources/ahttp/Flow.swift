@@ -164,6 +164,22 @@ private func warnRetry(_ problem: String, wait: Double, left: Int, options: Opti
     try? writeAll(2, Array("Warning: Problem : \(problem). Will retry in \(seconds) seconds. \(retries) left.\n".utf8)[...])
 }
 
+/// `-Z` with `--retry`: a transfer that times out or whose name lookup fails is tried again, as curl retries each
+/// parallel transfer on its own. The batch sends each member once and fails it on such an error before its handler
+/// runs, so this step in the client's chain does that trying (the handler in ``runParallel(_:client:sink:options:)``
+/// retries a transient status, as without -Z). It is the outermost of the user steps, so each try is signed afresh
+/// by `--aws-sigv4`. A body that cannot be sent again (standard input) is tried once. One difference from curl: the
+/// failures and the statuses each get `--retry` tries, where curl counts both against one budget per transfer.
+struct RetryTransientFailures: HTTPClientMiddleware {
+    let options: Options
+
+    func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+        guard request.body?.isReplayable ?? true else { return try await next(request) }
+        // Statuses are the handler's to retry: every response counts as final here.
+        return try await retrying(options: options, status: { _ in (code: 200, retryAfter: nil) }) { try await next(request) }
+    }
+}
+
 // MARK: Parallel
 
 /// One URL of `-Z`: its request, where its body goes (its own -o/-O, or standard output) and its URL as shown.

@@ -303,6 +303,9 @@ func run() async -> Int32 {
             return error.exitCode
         }
     }
+    if options.flow.parallel, options.flow.retry > 0 {
+        configuration.middleware.insert(RetryTransientFailures(options: options), at: 0)
+    }
     let client = HTTPClient(configuration: configuration)
     let stdout = Sink.standardOutput
     if let output = options.archiveOutput {

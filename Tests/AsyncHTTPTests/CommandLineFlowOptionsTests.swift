@@ -281,6 +281,15 @@ final class CommandLineFlowOptionsTests: XCTestCase {
         let result = try ahttp(["--retry", "1", "--retry-delay", "0", "-m", "0.2", server.url("/slow-head?ms=400")])
         XCTAssertEqual(result.status, 28)
         XCTAssertTrue(result.stderr.contains("Warning: Problem : timeout. Will retry in 0 seconds. 1 retry left."), result.stderr)
+        // With -Z too: the batch fails a member that times out before its handler runs, so the retry is the chain's.
+        // (The server counts a request when it answers, so the timed-out ones are not in its count.)
+        let before = server.requestsServed
+        let parallel = try ahttp(["--retry", "1", "--retry-delay", "0", "-m", "0.2", "-Z", "-o", "/dev/null", "-o", "/dev/null",
+                                  server.url("/slow-head?ms=400"), server.url("/hello")])
+        XCTAssertEqual(parallel.status, 28)
+        XCTAssertEqual(parallel.stderr.components(separatedBy: "Warning: Problem : timeout. Will retry in 0 seconds. 1 retry left.").count - 1,
+                       1, parallel.stderr)
+        XCTAssertGreaterThanOrEqual(server.requestsServed - before, 1, "the other transfer")
         try await server.shutdown()
     }
 
