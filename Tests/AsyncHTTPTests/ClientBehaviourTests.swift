@@ -328,6 +328,55 @@ final class ClientBehaviourTests: XCTestCase {
         XCTAssertLessThan(start.duration(to: .now), .seconds(5))
     }
 
+    /// A FIFO as a file body is opened without blocking and read as it becomes readable, on the event loop: one that
+    /// nobody writes fails at the request's deadline (its `open` used to block the task, out of reach of any
+    /// deadline or cancellation), and a writer's bytes go out as it writes them.
+    func testAFIFOBodyWaitsForItsWriterWithinTheDeadlineAndSendsWhatItWrites() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fifo-body-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/body.fifo"
+        XCTAssertEqual(mkfifo(path, 0o600), 0)
+
+        var request = HTTPClientRequest(url: url("/echo"))
+        request.method = .post
+        request.body = try .file(path)
+        request.timeout = .milliseconds(500)
+        let client = self.client!
+        let start = ContinuousClock.now
+        let first = request
+        let attempt = Task { _ = try await client.send(first) }
+        // Bounded either way: on the old code the open blocked until this watchdog opened the other end.
+        let watchdog = Task.detached {
+            try await Task.sleep(for: .seconds(5))
+            let fd = openOtherEnd(ofFIFO: path, forWriting: true)
+            if fd >= 0 { close(fd) }
+        }
+        do {
+            try await attempt.value
+            XCTFail("a body nobody writes was sent")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .timeout, "\(error)")
+        }
+        watchdog.cancel()
+        XCTAssertLessThan(start.duration(to: .now), .seconds(4), "the FIFO held the request past its deadline")
+
+        // A writer that comes later: its bytes are the body.
+        request.timeout = .seconds(10)
+        request.body = try .file(path)
+        let writer = Task.detached {
+            try await Task.sleep(for: .milliseconds(200))
+            let fd = open(path, O_WRONLY)  // the request's end is open by now, or this waits for it
+            guard fd >= 0 else { return }
+            _ = "hello fifo".withCString { write(fd, $0, 10) }
+            close(fd)
+        }
+        let response = try await client.send(request)
+        let echoed = try await response.body.collect(upTo: 100)
+        XCTAssertEqual(String(decoding: echoed, as: UTF8.self), "hello fifo")
+        try await writer.value
+    }
+
     /// The inactivity timeout measures the network, not the body's source: a source silent for longer (a command
     /// piped into `ahttp -T -`) still gets its body sent, as curl's does.
     func testABodySourceSilentLongerThanTheInactivityTimeoutIsWaitedFor() async throws {

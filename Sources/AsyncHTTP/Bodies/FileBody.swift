@@ -21,7 +21,8 @@ extension HTTPClientRequest.Body {
     ///   opens it again and starts from `offset`, so a redirect, an authentication retry or a stale-connection
     ///   retry sends the same bytes again. If the file is shorter than that when it is sent, the request fails
     ///   with `HTTPClientError.Code.invalidRequest` instead of sending a truncated body.
-    /// - A pipe or device (`/dev/stdin`, a FIFO) has no size: it is read until it ends, sent chunked, once.
+    /// - A pipe or device (`/dev/stdin`, a FIFO) has no size: it is read until it ends, sent chunked, once. A FIFO
+    ///   waits for its writer within the request's total deadline (``HTTPClientRequest/timeout``) and cancellation.
     ///
     /// - Parameters:
     ///   - path: the file to send.
@@ -31,7 +32,7 @@ extension HTTPClientRequest.Body {
         guard offset >= 0, (length ?? 0) >= 0 else {
             throw .invalidRequest("file body range of \(path) is negative (offset \(offset), length \(length ?? 0))")
         }
-        let file = try LocalFile.openForReading(path, what: "request body file", checkOnly: true)
+        let file = try LocalFile.openForReading(path, what: "request body file")
         defer { file.close() }
         let (size, isRegular) = try file.status()
         guard isRegular else {
@@ -124,15 +125,43 @@ enum FileChunks {
         }
     }
 
-    /// A pipe or device read until it ends.
+    /// A pipe or device read until it ends. A FIFO is read as it becomes readable, waiting on the event loop (a
+    /// blocking `read` would hold a cooperative thread while its writer is silent, out of reach of the request's
+    /// deadline and cancellation); the first read waits first, since before a writer opens it a FIFO reads as ended.
     static func sequential(_ file: LocalFile) -> BodyChunkSource {
-        BodyChunkSource {
-            let chunk = try file.readSequential(upTo: chunkSize)
-            if chunk.isEmpty {
-                file.close()
-                return nil
+        guard file.isFIFO else {
+            return BodyChunkSource {
+                let chunk = try file.readSequential(upTo: chunkSize)
+                if chunk.isEmpty {
+                    file.close()
+                    return nil
+                }
+                return chunk[...]
             }
-            return chunk[...]
+        }
+        var readable = false
+        return BodyChunkSource {
+            do {
+                while true {
+                    if !readable {
+                        try await file.waitUntilReadable()
+                        readable = true
+                    }
+                    switch try file.readAvailable(upTo: chunkSize) {
+                    case .bytes(let chunk):
+                        readable = true
+                        return chunk[...]
+                    case .end:
+                        file.close()
+                        return nil
+                    case .wouldBlock:
+                        readable = false
+                    }
+                }
+            } catch {
+                file.close()
+                throw error
+            }
         }
     }
 }

@@ -19,19 +19,24 @@ final class LocalFile: @unchecked Sendable {
     let path: String
     let fd: Int32  // read by `Socket.trySendFile` (IO/SendFile.swift)
     private var closed = false
+    /// The descriptor waited on the event loop (a FIFO read as it becomes readable): deregistered before closing.
+    private var waitedOnLoop = false
 
     private init(fd: Int32, path: String) {
         self.fd = fd
         self.path = path
     }
 
-    deinit { if !closed { Glibc.close(fd) } }
+    deinit { close() }
 
     /// Opens `path` for reading; `what` names the file in errors ("request body file"). A directory, a missing
     /// or unreadable file is an `HTTPClientError.Code.invalidRequest` that names the path and the reason.
-    /// `checkOnly`: opened only to check it, without blocking (a FIFO's `open` would otherwise wait for a writer).
-    static func openForReading(_ path: String, what: String, checkOnly: Bool = false) throws(HTTPClientError) -> LocalFile {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | (checkOnly ? O_NONBLOCK : 0))
+    ///
+    /// The open never blocks (`O_NONBLOCK`): a FIFO's `open` would otherwise wait for a writer, in a call no deadline
+    /// or cancellation reaches. A FIFO stays non-blocking and is read through ``readAvailable(upTo:)`` as it becomes
+    /// readable (``isFIFO``); anything else goes back to blocking reads.
+    static func openForReading(_ path: String, what: String) throws(HTTPClientError) -> LocalFile {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw fileError(.invalidRequest, "cannot open \(what) \(path)") }
         let file = LocalFile(fd: fd, path: path)
         var info = stat()
@@ -39,7 +44,40 @@ final class LocalFile: @unchecked Sendable {
         if (info.st_mode & S_IFMT) == S_IFDIR {
             throw HTTPClientError(.invalidRequest, "\(what) \(path) is a directory")
         }
+        file.isFIFO = (info.st_mode & S_IFMT) == S_IFIFO
+        if !file.isFIFO { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) }
         return file
+    }
+
+    /// A FIFO, opened non-blocking: read it with ``readAvailable(upTo:)``.
+    private(set) var isFIFO = false
+
+    /// What one non-blocking read of a FIFO found.
+    enum Available {
+        case bytes([UInt8])
+        case end
+        case wouldBlock
+    }
+
+    /// One `read` of a FIFO opened by ``openForReading(_:what:)``: bytes, its end, or nothing yet. Call it only once
+    /// the event loop said the FIFO is readable (``waitUntilReadable()``): before any writer has opened it, `read`
+    /// returns 0 as if it had ended, while the event loop waits for a writer (Linux reports no hang-up until one
+    /// came and went).
+    func readAvailable(upTo count: Int) throws(HTTPClientError) -> Available {
+        let bytes = try readSequential(upTo: count, wouldBlockIsEmpty: true)
+        guard let bytes else { return .wouldBlock }
+        return bytes.isEmpty ? .end : .bytes(bytes)
+    }
+
+    /// Waits on the event loop until the FIFO is readable (data, or its last writer gone); cancellation ends the
+    /// wait with `HTTPClientError.Code.cancelled`. The request's total deadline bounds the wait from the body's
+    /// writer (``RequestBodyReadAhead``), which cancels the task reading the file.
+    func waitUntilReadable() async throws(HTTPClientError) {
+        waitedOnLoop = true
+        switch await IOBackend.notifier.wait(fd: fd, for: .readable, deadline: nil) {
+        case .ready, .timedOut: return
+        case .cancelled: throw .cancelled
+        }
     }
 
     /// How a file is opened for writing.
@@ -112,6 +150,11 @@ final class LocalFile: @unchecked Sendable {
 
     /// Up to `count` bytes from the current position (`read`): for a pipe or a device, which has no offsets.
     func readSequential(upTo count: Int) throws(HTTPClientError) -> [UInt8] {
+        try readSequential(upTo: count, wouldBlockIsEmpty: false) ?? []
+    }
+
+    /// A `read`; nil for `EAGAIN` when `wouldBlockIsEmpty`.
+    private func readSequential(upTo count: Int, wouldBlockIsEmpty: Bool) throws(HTTPClientError) -> [UInt8]? {
         var failure: Int32 = 0
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { storage, initialized in
             initialized = 0
@@ -126,6 +169,7 @@ final class LocalFile: @unchecked Sendable {
                 return
             }
         }
+        if wouldBlockIsEmpty, failure == EAGAIN || failure == EWOULDBLOCK { return nil }
         if failure != 0 {
             errno = failure
             throw Self.fileError(.ioFailure, "cannot read \(path)")
@@ -181,6 +225,7 @@ final class LocalFile: @unchecked Sendable {
     func close() {
         guard !closed else { return }
         closed = true
+        if waitedOnLoop { IOBackend.notifier.deregister(fd: fd) }
         Glibc.close(fd)
     }
 
