@@ -173,4 +173,22 @@ final class ProxyConfigurationTests: XCTestCase {
         XCTAssertNil(resolver.proxy(for: try HTTPURL("http://localhost./")))
         XCTAssertNotNil(resolver.proxy(for: try HTTPURL("http://example.com./")))
     }
+
+    /// A proxy's port is any `Int` in its public initializer; one outside 0…65535 is a typed error, not a trap in
+    /// the conversion to the socket address's 16 bits (the process crashed).
+    func testAProxyPortOutOfRangeIsATypedErrorNotACrash() async throws {
+        let client = HTTPClient()
+        for port in [70_000, -1] {
+            var request = HTTPClientRequest(url: "http://127.0.0.1:9/")
+            request.proxy = .proxy(ProxyConfiguration(kind: .http, host: "127.0.0.1", port: port))
+            do {
+                _ = try await client.send(request)
+                XCTFail("sent through a proxy on port \(port)")
+            } catch let error as HTTPClientError {
+                XCTAssertEqual(error.code, .invalidRequest, "\(error)")
+                XCTAssertTrue(error.message.contains("\(port)"), error.message)
+            }
+        }
+        await client.shutdown()
+    }
 }

@@ -25,6 +25,20 @@ final class TLSTests: XCTestCase {
         try await server.shutdown()
     }
 
+    /// A fully qualified name (`localhost.`) is checked against the certificate, and sent as SNI, without its dot:
+    /// OpenSSL's name check does not ignore it, so every such https request failed verification.
+    func testAHostWithATrailingDotIsVerifiedWithoutIt() async throws {
+        let server = try await NIOTestServer(tls: .trusted)
+        let client = try client()
+        var request = HTTPClientRequest(url: "https://localhost.:\(server.port)/hello")
+        request.resolve = [try ResolveOverride(host: "localhost.", port: server.port, addresses: ["127.0.0.1"])]
+        let response = try await client.send(request)
+        let body = try await response.body.collect(upTo: 100)
+        XCTAssertEqual(body, Array("hello".utf8))
+        await client.shutdown()
+        try await server.shutdown()
+    }
+
     func testKeepAliveOverTLS() async throws {
         let server = try await NIOTestServer(tls: .trusted)
         let client = try client()
@@ -121,6 +135,25 @@ final class TLSTests: XCTestCase {
         let response = try await authenticated.send(HTTPClientRequest(url: url))
         XCTAssertEqual(response.headers[HTTPField.Name("X-Client-Cert-Subject")!], TestTLS.clientCommonName)
         await authenticated.shutdown()
+        try await server.shutdown()
+    }
+
+    /// An encrypted client key is refused at once, with an error that says so: with no passphrase callback OpenSSL
+    /// prompted for one on the controlling terminal, holding every https request of the client until someone typed.
+    func testAnEncryptedClientKeyIsRefusedWithoutAPrompt() async throws {
+        let server = try await NIOTestServer(tls: .trusted)
+        let tls = TestTLS.shared
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("enc-key-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let encrypted = directory + "/client-encrypted.key"
+        let made = try TestTLS.openssl(["pkey", "-in", tls.clientKeyFile, "-aes256", "-passout", "pass:secret", "-out", encrypted])
+        XCTAssertEqual(made.status, 0, made.output)
+        let client = try client { $0.clientCertificate = .init(certificateFile: tls.clientCertFile, privateKeyFile: encrypted) }
+        await assertThrows(.tlsHandshakeFailed, containing: "encrypted") {
+            _ = try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/hello"))
+        }
+        await client.shutdown()
         try await server.shutdown()
     }
 

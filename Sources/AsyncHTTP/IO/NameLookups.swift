@@ -85,6 +85,11 @@ final class NameLookups: Sendable {
     func resolve(
         host: String, port: Int, deadline: MonotonicTime?, cacheFor timeToLive: Duration? = nil
     ) async throws(HTTPClientError) -> [SocketAddress] {
+        // A proxy's port comes from the caller's ProxyConfiguration as any Int; converting it for the socket address
+        // would trap.
+        guard (0...65_535).contains(port) else {
+            throw HTTPClientError(.invalidRequest, "port \(port) for \(host) is out of range (0–65535)")
+        }
         if let address = SocketAddress(numericHost: host, port: port) { return [address] }
         let key = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         if let timeToLive {

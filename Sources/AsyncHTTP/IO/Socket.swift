@@ -19,8 +19,10 @@ struct SocketAddress: Sendable, CustomStringConvertible {
 
     var family: Int32 { Int32(storage.ss_family) }
 
-    /// Parses a numeric IPv4 or IPv6 literal; nil for a name that needs resolving.
+    /// Parses a numeric IPv4 or IPv6 literal; nil for a name that needs resolving, or a port outside 0…65535 (which
+    /// the lookup refuses with an error of its own).
     init?(numericHost host: String, port: Int) {
+        guard (0...65_535).contains(port) else { return nil }
         var storage = sockaddr_storage()
         var parsed = false
         var length = socklen_t(0)

@@ -62,10 +62,18 @@ final class TLSContext: @unchecked Sendable {
                 throw HTTPClientError(.tlsHandshakeFailed, "cannot load client certificate '\(client.certificateFile)'",
                                       tlsReason: takeOpenSSLErrors())
             }
+            // No passphrase: without a callback OpenSSL would prompt for one on the controlling terminal, holding the
+            // context's creation (and every https request waiting for it) until someone typed.
+            SSL_CTX_set_default_passwd_cb(context) { _, _, _, _ in 0 }
             guard SSL_CTX_use_PrivateKey_file(context, client.privateKeyFile, SSL_FILETYPE_PEM) == 1,
                   SSL_CTX_check_private_key(context) == 1 else {
-                throw HTTPClientError(.tlsHandshakeFailed, "cannot load private key '\(client.privateKeyFile)' for the client certificate",
-                                      tlsReason: takeOpenSSLErrors())
+                let reasons = takeOpenSSLErrors()
+                let encrypted = reasons?.contains("bad password read") == true
+                    || reasons?.contains("bad decrypt") == true || reasons?.contains("password") == true
+                let hint = encrypted ? ": it is encrypted, and no passphrase can be given; decrypt it first (openssl pkey -in KEY -out PLAIN)" : ""
+                throw HTTPClientError(.tlsHandshakeFailed,
+                                      "cannot load private key '\(client.privateKeyFile)' for the client certificate\(hint)",
+                                      tlsReason: reasons)
             }
         }
         if configuration.sessionResumption {
@@ -162,11 +170,11 @@ final class TLSStream: @unchecked Sendable {
                 X509_VERIFY_PARAM_set1_ip_asc(parameters, host)
             } else {
                 X509_VERIFY_PARAM_set_hostflags(parameters, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))
-                X509_VERIFY_PARAM_set1_host(parameters, host, 0)
+                X509_VERIFY_PARAM_set1_host(parameters, Self.certificateName(host), 0)
             }
         }
-        // RFC 6066 §3: SNI carries host names only, never IP literals.
-        if !hostIsIPAddress { _ = ahttp_SSL_set_tlsext_host_name(ssl, host) }
+        // RFC 6066 §3: SNI carries host names only, never IP literals, and "without a trailing dot".
+        if !hostIsIPAddress { _ = ahttp_SSL_set_tlsext_host_name(ssl, Self.certificateName(host)) }
         let alpn: [UInt8] = [8] + Array("http/1.1".utf8)
         _ = SSL_set_alpn_protos(ssl, alpn, UInt32(alpn.count))
         if context.configuration.sessionResumption, let session = context.cachedSession(for: sessionKey) {
@@ -177,6 +185,13 @@ final class TLSStream: @unchecked Sendable {
 
     deinit {
         SSL_free(ssl)
+    }
+
+    /// The name a certificate and SNI carry for `host`: without one trailing dot. `example.com.` (fully qualified)
+    /// names the same host, but OpenSSL's name check does not ignore the dot, so it failed every certificate; curl
+    /// strips it the same way.
+    static func certificateName(_ host: String) -> String {
+        host.count > 1 && host.hasSuffix(".") ? String(host.dropLast()) : host
     }
 
     /// Whether the last handshake resumed a cached session.
