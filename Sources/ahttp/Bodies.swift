@@ -78,8 +78,9 @@ func dataURLEncode(_ text: String) throws -> [UInt8] {
     }
     if let at = text.firstIndex(of: "@") {
         let name = String(text[..<at])
+        // The file's bytes as they are: decoding them as UTF-8 first turned each invalid byte into U+FFFD.
         let bytes = try readFile(String(text[text.index(after: at)...]))
-        let content = URLEncodedForm.percentEncoded(String(decoding: bytes, as: UTF8.self))
+        let content = URLEncodedForm.percentEncoded(bytes: bytes)
         return Array((name.isEmpty ? content : name + "=" + content).utf8)
     }
     return Array(URLEncodedForm.percentEncoded(text).utf8)
@@ -124,7 +125,7 @@ func applyBodies(_ options: Options, to request: inout HTTPClientRequest) throws
                 if let type {
                     form.append(name, body: .bytes(bytes), contentType: type)
                 } else {
-                    form.append(name, String(decoding: bytes, as: UTF8.self))
+                    form.append(name, rawValue: bytes)  // as they are, as curl sends them
                 }
             }
         }

@@ -52,6 +52,28 @@ final class CommandLineBodiesTests: XCTestCase {
         XCTAssertEqual(try json(binary.stdout)["data"] as? String, text, "CR and LF kept, as curl's --data-binary")
     }
 
+    /// A file's bytes go out as they are, as curl sends them: `--data-urlencode name@file` percent-encodes each byte
+    /// (a Latin-1 é is %E9), and `-F 'name=<file'` puts them in the part unchanged. Decoded as UTF-8 first, every
+    /// byte that is not UTF-8 became U+FFFD (%EF%BF%BD).
+    func testFileContentsInFormsAreSentAsTheirBytes() async throws {
+        let server = try await NIOTestServer()
+        let directory = try temporaryDirectory()
+        let latin1 = directory.appendingPathComponent("latin1.txt")
+        try Data([0x63, 0x61, 0x66, 0xE9]).write(to: latin1)  // "café" in ISO 8859-1
+        let echoed = directory.appendingPathComponent("echoed")
+
+        let encoded = try runAhttp(["-s", "-o", echoed.path, "--data-urlencode", "name@\(latin1.path)", server.url("/echo")])
+        XCTAssertEqual(encoded.status, 0, encoded.stderr)
+        XCTAssertEqual(String(decoding: try Data(contentsOf: echoed), as: UTF8.self), "name=caf%E9")
+
+        let form = try runAhttp(["-s", "-o", echoed.path, "-F", "name=<\(latin1.path)", server.url("/echo")])
+        XCTAssertEqual(form.status, 0, form.stderr)
+        let body = [UInt8](try Data(contentsOf: echoed))
+        XCTAssertNotNil(body.firstRange(of: [0x0D, 0x0A, 0x0D, 0x0A, 0x63, 0x61, 0x66, 0xE9, 0x0D, 0x0A]),
+                        "the part holds the file's bytes: \(String(decoding: body, as: UTF8.self))")
+        try await server.shutdown()
+    }
+
     func testUploadFileWithTAppendsTheNameToADirectoryURLAndStoresItExactly() throws {
         let nginx = try Peers.nginx()
         let directory = try temporaryDirectory()

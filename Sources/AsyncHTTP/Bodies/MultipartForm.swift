@@ -54,6 +54,16 @@ public struct MultipartForm: Sendable {
         parts.append(Part(name: name, content: .text(value)))
     }
 
+    /// Adds a text field whose value is bytes sent as they are, in no text encoding (a file's contents, as curl's
+    /// `-F 'name=<file'` sends them); like any text field it has no `Content-Type`.
+    ///
+    /// ```swift
+    /// form.append("notes", rawValue: Array("caf\u{e9}".utf8))
+    /// ```
+    public mutating func append(_ name: String, rawValue: [UInt8]) {
+        parts.append(Part(name: name, content: .data(rawValue)))
+    }
+
     /// Adds bytes held in memory as a file part. `contentType` nil: guessed from `filename`'s extension,
     /// else `application/octet-stream`.
     public mutating func append(_ name: String, data: [UInt8], filename: String? = nil, contentType: String? = nil) {

@@ -83,6 +83,18 @@ public struct URLEncodedForm: Sendable {
         percentEncode(encoding.encode(text), into: &bytes)
         return String(decoding: bytes, as: UTF8.self)
     }
+
+    /// The percent-encoding of `bytes` as they are, in no text encoding (a file's contents, for the CLI's
+    /// `--data-urlencode @file`).
+    ///
+    /// ```swift
+    /// URLEncodedForm.percentEncoded(bytes: [0x63, 0x61, 0x66, 0xE9])   // "caf%E9"
+    /// ```
+    public static func percentEncoded(bytes: [UInt8]) -> String {
+        var encoded: [UInt8] = []
+        percentEncode(bytes, into: &encoded)
+        return String(decoding: encoded, as: UTF8.self)
+    }
 }
 
 extension HTTPClientRequest {
