@@ -171,12 +171,17 @@ public struct AsyncHTTPTransport: ClientTransport {
     }
 
     /// The response body as an `HTTPBody` read from the connection as it is iterated: one pass (`.single`), its
-    /// length from `Content-Length` when there is one. `nil` for a `HEAD` request, which has no body (as
-    /// swift-openapi-async-http-client does).
+    /// length from `Content-Length` when that field gives the body's length. `nil` for a `HEAD` request and for a
+    /// `204` or `304`, which have no body (as swift-openapi-async-http-client does for `HEAD`), whatever
+    /// `Content-Length` they carry (RFC 9110 §8.6 lets a 304 give the length of the representation it stands
+    /// for). With `Transfer-Encoding` the length is unknown: the body is framed by its chunks, and a
+    /// `Content-Length` beside them says nothing about it (RFC 9112 §6.3).
     static func responseBody(_ response: HTTPClientResponse, method: HTTPRequest.Method) -> HTTPBody? {
-        if method == .head { return nil }
+        let status = response.status.code
+        if method == .head || status == 204 || status == 304 || (100..<200).contains(status) { return nil }
         let length: HTTPBody.Length
-        if let field = response.headers[.contentLength], let count = Int64(field), count >= 0 {
+        if !response.headers.contains(.transferEncoding), let field = response.headers[.contentLength],
+           let count = Int64(field), count >= 0 {
             length = .known(count)
         } else {
             length = .unknown

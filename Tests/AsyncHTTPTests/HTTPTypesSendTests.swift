@@ -183,6 +183,11 @@ final class HTTPTypesSendTests: XCTestCase {
                        .invalidRequest)
         XCTAssertEqual(refusal(HTTPRequest(method: .get, scheme: "http", authority: "example.com", path: "/a#frag"))?.code,
                        .invalidRequest, "a fragment would be dropped silently")
+        // An authority holding a '/', '?' or '#' moved the path: "example.com#" with "/v1/items" went out as "GET /".
+        for authority in ["example.com#", "example.com?", "example.com/admin"] {
+            XCTAssertEqual(refusal(HTTPRequest(method: .get, scheme: "http", authority: authority, path: "/v1/items"))?.code,
+                           .invalidRequest, authority)
+        }
         XCTAssertEqual(refusal(HTTPRequest(method: .get, scheme: "ftp", authority: "example.com", path: "/"))?.code,
                        .invalidURL)
         XCTAssertEqual(refusal(HTTPRequest(method: .get, scheme: "http", authority: "example.com:99999", path: "/"))?.code,

@@ -154,6 +154,24 @@ final class OpenAPITransportTests: XCTestCase {
         try await server.shutdown()
     }
 
+    /// A `Content-Length` that does not give the body's length is not taken for it: a 304 or 204 has no body
+    /// (RFC 9110 §8.6 lets a 304 carry the length of the representation), and chunks frame a body whatever
+    /// `Content-Length` says beside them. Taken as the length, `collect(upTo:)` of a 304 with `Content-Length:
+    /// 5000000` threw "too many bytes" before reading anything.
+    func testAResponseBodysLengthIsTheBodysOwn() async throws {
+        let url = try HTTPURL("http://127.0.0.1:9/")
+        for status in [204, 304] {
+            let response = HTTPClientResponse(status: .init(code: status), headers: [.contentLength: "5000000"], url: url)
+            XCTAssertNil(AsyncHTTPTransport.responseBody(response, method: .get), "\(status) has no body")
+        }
+        let chunked = HTTPClientResponse(status: .ok, headers: [.transferEncoding: "chunked", .contentLength: "999"],
+                                         body: .init(bytes: Array("twelve bytes".utf8)), url: url)
+        let body = try XCTUnwrap(AsyncHTTPTransport.responseBody(chunked, method: .get))
+        XCTAssertEqual(body.length, .unknown)
+        let bytes = try await [UInt8](collecting: body, upTo: 1 << 20)
+        XCTAssertEqual(bytes, Array("twelve bytes".utf8))
+    }
+
     // MARK: Failures mid-body
 
     /// The server promises 100 bytes, sends 40 and closes (FIN), or stops inside a chunk: iterating the

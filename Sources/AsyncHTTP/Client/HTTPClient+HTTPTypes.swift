@@ -51,7 +51,7 @@ extension HTTPClientRequest {
     ///
     /// Throws `HTTPClientError/Code/invalidRequest` when the pseudo-header fields cannot make an origin-form
     /// request over HTTP/1.x: no `scheme` or `authority`, an authority with userinfo (RFC 9113 §8.3.1 forbids it,
-    /// and it would be taken as credentials), a path that does not start with `/` (the asterisk form `*` and a
+    /// and it would be taken as credentials) or with a `/`, `?` or `#`, a path that does not start with `/` (the asterisk form `*` and a
     /// `CONNECT` request's authority form are not supported), a path with a `#` (a fragment is never sent), or
     /// the extended-CONNECT `:protocol` field (HTTP/2 and 3 only). Throws `HTTPClientError/Code/invalidURL`
     /// for what `HTTPURL` refuses (a scheme other than `http`/`https`, a bad port, a space).
@@ -65,6 +65,12 @@ extension HTTPClientRequest {
         guard !authority.utf8.contains(UInt8(ascii: "@")) else {
             // The authority is not quoted: its userinfo may be a password.
             throw .invalidRequest("the HTTPRequest's authority contains userinfo ('@'), which RFC 9113 §8.3.1 forbids; use credentials instead")
+        }
+        // A `/`, `?` or `#` would end the authority inside the URL made from it and move the rest into the path,
+        // query or fragment: `example.com#` with `/v1/items` went out as `GET /`.
+        if let bad = authority.utf8.first(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
+            throw .invalidRequest("the HTTPRequest's authority '\(authority.prefix(64))' contains '\(Character(Unicode.Scalar(bad)))',"
+                + " which cannot be part of a host and port")
         }
         guard request.extendedConnectProtocol == nil else {
             throw .invalidRequest("the HTTPRequest has a :protocol pseudo-header field (extended CONNECT), which HTTP/1.x cannot send")
