@@ -53,6 +53,65 @@ final class DownloadResumeTests: XCTestCase {
         XCTAssertEqual(decide(200, offset: 0), .restart)
         XCTAssertEqual(decide(500, offset: 0), .notSuccess)
         if case .startOver = decide(206, [("Content-Range", "bytes 0-9/10")], offset: 0) {} else { XCTFail("206 unasked") }
+
+        // A server that honours Range but not If-Range: a 206 naming another version is not appended.
+        let v1 = DownloadResume.Validator(kind: .etag, value: "\"v1\"")
+        let range = ("Content-Range", "bytes 400-999/1000")
+        XCTAssertEqual(DownloadResume.decide(status: 206, headers: fields([range, ("ETag", "\"v1\"")]), offset: 400, stored: v1), .append)
+        XCTAssertEqual(DownloadResume.decide(status: 206, headers: fields([range]), offset: 400, stored: v1), .append,
+                       "a 206 without the field says nothing against the validator")
+        if case .startOver = DownloadResume.decide(status: 206, headers: fields([range, ("ETag", "\"v2\"")]), offset: 400, stored: v1) {
+        } else { XCTFail("a 206 of another ETag was appended") }
+        let modified = DownloadResume.Validator(kind: .lastModified, value: "Sun, 29 Nov 2026 10:00:00 GMT")
+        if case .startOver = DownloadResume.decide(status: 206, headers: fields([range, ("Last-Modified", "Sun, 29 Nov 2026 11:00:00 GMT")]),
+                                                   offset: 400, stored: modified) {
+        } else { XCTFail("a 206 of another Last-Modified was appended") }
+    }
+
+    /// A 206 of unknown complete length (`bytes first-last/*`) that ends before `last` is kept for resuming, not
+    /// moved into place: only a known complete length was checked.
+    func testA206OfUnknownLengthThatEndsShortIsNotMovedIntoPlace() async throws {
+        let origin = try await CacheOriginServer { request in
+            guard request.headers["range"] == "bytes=5-" else {
+                return .init(status: 200, headers: [("ETag", "\"v1\"")], body: Array("01234567890123456789".utf8))
+            }
+            return .init(status: 206, headers: [("ETag", "\"v1\""), ("Content-Range", "bytes 5-19/*")], body: Array("56789".utf8))
+        }
+        let client = HTTPClient()
+        let directory = makeCacheDirectory()
+        let destination = directory + "/file.bin"
+        XCTAssertTrue(FileManager.default.createFile(atPath: destination + ".part", contents: Data("01234".utf8)))
+        try Data(DownloadResume.sidecarText(.init(kind: .etag, value: "\"v1\"")).utf8).write(to: URL(fileURLWithPath: destination + ".part.validator"))
+        do {
+            let result = try await client.download(HTTPClientRequest(url: origin.url("/file")), to: destination, options: DownloadOptions(resume: true))
+            XCTFail("a short 206 was taken as the whole file: \(result.fileSize) bytes")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .connectionClosed, "\(error)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination), "moved into place")
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: destination + ".part")), Data("0123456789".utf8), "kept for resuming")
+        await client.shutdown()
+        try await origin.shutdown()
+    }
+
+    /// A 206 of another version (the server ignored If-Range) starts the file over instead of splicing two versions.
+    func testA206OfAnotherVersionStartsTheFileOver() async throws {
+        let origin = try await CacheOriginServer { request in
+            guard request.headers["range"] == "bytes=5-" else {
+                return .init(status: 200, headers: [("ETag", "\"v2\"")], body: Array("ABCDEFGHIJ".utf8))
+            }
+            return .init(status: 206, headers: [("ETag", "\"v2\""), ("Content-Range", "bytes 5-9/10")], body: Array("FGHIJ".utf8))
+        }
+        let client = HTTPClient()
+        let directory = makeCacheDirectory()
+        let destination = directory + "/file.bin"
+        XCTAssertTrue(FileManager.default.createFile(atPath: destination + ".part", contents: Data("01234".utf8)))
+        try Data(DownloadResume.sidecarText(.init(kind: .etag, value: "\"v1\"")).utf8).write(to: URL(fileURLWithPath: destination + ".part.validator"))
+        let result = try await client.download(HTTPClientRequest(url: origin.url("/file")), to: destination, options: DownloadOptions(resume: true))
+        XCTAssertEqual(result.resumedFrom, 0)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: destination)), Data("ABCDEFGHIJ".utf8), "two versions spliced")
+        await client.shutdown()
+        try await origin.shutdown()
     }
 
     func testSidecarRoundTrip() {

@@ -82,7 +82,10 @@ enum DownloadResume {
         case notSuccess
     }
 
-    static func decide(status: Int, headers: HTTPFields, offset: Int) -> Decision {
+    /// `stored`: the validator the partial file was written under (sent as `If-Range`). A 206 that names another
+    /// version in the same kind of validator is another representation's bytes: a server that honours `Range` but
+    /// not `If-Range` would otherwise have them spliced onto the old ones.
+    static func decide(status: Int, headers: HTTPFields, offset: Int, stored: Validator? = nil) -> Decision {
         if offset == 0 {
             if status == 206 { return .startOver("206 Partial Content to a request without a Range") }
             return (200..<300).contains(status) ? .restart : .notSuccess
@@ -94,6 +97,12 @@ enum DownloadResume {
             }
             guard case .range(let first, _, _) = range, first == offset else {
                 return .startOver("206 Content-Range '\(value)' does not start at byte \(offset)")
+            }
+            if let stored {
+                let field = stored.kind == .etag ? eTag : lastModified
+                if let answered = headers[field], answered != stored.value {
+                    return .startOver("206 for another version (\(field.rawName) \(answered), the partial file's \(stored.value))")
+                }
             }
             return .append
         case 416:

@@ -165,7 +165,8 @@ extension HTTPClient {
                 DownloadResult(status: response.status, headers: response.headers, url: response.url, path: destination,
                                written: written, fileSize: size, bytesReceived: received, resumedFrom: resumedFrom)
             }
-            switch DownloadResume.decide(status: response.status.code, headers: response.headers, offset: kept) {
+            switch DownloadResume.decide(status: response.status.code, headers: response.headers, offset: kept,
+                                         stored: kept > 0 ? stored : nil) {
             case .notSuccess:
                 if options.writesErrorResponses {
                     // Not a part of the representation: written whole, beside, and the partial file kept.
@@ -196,10 +197,15 @@ extension HTTPClient {
             // The partial file and its sidecar stay if the body fails: the next call continues from there.
             let received = try await Self.write(response.body, to: partial)
             if let value = response.headers[DownloadResume.contentRange],
-               case .range(_, _, let complete?)? = DownloadResume.parseContentRange(value), kept + received != complete {
-                throw HTTPClientError.connectionClosed(
-                    "download of \(destination) holds \(kept + received) of \(complete) bytes after the 206 ended; kept for resuming",
-                    bytesReceived: received)
+               case .range(_, let last, let complete)? = DownloadResume.parseContentRange(value) {
+                // The whole length, or with `bytes first-last/*` (length unknown) at least the range's own end.
+                let expected = complete ?? (last + 1)
+                if kept + received != expected {
+                    let of = complete.map { "of \($0)" } ?? "of the \(expected) its 206 announced (bytes \(kept)-\(last)/*)"
+                    throw HTTPClientError.connectionClosed(
+                        "download of \(destination) holds \(kept + received) bytes \(of) after the 206 ended; kept for resuming",
+                        bytesReceived: received)
+                }
             }
             try partial.sync()
             try LocalFiles.moveIntoPlace(partialPath, destination)
