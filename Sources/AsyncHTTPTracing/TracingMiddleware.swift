@@ -52,7 +52,7 @@ public struct TracingMiddleware: HTTPClientMiddleware {
         attributes["http.request.method"] = method.name
         if let original = method.original { attributes["http.request.method_original"] = original }
         if let url = try? HTTPURL(request.url) {
-            attributes["url.full"] = URLRedaction.fullURL(url)
+            attributes["url.full"] = url.loggableDescription
             attributes["url.scheme"] = url.scheme
             attributes["server.address"] = url.host
             attributes["server.port"] = url.port

@@ -34,6 +34,27 @@ final class LoggingTests: XCTestCase {
 
     private var logged: [String] { lines.withLock { $0 } }
 
+    /// A presigned URL carries its signature and session token in the query: a log line that shows the URL masks
+    /// them (it dropped only the userinfo). Through the throttle step's line and the retry's.
+    func testQuerySecretsOfAURLAreMaskedInLogLines() async throws {
+        let server = try await NIOTestServer()
+        let client = makeClient { $0.retriesOnTimeout = 1 }
+        let secrets = "X-Amz-Security-Token=SESSION-SECRET&X-Amz-Signature=SIGNATURE-SECRET&part=2"
+        var limited = HTTPClientRequest(url: server.url("/hello?" + secrets))
+        limited.maxBandwidthPerSecond = 10_000_000
+        _ = try await client.send(limited).body.collect(upTo: 1 << 20)
+        var slow = HTTPClientRequest(url: server.url("/slow-head?ms=400&" + secrets))
+        slow.timeout = .milliseconds(150)
+        _ = try? await client.send(slow)
+        let lines = logged
+        XCTAssertTrue(lines.contains { $0.contains("X-Amz-Security-Token=REDACTED") && $0.contains("part=2") },
+                      "no line showed the URL: \(lines.joined(separator: "\n"))")
+        for line in lines {
+            XCTAssertFalse(line.contains("SESSION-SECRET") || line.contains("SIGNATURE-SECRET"), line)
+        }
+        try await server.shutdown()
+    }
+
     func testEveryLineOfARequestCarriesItsNumberAndTopic() async throws {
         let (httpPort, _, _) = try Peers.nginx()
         let client = makeClient()

@@ -286,9 +286,9 @@ final class TracingTests: XCTestCase {
 
     func testURLRedactionKeepsOrdinaryParametersAndRedactsSecretOnes() throws {
         let url = try HTTPURL("https://u:p@example.com:8443/a?q=1&Signature=abc&sig=x&X%2DAmz%2DSignature=y&flag&empty=#frag")
-        XCTAssertEqual(URLRedaction.fullURL(url),
+        XCTAssertEqual(url.loggableDescription,
                        "https://example.com:8443/a?q=1&Signature=REDACTED&sig=REDACTED&X%2DAmz%2DSignature=REDACTED&flag&empty=")
-        XCTAssertEqual(URLRedaction.fullURL(try HTTPURL("http://example.com/")), "http://example.com/")
+        XCTAssertEqual(try HTTPURL("http://example.com/").loggableDescription, "http://example.com/")
         XCTAssertEqual(HTTPMethodName(.init("PURGE")!).name, "_OTHER")
         XCTAssertEqual(HTTPMethodName(.init("PURGE")!).spanName, "HTTP")
         XCTAssertEqual(PeerAddress("[::1]:8080")?.address, "::1")

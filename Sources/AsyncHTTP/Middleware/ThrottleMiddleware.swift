@@ -26,7 +26,7 @@ struct ThrottleMiddleware: HTTPClientMiddleware {
             throw HTTPClientError(.invalidRequest, "maxBandwidthPerSecond is \(limit); it must be positive (nil for no limit of its own)")
         }
         var request = request
-        logger?.debug("request limited to \(limit) bytes/s", metadata: ["url": "\(HTTPURL.redacting(request.url))"])
+        logger?.debug("request limited to \(limit) bytes/s", metadata: ["url": "\((try? HTTPURL(request.url))?.loggableDescription ?? HTTPURL.redacting(request.url))"])
         request[PacerOption.self] = flow.pacer(requestLimit: limit)
         return request
     }

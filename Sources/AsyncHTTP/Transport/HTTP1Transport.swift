@@ -172,7 +172,7 @@ final class HTTP1Transport: Sendable {
         switch failure {
         case .stale(let error, let connectionID):
             settings.logger.debug("connection \(connectionID) was stale, retrying on a new connection",
-                                  metadata: ["url": "\(trip.url.redactedDescription)", "error": "\(error)"])
+                                  metadata: ["url": "\(trip.url.loggableDescription)", "error": "\(error)"])
             observation?.retry(reason: "connection \(connectionID) was closed by the server: \(error)")
             // `stale` is produced only once: the next attempt runs on a fresh connection.
             trip.fresh = true
@@ -182,7 +182,7 @@ final class HTTP1Transport: Sendable {
                trip.request.method.isIdempotent, trip.prepared.isReplayable {
                 trip.timeoutRetries -= 1
                 settings.logger.debug("timed out, retrying",
-                                      metadata: ["url": "\(trip.url.redactedDescription)", "left": "\(trip.timeoutRetries)"])
+                                      metadata: ["url": "\(trip.url.loggableDescription)", "left": "\(trip.timeoutRetries)"])
                 observation?.retry(reason: "\(error)")
                 return nil
             }
@@ -201,7 +201,7 @@ final class HTTP1Transport: Sendable {
         guard status == 417, trip.prepared.isReplayable, !trip.retriedWithoutExpectation else { return false }
         trip.retriedWithoutExpectation = true
         settings.logger.debug("417 to Expect: 100-continue, retrying without it",
-                              metadata: ["url": "\(trip.url.redactedDescription)"])
+                              metadata: ["url": "\(trip.url.loggableDescription)"])
         observation?.retry(reason: "417 Expectation Failed before the body was sent; retrying without Expect")
         trip.prepared = try PreparedRequest(trip.request, url: trip.url, userAgent: settings.userAgent,
                                             absoluteForm: trip.absoluteForm, expectContinue: nil)

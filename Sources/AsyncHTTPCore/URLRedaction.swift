@@ -1,7 +1,7 @@
-import AsyncHTTP
 
-/// `url.full` as the conventions ask: no userinfo (`HTTPURL.redactedDescription` drops it, and the
-/// fragment), and the value of each query parameter whose name looks like a secret replaced by `REDACTED`.
+/// A URL for logs and telemetry (`url.full` as OpenTelemetry's HTTP conventions ask): no userinfo
+/// (``HTTPURL/redactedDescription`` drops it, and the fragment), and the value of each query parameter whose name
+/// looks like a secret replaced by `REDACTED` (presigned URLs carry a signature and a session token there).
 enum URLRedaction {
     /// Names compared case-insensitively. The conventions' list (`AWSAccessKeyId`, `Signature`, `sig`,
     /// `X-Goog-Signature`), S3's presigned-URL parameters, and the usual names of tokens and keys.
@@ -12,7 +12,7 @@ enum URLRedaction {
         "key", "api_key", "apikey", "api-key", "password", "passwd", "pwd", "secret", "client_secret", "code",
     ]
 
-    static func fullURL(_ url: HTTPURL) -> String {
+    static func loggable(_ url: HTTPURL) -> String {
         let text = url.redactedDescription
         guard url.query != nil, let mark = text.firstIndex(of: "?") else { return text }
         let query = text[text.index(after: mark)...]
@@ -44,4 +44,16 @@ enum URLRedaction {
         }
         return String(decoding: bytes, as: UTF8.self)
     }
+}
+
+extension HTTPURL {
+    /// The URL as log lines and telemetry show it: ``redactedDescription`` (no userinfo, no fragment) with the
+    /// value of each query parameter whose name looks like a secret (`X-Amz-Signature`, `X-Amz-Security-Token`,
+    /// `sig`, `token`, `api_key`, `password`, …) replaced by `REDACTED`.
+    ///
+    /// ```swift
+    /// try HTTPURL("https://b.example/k?X-Amz-Signature=abc&part=2").loggableDescription
+    /// // "https://b.example/k?X-Amz-Signature=REDACTED&part=2"
+    /// ```
+    public var loggableDescription: String { URLRedaction.loggable(self) }
 }
