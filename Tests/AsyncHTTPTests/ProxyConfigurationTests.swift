@@ -60,6 +60,21 @@ final class ProxyConfigurationTests: XCTestCase {
         XCTAssertTrue(resolver.problem?.message.contains("https_proxy") ?? false)
     }
 
+    /// A bad proxy variable fails the requests that would go through it, not every request: not plain http when
+    /// only https_proxy is bad, not loopback, not a host no_proxy names (they all failed with `.invalidURL`).
+    func testABadProxyVariableFailsOnlyTheRequestsThatWouldUseIt() throws {
+        let resolver = ProxyResolver(.environment, environment: ["https_proxy": "https://proxy.corp:8443", "no_proxy": "intranet.test"])
+        XCTAssertEqual(resolver.problem(for: try HTTPURL("https://example.com/"))?.code, .invalidURL)
+        XCTAssertNil(resolver.problem(for: try HTTPURL("http://example.com/")), "plain http does not use https_proxy")
+        XCTAssertNil(resolver.problem(for: try HTTPURL("https://localhost:8443/")), "loopback bypasses proxies")
+        XCTAssertNil(resolver.problem(for: try HTTPURL("https://intranet.test/")), "no_proxy bypasses it")
+
+        let all = ProxyResolver(.environment, environment: ["all_proxy": "socks4://old:1080", "https_proxy": "http://good:3128"])
+        XCTAssertEqual(all.problem(for: try HTTPURL("http://example.com/"))?.code, .invalidURL, "http falls back to the bad all_proxy")
+        XCTAssertNil(all.problem(for: try HTTPURL("https://example.com/")), "https has a good variable of its own")
+        XCTAssertEqual(all.proxy(for: try HTTPURL("https://example.com/"))?.host, "good")
+    }
+
     func testNoProxyMatching() {
         let list = NoProxyList(" example.com, .internal.test,10.0.0.0/8 , 192.168.1.7, fd00::/8, [::2]:8443,api.test:8080")
         let cases: [(String, Int, Bool)] = [

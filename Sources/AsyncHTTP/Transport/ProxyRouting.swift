@@ -4,21 +4,28 @@ struct ProxyResolver: Sendable {
     private let https: ProxyConfiguration?
     private let bypass: NoProxyList
     private let bypassesLoopback: Bool
-    /// Problems with the environment's proxy variables, reported by every request that would use them.
-    let problem: HTTPClientError?
+    /// Problems with the environment's proxy variables, for http and https URLs: each is reported by the requests
+    /// that would use that variable's proxy (``problem(for:)``), not by a request bypassing it or of the other
+    /// scheme.
+    private let httpProblem: HTTPClientError?
+    private let httpsProblem: HTTPClientError?
+    /// The first of them, if any (for tests and diagnostics).
+    var problem: HTTPClientError? { httpProblem ?? httpsProblem }
     /// No proxy for any URL, and no problem to throw. Stored: every request of a client asks, twice, and working
     /// it out compares three optionals of large values (about 0.4 µs a request in `seq`, perf).
     let isDirect: Bool
 
-    static let direct = ProxyResolver(http: nil, https: nil, bypass: NoProxyList(""), bypassesLoopback: false, problem: nil)
+    static let direct = ProxyResolver(http: nil, https: nil, bypass: NoProxyList(""), bypassesLoopback: false)
 
-    private init(http: ProxyConfiguration?, https: ProxyConfiguration?, bypass: NoProxyList, bypassesLoopback: Bool, problem: HTTPClientError?) {
+    private init(http: ProxyConfiguration?, https: ProxyConfiguration?, bypass: NoProxyList, bypassesLoopback: Bool,
+                 httpProblem: HTTPClientError? = nil, httpsProblem: HTTPClientError? = nil) {
         self.http = http
         self.https = https
         self.bypass = bypass
         self.bypassesLoopback = bypassesLoopback
-        self.problem = problem
-        isDirect = http == nil && https == nil && problem == nil
+        self.httpProblem = httpProblem
+        self.httpsProblem = httpsProblem
+        isDirect = http == nil && https == nil && httpProblem == nil && httpsProblem == nil
     }
 
     init(_ setting: ProxySetting, environment: [String: String] = ProcessEnvironment.current()) {
@@ -26,7 +33,7 @@ struct ProxyResolver: Sendable {
         case .none:
             self = .direct
         case .proxy(let proxy, let bypass):
-            self.init(http: proxy, https: proxy, bypass: NoProxyList(bypass), bypassesLoopback: false, problem: nil)
+            self.init(http: proxy, https: proxy, bypass: NoProxyList(bypass), bypassesLoopback: false)
         case .environment:
             // curl reads only the lower-case `http_proxy` (httpoxy: a CGI program gets the request's `Proxy:` header
             // as HTTP_PROXY). Go's rule is taken here: the upper-case form too, unless running as a CGI program.
@@ -35,31 +42,45 @@ struct ProxyResolver: Sendable {
                 return found.flatMap { $0.isEmpty ? nil : $0 }
             }
             let isCGI = environment["REQUEST_METHOD"] != nil
-            var problem: HTTPClientError?
-            func parse(_ text: String?, _ name: String) -> ProxyConfiguration? {
-                guard let text else { return nil }
+            /// A variable's proxy, or the problem with its value (nil, nil when it is not set).
+            func parse(_ text: String?, _ name: String) -> (ProxyConfiguration?, HTTPClientError?) {
+                guard let text else { return (nil, nil) }
                 do throws(HTTPClientError) {
-                    return try ProxyConfiguration(url: text)
+                    return (try ProxyConfiguration(url: text), nil)
                 } catch {
-                    problem = HTTPClientError(.invalidURL, "the \(name) environment variable is not a valid proxy URL: \(error.message)")
-                    return nil
+                    return (nil, HTTPClientError(.invalidURL, "the \(name) environment variable is not a valid proxy URL: \(error.message)"))
                 }
             }
             let all = parse(value("all_proxy"), "all_proxy")
-            let http = parse(value("http_proxy", upperCase: !isCGI), "http_proxy") ?? all
-            let https = parse(value("https_proxy"), "https_proxy") ?? all
-            self.init(http: http, https: https, bypass: NoProxyList(value("no_proxy") ?? ""), bypassesLoopback: true, problem: problem)
+            let httpText = value("http_proxy", upperCase: !isCGI)
+            let httpsText = value("https_proxy")
+            // A scheme's own variable, when set, decides for it (its proxy or its problem); else all_proxy does.
+            let http = httpText == nil ? all : parse(httpText, "http_proxy")
+            let https = httpsText == nil ? all : parse(httpsText, "https_proxy")
+            self.init(http: http.0, https: https.0, bypass: NoProxyList(value("no_proxy") ?? ""), bypassesLoopback: true,
+                      httpProblem: http.1, httpsProblem: https.1)
         }
     }
 
     /// The proxy for `url`, or nil to connect directly.
     func proxy(for url: HTTPURL) -> ProxyConfiguration? {
         guard let proxy = url.isSecure ? https : http else { return nil }
+        return bypasses(url) ? nil : proxy
+    }
+
+    /// The problem with the proxy variable `url` would go through, unless `url` bypasses proxies (loopback,
+    /// `no_proxy`): a bad `https_proxy` fails https requests, not plain-http ones or those to bypassed hosts.
+    func problem(for url: HTTPURL) -> HTTPClientError? {
+        guard let problem = url.isSecure ? httpsProblem : httpProblem else { return nil }
+        return bypasses(url) ? nil : problem
+    }
+
+    private func bypasses(_ url: HTTPURL) -> Bool {
         let host = hostWithoutTrailingDot(url.host)
         if bypassesLoopback, host == "localhost" || host.hasSuffix(".localhost") || NoProxyList.isLoopback(host) {
-            return nil
+            return true
         }
-        return bypass.matches(host: host, port: url.port) ? nil : proxy
+        return bypass.matches(host: host, port: url.port)
     }
 }
 
@@ -193,7 +214,7 @@ struct ProxyRouter: Sendable {
             return decided.proxy
         }
         let resolver = resolver(for: request.proxy)
-        if let problem = resolver.problem { throw problem }
+        if let problem = resolver.problem(for: url) { throw problem }
         return resolver.proxy(for: url)
     }
 
