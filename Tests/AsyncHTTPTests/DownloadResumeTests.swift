@@ -95,6 +95,26 @@ final class DownloadResumeTests: XCTestCase {
     }
 
     /// A 206 of another version (the server ignored If-Range) starts the file over instead of splicing two versions.
+    /// A finished download has the mode any new file of the user's gets (0666 less the umask), as curl's output
+    /// files do, whole or resumed: its temporary file's 0600 used to survive the rename, so a file downloaded into
+    /// a web root could not be served, and one replaced lost its old mode.
+    func testAFinishedDownloadHasTheModeOfANewFile() async throws {
+        let origin = try await CacheOriginServer { _ in .init(status: 200, headers: [("ETag", "\"v1\"")], body: Array("0123456789".utf8)) }
+        let client = HTTPClient()
+        let directory = makeCacheDirectory()
+        let probe = directory + "/probe"
+        XCTAssertTrue(FileManager.default.createFile(atPath: probe, contents: Data()))  // 0666 less the umask
+        let expected = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: probe)[.posixPermissions] as? Int)
+        for resume in [false, true] {
+            let destination = directory + "/file-\(resume).bin"
+            _ = try await client.download(HTTPClientRequest(url: origin.url("/file")), to: destination, options: DownloadOptions(resume: resume))
+            let mode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: destination)[.posixPermissions] as? Int)
+            XCTAssertEqual(String(mode, radix: 8), String(expected, radix: 8), "resume: \(resume)")
+        }
+        await client.shutdown()
+        try await origin.shutdown()
+    }
+
     func testA206OfAnotherVersionStartsTheFileOver() async throws {
         let origin = try await CacheOriginServer { request in
             guard request.headers["range"] == "bytes=5-" else {

@@ -115,6 +115,7 @@ extension HTTPClient {
         let file = try LocalFile.openForWriting(temporary, mode: .createNew)
         do {
             let received = try await write(body, to: file)
+            file.giveNewFileMode()
             try file.sync()
             file.close()
             try LocalFiles.moveIntoPlace(temporary, destination)
@@ -181,6 +182,7 @@ extension HTTPClient {
                 if round == 1 { throw HTTPClientError.malformedResponse("download of \(destination): \(reason)") }
                 continue
             case .complete:
+                partial.giveNewFileMode()
                 try partial.sync()
                 try LocalFiles.moveIntoPlace(partialPath, destination)
                 moved = true
@@ -207,6 +209,7 @@ extension HTTPClient {
                         bytesReceived: received)
                 }
             }
+            partial.giveNewFileMode()
             try partial.sync()
             try LocalFiles.moveIntoPlace(partialPath, destination)
             moved = true

@@ -222,6 +222,12 @@ final class LocalFile: @unchecked Sendable {
     }
 
     /// Closes the descriptor (the lock goes with it). Later calls do nothing.
+    /// Gives the file the mode a new file of the user's would have (``LocalFiles/newFileMode()``): a download's
+    /// temporary file is 0600 while it is written, and keeps that mode through the rename unless changed.
+    func giveNewFileMode() {
+        _ = fchmod(fd, LocalFiles.newFileMode())
+    }
+
     func close() {
         guard !closed else { return }
         closed = true
@@ -261,6 +267,19 @@ enum LocalFiles {
     static func isDirectory(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// The mode a file created now gets from `open(…, 0666)`: 0666 less the process's umask. Read from
+    /// `/proc/self/status` (Linux 4.7 and later): `umask(2)` can only read the mask by setting it, which would race
+    /// another thread creating a file. 0644 when it cannot be read.
+    static func newFileMode() -> mode_t {
+        var mask: mode_t = 0o022
+        if let status = try? PrivateFile.contents(atPath: "/proc/self/status", what: "process status", regularFileOnly: false),
+           let line = String(decoding: status, as: UTF8.self).split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
+           let value = mode_t(String(line.dropFirst("Umask:".count).filter { $0 != " " && $0 != "\t" }), radix: 8) {
+            mask = value
+        }
+        return 0o666 & ~mask
     }
 
     /// Moves `source` over `destination` in one step (`rename`, atomic within a file system), then makes the
