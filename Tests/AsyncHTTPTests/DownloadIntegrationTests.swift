@@ -21,7 +21,7 @@ final class DownloadIntegrationTests: XCTestCase {
         try Data(contentsOf: URL(fileURLWithPath: try Peers.directory() + "/www/big.bin"))
     }
 
-    func testADownloadFromNginxIsByteExactPrivateAndLeavesNothingBehind() async throws {
+    func testADownloadFromNginxIsByteExactWithTheUsersModeAndLeavesNothingBehind() async throws {
         let nginx = try Peers.nginx()
         let directory = try temporaryDirectory()
         let destination = directory.appendingPathComponent("big.bin").path
@@ -32,8 +32,13 @@ final class DownloadIntegrationTests: XCTestCase {
         XCTAssertTrue(result.written)
         XCTAssertEqual(result.fileSize, 8 << 20)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: destination)), try bigBin())
+        // The mode of any new file of the user's (0666 less the umask), as curl's: private only while it is written.
+        let probe = directory.appendingPathComponent("probe").path
+        XCTAssertTrue(FileManager.default.createFile(atPath: probe, contents: Data()))
+        let expected = try FileManager.default.attributesOfItem(atPath: probe)[.posixPermissions] as? Int
+        try FileManager.default.removeItem(atPath: probe)
         let permissions = try FileManager.default.attributesOfItem(atPath: destination)[.posixPermissions] as? Int
-        XCTAssertEqual(permissions, 0o600)
+        XCTAssertEqual(permissions, expected)
         XCTAssertEqual(try contents(of: directory), ["big.bin"])
     }
 
