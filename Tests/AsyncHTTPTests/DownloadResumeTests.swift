@@ -115,6 +115,36 @@ final class DownloadResumeTests: XCTestCase {
         try await origin.shutdown()
     }
 
+    /// A long but legal file name (here 250 bytes) downloads, and resumes: its temporary, partial and validator
+    /// files' names went past the 255-byte limit and the download failed with `ioFailure`.
+    func testALongFileNameDownloadsAndResumes() async throws {
+        let origin = try await CacheOriginServer { request in
+            guard request.headers["range"] == "bytes=5-" else {
+                return .init(status: 200, headers: [("ETag", "\"v1\"")], body: Array("0123456789".utf8))
+            }
+            return .init(status: 206, headers: [("ETag", "\"v1\""), ("Content-Range", "bytes 5-9/10")], body: Array("56789".utf8))
+        }
+        let client = HTTPClient()
+        let directory = makeCacheDirectory()
+        let name = String(repeating: "\u{6587}", count: 83) + "x"  // 83 × 3 bytes + 1 = 250 bytes
+        XCTAssertEqual(name.utf8.count, 250)
+        let whole = try await client.download(HTTPClientRequest(url: origin.url("/file")), to: directory + "/" + name)
+        XCTAssertEqual(whole.fileSize, 10)
+
+        let resumed = directory + "/r" + name.dropFirst()
+        let partial = LocalFiles.sibling(of: resumed, suffix: ".part")
+        XCTAssertLessThanOrEqual(partial.split(separator: "/").last!.utf8.count, 255)
+        XCTAssertTrue(FileManager.default.createFile(atPath: partial, contents: Data("01234".utf8)))
+        try Data(DownloadResume.sidecarText(.init(kind: .etag, value: "\"v1\"")).utf8)
+            .write(to: URL(fileURLWithPath: LocalFiles.sibling(of: partial, suffix: ".validator")))
+        let result = try await client.download(HTTPClientRequest(url: origin.url("/file")), to: resumed, options: DownloadOptions(resume: true))
+        XCTAssertEqual(result.resumedFrom, 5)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: resumed)), Data("0123456789".utf8))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory).count, 2, "nothing left behind")
+        await client.shutdown()
+        try await origin.shutdown()
+    }
+
     func testA206OfAnotherVersionStartsTheFileOver() async throws {
         let origin = try await CacheOriginServer { request in
             guard request.headers["range"] == "bytes=5-" else {

@@ -130,8 +130,8 @@ extension HTTPClient {
     private func resumableDownload(
         _ request: HTTPClientRequest, to destination: String, options: DownloadOptions
     ) async throws -> DownloadResult {
-        let partialPath = options.temporaryPath ?? destination + ".part"
-        let sidecarPath = partialPath + ".validator"
+        let partialPath = options.temporaryPath ?? LocalFiles.sibling(of: destination, suffix: ".part")
+        let sidecarPath = LocalFiles.sibling(of: partialPath, suffix: ".validator")
         let partial = try Self.openLockedPartial(partialPath)
         // Once the partial file has become the destination, the partial path is no longer ours: another download
         // of the same file may already have created and locked a new one there.

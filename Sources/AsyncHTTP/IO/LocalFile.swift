@@ -312,6 +312,42 @@ enum LocalFiles {
         let directory = directory(of: path)
         let name = path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
         let unique = "\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
-        return (directory == "/" ? "" : directory) + "/.\(name).\(unique).download"
+        return (directory == "/" ? "" : directory) + "/.\(shortened(name, toBytes: 200)).\(unique).download"
+    }
+
+    /// The longest file name most Linux file systems take (`NAME_MAX`).
+    static let maxNameBytes = 255
+
+    /// `name` cut to at most `limit` bytes of UTF-8, at a character boundary: a temporary name built from a long
+    /// (legal) file name would pass `NAME_MAX` and fail to be created. Its unique part keeps it unique.
+    static func shortened(_ name: String, toBytes limit: Int) -> String {
+        guard name.utf8.count > limit else { return name }
+        var kept = ""
+        var count = 0
+        for character in name {
+            let size = character.utf8.count
+            guard count + size <= limit else { break }
+            kept.append(character)
+            count += size
+        }
+        return kept
+    }
+
+    /// `path` with `suffix` added to its file name (`x.iso` → `x.iso.part`), the same every time; a name that would
+    /// pass `NAME_MAX` is cut and given a hash of the whole name instead (`<cut>-<16 hex digits><suffix>`), so that
+    /// long but legal names can be downloaded and resumed.
+    static func sibling(of path: String, suffix: String) -> String {
+        let slash = path.lastIndex(of: "/")
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        guard name.utf8.count + suffix.utf8.count > maxNameBytes else { return path + suffix }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, 64 bits: stable across runs and processes
+        for byte in name.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        let digits = String(hash, radix: 16)
+        let tag = "-" + String(repeating: "0", count: 16 - digits.count) + digits
+        let cut = shortened(name, toBytes: maxNameBytes - suffix.utf8.count - tag.utf8.count)
+        return (slash.map { String(path[...$0]) } ?? "") + cut + tag + suffix
     }
 }

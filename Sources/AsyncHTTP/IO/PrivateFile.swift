@@ -43,7 +43,7 @@ enum PrivateFile {
         let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         let fileName = slash.map { String(path[path.index(after: $0)...]) } ?? path
         let unique = "\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
-        let temporaryPath = (directory == "/" ? "" : directory) + "/.\(fileName).\(unique).tmp"
+        let temporaryPath = (directory == "/" ? "" : directory) + "/.\(LocalFiles.shortened(fileName, toBytes: 200)).\(unique).tmp"
 
         let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw fileError("could not create \(temporaryPath)") }
