@@ -180,4 +180,23 @@ final class TLSTests: XCTestCase {
         await client.shutdown()
         try await server.shutdown()
     }
+
+    /// A session is resumed only on the route it was made on: a ticket from a direct connection offered through a
+    /// proxy (or to another endpoint for the name) would let the server link the two visits.
+    func testASessionIsNotOfferedOnAnotherRoute() async throws {
+        let server = try await NIOTestServer(tls: .trusted)
+        let client = try client()
+        let url = "https://localhost:\(server.port)/hello"
+        var direct = HTTPClientRequest(url: url)
+        direct.persistentConnection = false
+        _ = try await client.send(direct).body.collect(upTo: 100)
+        var rerouted = direct
+        rerouted.connectTo = [try ConnectToOverride("localhost:\(server.port):127.0.0.1:\(server.port)")]
+        _ = try await client.send(rerouted).body.collect(upTo: 100)
+        XCTAssertEqual(client.tlsSessionsResumed, 0, "the direct connection's session was offered on another route")
+        _ = try await client.send(direct).body.collect(upTo: 100)
+        XCTAssertEqual(client.tlsSessionsResumed, 1, "the direct route still resumes its own")
+        await client.shutdown()
+        try await server.shutdown()
+    }
 }

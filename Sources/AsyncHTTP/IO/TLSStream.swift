@@ -81,7 +81,7 @@ final class TLSContext: @unchecked Sendable {
             SSL_CTX_sess_set_new_cb(context) { ssl, session in
                 // TLS 1.3 delivers tickets after the handshake; this callback sees every one.
                 guard let ssl, let session, let stream = TLSStream.owner(of: ssl) else { return 0 }
-                stream.context.store(session, for: stream.sessionKey)
+                stream.context.store(session, for: stream.cacheKey)
                 return 1 // we keep the reference
             }
         }
@@ -138,6 +138,10 @@ final class TLSStream: @unchecked Sendable {
     let socket: Socket
     let context: TLSContext
     let sessionKey: String
+    /// The session cache's key: ``sessionKey`` and the route (a proxy, a `connectTo` endpoint, a Unix socket), so
+    /// that a session got directly is never offered through a proxy, or the other way round (a ticket would let the
+    /// server link the two visits).
+    let cacheKey: String
     private let ssl: OpaquePointer
     private let lock = Locked(false)
 
@@ -150,7 +154,7 @@ final class TLSStream: @unchecked Sendable {
         return Unmanaged<TLSStream>.fromOpaque(pointer).takeUnretainedValue()
     }
 
-    init(socket: Socket, context: TLSContext, host: String, port: Int, hostIsIPAddress: Bool) throws(HTTPClientError) {
+    init(socket: Socket, context: TLSContext, host: String, port: Int, hostIsIPAddress: Bool, route: String = "") throws(HTTPClientError) {
         guard let ssl = SSL_new(context.context) else {
             throw HTTPClientError(.tlsHandshakeFailed, "SSL_new failed", tlsReason: takeOpenSSLErrors())
         }
@@ -158,6 +162,7 @@ final class TLSStream: @unchecked Sendable {
         self.socket = socket
         self.context = context
         self.sessionKey = "\(host):\(port)"
+        self.cacheKey = sessionKey + route
         guard let method = Self.bioMethod.pointer, let bio = ahttp_bio_new_socket(method, socket.fd) else {
             throw HTTPClientError(.tlsHandshakeFailed, "cannot create the socket BIO", tlsReason: takeOpenSSLErrors())
         }
@@ -177,7 +182,7 @@ final class TLSStream: @unchecked Sendable {
         if !hostIsIPAddress { _ = ahttp_SSL_set_tlsext_host_name(ssl, Self.certificateName(host)) }
         let alpn: [UInt8] = [8] + Array("http/1.1".utf8)
         _ = SSL_set_alpn_protos(ssl, alpn, UInt32(alpn.count))
-        if context.configuration.sessionResumption, let session = context.cachedSession(for: sessionKey) {
+        if context.configuration.sessionResumption, let session = context.cachedSession(for: cacheKey) {
             SSL_set_session(ssl, session)
             SSL_SESSION_free(session)
         }

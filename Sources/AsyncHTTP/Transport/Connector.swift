@@ -91,8 +91,10 @@ final class Connector: Sendable {
         var resumed = false
         if key.isTLS {
             do {
+                let route = (key.proxy.map { " via \($0)" } ?? "") + (key.endpoint.map { " \($0)" } ?? "")
                 let stream = try TLSStream(socket: socket, context: try tlsContext(), host: key.host, port: key.port,
-                                           hostIsIPAddress: SocketAddress(numericHost: key.host, port: key.port) != nil)
+                                           hostIsIPAddress: SocketAddress(numericHost: key.host, port: key.port) != nil,
+                                           route: route)
                 try await stream.handshake(deadline: earliest(.now + settings.connectTimeout, deadlines.total))
                 resumed = stream.sessionWasReused
                 tls = stream
