@@ -58,7 +58,8 @@ public struct MultipartForm: Sendable {
     /// `-F 'name=<file'` sends them); like any text field it has no `Content-Type`.
     ///
     /// ```swift
-    /// form.append("notes", rawValue: Array("caf\u{e9}".utf8))
+    /// var form = MultipartForm()
+    /// form.append("notes", rawValue: [0x63, 0x61, 0x66, 0xE9])   // "café" in ISO 8859-1
     /// ```
     public mutating func append(_ name: String, rawValue: [UInt8]) {
         parts.append(Part(name: name, content: .data(rawValue)))
