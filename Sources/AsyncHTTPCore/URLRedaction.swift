@@ -23,26 +23,9 @@ enum URLRedaction {
         query.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
             guard let equals = pair.firstIndex(of: "=") else { return String(pair) }
             let name = pair[..<equals]
-            guard secretNames.contains(decoded(name).lowercased()) else { return String(pair) }
+            guard secretNames.contains(percentDecoded(name).lowercased()) else { return String(pair) }
             return name + "=REDACTED"
         }.joined(separator: "&")
-    }
-
-    /// The name with `%XX` decoded enough to compare (`X%2DAmz%2DSignature`).
-    private static func decoded(_ name: Substring) -> String {
-        guard name.contains("%") else { return String(name) }
-        var bytes: [UInt8] = []
-        var iterator = Array(name.utf8)[...]
-        while let byte = iterator.popFirst() {
-            if byte == UInt8(ascii: "%"), iterator.count >= 2,
-               let value = UInt8(String(decoding: iterator.prefix(2), as: UTF8.self), radix: 16) {
-                bytes.append(value)
-                iterator = iterator.dropFirst(2)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
 
@@ -56,4 +39,22 @@ extension HTTPURL {
     /// // "https://b.example/k?X-Amz-Signature=REDACTED&part=2"
     /// ```
     public var loggableDescription: String { URLRedaction.loggable(self) }
+}
+
+/// `%41` → `A`; an invalid escape is kept as it is (a query parameter's name for ``URLRedaction``, a URL's
+/// percent-encoded userinfo for the CLI, RFC 3986 §3.2.1).
+package func percentDecoded(_ text: some StringProtocol) -> String {
+    guard text.contains("%") else { return String(text) }
+    var bytes: [UInt8] = []
+    var utf8 = Array(text.utf8)[...]
+    while let byte = utf8.popFirst() {
+        if byte == UInt8(ascii: "%"), utf8.count >= 2,
+           let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16) {
+            bytes.append(value)
+            utf8 = utf8.dropFirst(2)
+        } else {
+            bytes.append(byte)
+        }
+    }
+    return String(decoding: bytes, as: UTF8.self)
 }

@@ -120,20 +120,3 @@ func prepareDirectory(for path: String, create: Bool) throws {
         }
     }
 }
-
-/// `%41` → `A`: a URL's userinfo is percent-encoded (RFC 3986 §3.2.1); invalid escapes are kept as they are.
-func percentDecoded(_ text: String) -> String {
-    var bytes: [UInt8] = []
-    var utf8 = Array(text.utf8)[...]
-    while let byte = utf8.first {
-        utf8 = utf8.dropFirst()
-        if byte == UInt8(ascii: "%"), utf8.count >= 2,
-           let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16) {
-            bytes.append(value)
-            utf8 = utf8.dropFirst(2)
-        } else {
-            bytes.append(byte)
-        }
-    }
-    return String(decoding: bytes, as: UTF8.self)
-}

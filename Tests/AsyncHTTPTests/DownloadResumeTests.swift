@@ -68,20 +68,33 @@ final class DownloadResumeTests: XCTestCase {
         } else { XCTFail("a 206 of another Last-Modified was appended") }
     }
 
+    /// What an interrupted download leaves: `bytes` in the partial file at `partialPath`, and its validator `etag`.
+    private func leavePartial(_ partialPath: String, _ bytes: String, etag: String = "\"v1\"") throws {
+        XCTAssertTrue(FileManager.default.createFile(atPath: partialPath, contents: Data(bytes.utf8)))
+        try Data(DownloadResume.sidecarText(.init(kind: .etag, value: etag)).utf8)
+            .write(to: URL(fileURLWithPath: LocalFiles.sibling(of: partialPath, suffix: ".validator")))
+    }
+
+    /// An origin serving `body` with `etag`: a 200 of all of it, or for `Range: bytes=5-` a 206 of the rest, whose
+    /// `Content-Range` is `contentRange` and whose body is `rangeBody` (the rest of `body` unless given).
+    private func rangeOrigin(_ body: String, etag: String = "\"v1\"", contentRange: String, rangeBody: String? = nil)
+        async throws -> CacheOriginServer {
+        try await CacheOriginServer { request in
+            guard request.headers["range"] == "bytes=5-" else {
+                return .init(status: 200, headers: [("ETag", etag)], body: Array(body.utf8))
+            }
+            return .init(status: 206, headers: [("ETag", etag), ("Content-Range", contentRange)],
+                         body: Array((rangeBody ?? String(body.dropFirst(5))).utf8))
+        }
+    }
+
     /// A 206 of unknown complete length (`bytes first-last/*`) that ends before `last` is kept for resuming, not
     /// moved into place: only a known complete length was checked.
     func testA206OfUnknownLengthThatEndsShortIsNotMovedIntoPlace() async throws {
-        let origin = try await CacheOriginServer { request in
-            guard request.headers["range"] == "bytes=5-" else {
-                return .init(status: 200, headers: [("ETag", "\"v1\"")], body: Array("01234567890123456789".utf8))
-            }
-            return .init(status: 206, headers: [("ETag", "\"v1\""), ("Content-Range", "bytes 5-19/*")], body: Array("56789".utf8))
-        }
+        let origin = try await rangeOrigin("01234567890123456789", contentRange: "bytes 5-19/*", rangeBody: "56789")
         let client = HTTPClient()
-        let directory = makeCacheDirectory()
-        let destination = directory + "/file.bin"
-        XCTAssertTrue(FileManager.default.createFile(atPath: destination + ".part", contents: Data("01234".utf8)))
-        try Data(DownloadResume.sidecarText(.init(kind: .etag, value: "\"v1\"")).utf8).write(to: URL(fileURLWithPath: destination + ".part.validator"))
+        let destination = makeCacheDirectory() + "/file.bin"
+        try leavePartial(destination + ".part", "01234")
         do {
             let result = try await client.download(HTTPClientRequest(url: origin.url("/file")), to: destination, options: DownloadOptions(resume: true))
             XCTFail("a short 206 was taken as the whole file: \(result.fileSize) bytes")
@@ -94,7 +107,6 @@ final class DownloadResumeTests: XCTestCase {
         try await origin.shutdown()
     }
 
-    /// A 206 of another version (the server ignored If-Range) starts the file over instead of splicing two versions.
     /// A finished download has the mode any new file of the user's gets (0666 less the umask), as curl's output
     /// files do, whole or resumed: its temporary file's 0600 used to survive the rename, so a file downloaded into
     /// a web root could not be served, and one replaced lost its old mode.
@@ -118,12 +130,7 @@ final class DownloadResumeTests: XCTestCase {
     /// A long but legal file name (here 250 bytes) downloads, and resumes: its temporary, partial and validator
     /// files' names went past the 255-byte limit and the download failed with `ioFailure`.
     func testALongFileNameDownloadsAndResumes() async throws {
-        let origin = try await CacheOriginServer { request in
-            guard request.headers["range"] == "bytes=5-" else {
-                return .init(status: 200, headers: [("ETag", "\"v1\"")], body: Array("0123456789".utf8))
-            }
-            return .init(status: 206, headers: [("ETag", "\"v1\""), ("Content-Range", "bytes 5-9/10")], body: Array("56789".utf8))
-        }
+        let origin = try await rangeOrigin("0123456789", contentRange: "bytes 5-9/10")
         let client = HTTPClient()
         let directory = makeCacheDirectory()
         let name = String(repeating: "\u{6587}", count: 83) + "x"  // 83 × 3 bytes + 1 = 250 bytes
@@ -134,9 +141,7 @@ final class DownloadResumeTests: XCTestCase {
         let resumed = directory + "/r" + name.dropFirst()
         let partial = LocalFiles.sibling(of: resumed, suffix: ".part")
         XCTAssertLessThanOrEqual(partial.split(separator: "/").last!.utf8.count, 255)
-        XCTAssertTrue(FileManager.default.createFile(atPath: partial, contents: Data("01234".utf8)))
-        try Data(DownloadResume.sidecarText(.init(kind: .etag, value: "\"v1\"")).utf8)
-            .write(to: URL(fileURLWithPath: LocalFiles.sibling(of: partial, suffix: ".validator")))
+        try leavePartial(partial, "01234")
         let result = try await client.download(HTTPClientRequest(url: origin.url("/file")), to: resumed, options: DownloadOptions(resume: true))
         XCTAssertEqual(result.resumedFrom, 5)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: resumed)), Data("0123456789".utf8))
@@ -145,18 +150,12 @@ final class DownloadResumeTests: XCTestCase {
         try await origin.shutdown()
     }
 
+    /// A 206 of another version (the server ignored If-Range) starts the file over instead of splicing two versions.
     func testA206OfAnotherVersionStartsTheFileOver() async throws {
-        let origin = try await CacheOriginServer { request in
-            guard request.headers["range"] == "bytes=5-" else {
-                return .init(status: 200, headers: [("ETag", "\"v2\"")], body: Array("ABCDEFGHIJ".utf8))
-            }
-            return .init(status: 206, headers: [("ETag", "\"v2\""), ("Content-Range", "bytes 5-9/10")], body: Array("FGHIJ".utf8))
-        }
+        let origin = try await rangeOrigin("ABCDEFGHIJ", etag: "\"v2\"", contentRange: "bytes 5-9/10")
         let client = HTTPClient()
-        let directory = makeCacheDirectory()
-        let destination = directory + "/file.bin"
-        XCTAssertTrue(FileManager.default.createFile(atPath: destination + ".part", contents: Data("01234".utf8)))
-        try Data(DownloadResume.sidecarText(.init(kind: .etag, value: "\"v1\"")).utf8).write(to: URL(fileURLWithPath: destination + ".part.validator"))
+        let destination = makeCacheDirectory() + "/file.bin"
+        try leavePartial(destination + ".part", "01234", etag: "\"v1\"")
         let result = try await client.download(HTTPClientRequest(url: origin.url("/file")), to: destination, options: DownloadOptions(resume: true))
         XCTAssertEqual(result.resumedFrom, 0)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: destination)), Data("ABCDEFGHIJ".utf8), "two versions spliced")
