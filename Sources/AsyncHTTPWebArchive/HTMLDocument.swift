@@ -158,9 +158,10 @@ final class HTMLDocument {
 
     /// Prepares the page to be read from somewhere else: `<base href>` is removed (the archive's references are
     /// relative to the archive, or `data:`), so every reference the archive does not fetch becomes the absolute
-    /// URL `absolute` gives, and still leads to the site: links (`<a href>`, `<area href>`, `<form action>`),
-    /// media (`<video src>`, `<audio src>`, `<source src>`, `<track src>`) and the `<link>`s that are neither a
-    /// stylesheet nor an icon (preload, manifest, alternate, …).
+    /// URL `absolute` gives, and still leads to the site: links (`<a href>`, `<area href>`, `<form action>`,
+    /// `formaction`), media (`<video src>`, `<audio src>`, `<source src>`, `<track src>`), SVG `<use>` and
+    /// `<image>` references, `cite`, and the `<link>`s that are neither a stylesheet nor an icon (preload,
+    /// manifest, alternate, …).
     func detachFromBase(_ absolute: (String) -> String?) {
         func makeAbsolute(_ element: xmlNodePtr, _ name: String) {
             if let value = Self.attribute(element, name), let url = absolute(Self.trimmingSpaces(value)) {
@@ -175,6 +176,14 @@ final class HTMLDocument {
                 makeAbsolute(element, "action")
             case "video", "audio", "source", "track":
                 makeAbsolute(element, "src")
+            case "button", "input":
+                makeAbsolute(element, "formaction")
+            case "blockquote", "q", "del", "ins":
+                makeAbsolute(element, "cite")
+            case "use", "image":
+                // SVG: an icon sprite (`sprite.svg#icon`); a fragment alone stays in the document.
+                makeAbsolute(element, "href")
+                makeAbsolute(element, "xlink:href")
             case "link" where Self.linkKind(element) == nil:
                 makeAbsolute(element, "href")
             case "base":

@@ -192,9 +192,6 @@ public struct WebArchiver: Sendable {
         }
     }
 
-    /// How many redirects a resource may take when the archiver follows them itself; the client's own default.
-    static let maxResourceRedirects = RedirectPolicy().maxRedirects
-
     /// Where a resource's redirects led: a response that is no redirect (or the last one allowed), or the first hop
     /// that would leave the allowed origins, which was not requested.
     enum RedirectsFollowed {
@@ -203,15 +200,18 @@ public struct WebArchiver: Sendable {
     }
 
     /// Follows `response`'s redirects (301, 302, 303, 307, 308 with a `Location`; each hop a `GET` with redirects
-    /// off, at most ``maxResourceRedirects``) while they stay within `allowed` origins.
+    /// off) while they stay within `allowed` origins, under the client's ``RedirectPolicy``: none when it follows
+    /// none, at most its `maxRedirects` (one more is `tooManyRedirects`), and https → http only when it allows that
+    /// (else `redirectRefused`), as the client's own redirect step would.
     private func followSameOriginRedirects(
         from response: HTTPClientResponse, allowed: Set<String>, storesInCache: Bool
     ) async throws -> RedirectsFollowed {
+        let policy = client.configuration.redirectPolicy
+        guard policy.followsRedirects else { return .arrived(response) }
         var response = response
-        for _ in 0..<Self.maxResourceRedirects {
-            guard [301, 302, 303, 307, 308].contains(response.status.code),
-                  let location = response.headers[.location], let target = try? response.url.resolving(location),
-                  target.scheme == "http" || target.scheme == "https" else { return .arrived(response) }
+        var hops = 0
+        while [301, 302, 303, 307, 308].contains(response.status.code), let location = response.headers[.location],
+              let target = try? response.url.resolving(location), target.scheme == "http" || target.scheme == "https" {
             // Read a redirect's small body so the connection can be reused; a large one is dropped (closed).
             _ = try? await response.body.collect(upTo: 64 << 10)
             var next = target
@@ -219,6 +219,14 @@ public struct WebArchiver: Sendable {
             guard allowed.contains(ArchiveCrawl.origin(next)) else {
                 return .leftOrigin(status: response.status.code, target: next)
             }
+            guard hops < policy.maxRedirects else {
+                throw HTTPClientError(.tooManyRedirects, "more than \(policy.maxRedirects) redirects from \(response.url.redactedDescription)")
+            }
+            if response.url.scheme == "https", next.scheme == "http", !policy.allowsHTTPSToHTTP {
+                throw HTTPClientError(.redirectRefused, "refused to follow a redirect from https to plain http "
+                    + "(\(response.url.redactedDescription) → \(next.redactedDescription)); set RedirectPolicy.allowsHTTPSToHTTP to allow it")
+            }
+            hops += 1
             response = try await client.send(request(for: next, storesInCache: storesInCache, followsRedirects: false))
         }
         return .arrived(response)

@@ -122,6 +122,11 @@ final class DownloadResumeTests: XCTestCase {
             _ = try await client.download(HTTPClientRequest(url: origin.url("/file")), to: destination, options: DownloadOptions(resume: resume))
             let mode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: destination)[.posixPermissions] as? Int)
             XCTAssertEqual(String(mode, radix: 8), String(expected, radix: 8), "resume: \(resume)")
+            // A file that exists keeps its mode, as curl writes over it in place: a 0600 key stays private.
+            XCTAssertEqual(chmod(destination, 0o600), 0)
+            _ = try await client.download(HTTPClientRequest(url: origin.url("/file")), to: destination, options: DownloadOptions(resume: resume))
+            let kept = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: destination)[.posixPermissions] as? Int)
+            XCTAssertEqual(String(kept, radix: 8), "600", "resume: \(resume): the existing file's mode was not kept")
         }
         await client.shutdown()
         try await origin.shutdown()

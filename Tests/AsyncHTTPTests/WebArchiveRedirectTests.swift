@@ -66,7 +66,8 @@ final class WebArchiveRedirectTests: XCTestCase {
             let html = """
                 <html><head><base href="/media/"><link rel="preload" href="font.woff2" as="font"></head><body>
                 <video src="intro.mp4"><source src="intro.webm"><track src="captions.vtt"></video>
-                <audio src="sound.ogg"></audio></body></html>
+                <audio src="sound.ogg"></audio><form><button formaction="send">go</button></form>
+                <blockquote cite="source.html">q</blockquote><svg><use href="sprite.svg#icon"></use></svg></body></html>
                 """
             return .init(status: 200, headers: [("Content-Type", "text/html")], body: Array(html.utf8))
         }
@@ -74,11 +75,41 @@ final class WebArchiveRedirectTests: XCTestCase {
         let path = try scratchDirectory() + "/page.html"
         _ = try await WebArchiver(client: client).archive(page.url("/"), to: .singleFile(path))
         let written = try String(contentsOfFile: path, encoding: .utf8)
-        for name in ["font.woff2", "intro.mp4", "intro.webm", "captions.vtt", "sound.ogg"] {
+        for name in ["font.woff2", "intro.mp4", "intro.webm", "captions.vtt", "sound.ogg", "send", "source.html", "sprite.svg#icon"] {
             XCTAssertTrue(written.contains("\"\(page.url("/media/" + name))\""), "\(name) is not absolute in: \(written)")
         }
         XCTAssertFalse(written.contains("href=\"/media/\""), "the <base href> stays")
         await client.shutdown()
+        try await page.shutdown()
+    }
+
+    /// The archiver follows a resource's redirects under the client's redirect policy, as the client would: none
+    /// when it follows none, and no more than its `maxRedirects`.
+    func testResourceRedirectsFollowTheClientsRedirectPolicy() async throws {
+        let page = try await CacheOriginServer { request in
+            switch request.target {
+            case "/":
+                return .init(status: 200, headers: [("Content-Type", "text/html")], body: Array("<img src=\"/a\">".utf8))
+            case "/a": return .init(status: 302, headers: [("Location", "/b")])
+            case "/b": return .init(status: 302, headers: [("Location", "/c.png")])
+            default: return .init(status: 200, headers: [("Content-Type", "image/png")], body: Self.png)
+            }
+        }
+        for (policy, expected) in [(RedirectPolicy.disabled, "302"), (RedirectPolicy(maxRedirects: 1), "tooManyRedirects"),
+                                   (RedirectPolicy(), "archived")] {
+            var configuration = HTTPClient.Configuration()
+            configuration.redirectPolicy = policy
+            let client = HTTPClient(configuration: configuration)
+            let result = try await WebArchiver(client: client).archive(page.url("/"), to: .directory(try scratchDirectory()))
+            let outcome = try XCTUnwrap(result.resource(page.url("/a"))).outcome
+            switch outcome {
+            case .httpStatus(let status): XCTAssertEqual("\(status)", expected)
+            case .failed(let error): XCTAssertEqual("\(error.code)", expected)
+            case .archived: XCTAssertEqual("archived", expected)
+            default: XCTFail("\(outcome)")
+            }
+            await client.shutdown()
+        }
         try await page.shutdown()
     }
 }

@@ -115,7 +115,7 @@ extension HTTPClient {
         let file = try LocalFile.openForWriting(temporary, mode: .createNew)
         do {
             let received = try await write(body, to: file)
-            file.giveNewFileMode()
+            file.giveMode(replacing: destination)
             try file.sync()
             file.close()
             try LocalFiles.moveIntoPlace(temporary, destination)
@@ -182,7 +182,7 @@ extension HTTPClient {
                 if round == 1 { throw HTTPClientError.malformedResponse("download of \(destination): \(reason)") }
                 continue
             case .complete:
-                partial.giveNewFileMode()
+                partial.giveMode(replacing: destination)
                 try partial.sync()
                 try LocalFiles.moveIntoPlace(partialPath, destination)
                 moved = true
@@ -209,7 +209,7 @@ extension HTTPClient {
                         bytesReceived: received)
                 }
             }
-            partial.giveNewFileMode()
+            partial.giveMode(replacing: destination)
             try partial.sync()
             try LocalFiles.moveIntoPlace(partialPath, destination)
             moved = true

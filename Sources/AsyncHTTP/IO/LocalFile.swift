@@ -222,10 +222,16 @@ final class LocalFile: @unchecked Sendable {
     }
 
     /// Closes the descriptor (the lock goes with it). Later calls do nothing.
-    /// Gives the file the mode a new file of the user's would have (``LocalFiles/newFileMode()``): a download's
-    /// temporary file is 0600 while it is written, and keeps that mode through the rename unless changed.
-    func giveNewFileMode() {
-        _ = fchmod(fd, LocalFiles.newFileMode())
+    /// Gives the file, about to replace `destination`, the mode that file has (its permission bits), or for a new
+    /// destination the mode a new file of the user's gets (``LocalFiles/newFileMode()``), as curl's output files
+    /// (it writes over the existing file in place, keeping its mode): a download's temporary file is 0600 while it
+    /// is written, and keeps that mode through the rename unless changed. A 0600 key file downloaded again stays
+    /// 0600.
+    func giveMode(replacing destination: String) {
+        var info = stat()
+        let mode = stat(destination, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+            ? info.st_mode & 0o7777 : LocalFiles.newFileMode()
+        _ = fchmod(fd, mode)
     }
 
     func close() {
@@ -271,9 +277,9 @@ enum LocalFiles {
 
     /// The mode a file created now gets from `open(…, 0666)`: 0666 less the process's umask. Read from
     /// `/proc/self/status` (Linux 4.7 and later): `umask(2)` can only read the mask by setting it, which would race
-    /// another thread creating a file. 0644 when it cannot be read.
+    /// another thread creating a file. 0600 when it cannot be read (the most private umask's).
     static func newFileMode() -> mode_t {
-        var mask: mode_t = 0o022
+        var mask: mode_t = 0o077
         if let status = try? PrivateFile.contents(atPath: "/proc/self/status", what: "process status", regularFileOnly: false),
            let line = String(decoding: status, as: UTF8.self).split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
            let value = mode_t(String(line.dropFirst("Umask:".count).filter { $0 != " " && $0 != "\t" }), radix: 8) {

@@ -91,7 +91,9 @@ final class Connector: Sendable {
         var resumed = false
         if key.isTLS {
             do {
-                let route = (key.proxy.map { " via \($0)" } ?? "") + (key.endpoint.map { " \($0)" } ?? "")
+                // The proxy's user too: two users of one proxy are two routes (their descriptions leave credentials out).
+                let route = (key.proxy.map { " via \($0)" + ($0.credentials.map { " as \($0.username)" } ?? "") } ?? "")
+                    + (key.endpoint.map { " \($0)" } ?? "")
                 let stream = try TLSStream(socket: socket, context: try tlsContext(), host: key.host, port: key.port,
                                            hostIsIPAddress: SocketAddress(numericHost: key.host, port: key.port) != nil,
                                            route: route)
