@@ -132,6 +132,37 @@ final class DownloadResumeTests: XCTestCase {
         try await origin.shutdown()
     }
 
+    /// Two downloads given one `temporaryPath` at once: the second removes the first's file and writes its own there.
+    /// The first, finishing while the second still writes, renamed the second's half-written file over its own
+    /// destination and reported success; now it fails, and the second completes whole.
+    func testTwoDownloadsSharingATemporaryPathDoNotTakeEachOthersFile() async throws {
+        let origin = try await CacheOriginServer { request in
+            let first = request.target == "/a"
+            return .init(status: 200, body: Array(repeating: first ? 0x41 : 0x42, count: 1000),
+                         stallAfter: 1, stallMilliseconds: first ? 1000 : 3000)
+        }
+        let client = HTTPClient()
+        let directory = makeCacheDirectory()
+        let options = DownloadOptions(temporaryPath: directory + "/shared.tmp")
+        let a = Task { try await client.download(HTTPClientRequest(url: origin.url("/a")), to: directory + "/a.bin", options: options) }
+        try await waitUntil("the first download writes its temporary file") {
+            FileManager.default.fileExists(atPath: directory + "/shared.tmp")
+        }
+        let b = Task { try await client.download(HTTPClientRequest(url: origin.url("/b")), to: directory + "/b.bin", options: options) }
+        do {
+            let taken = try await a.value
+            XCTFail("the first download renamed the second's file: \(taken.fileSize) bytes")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .ioFailure, "\(error)")
+        }
+        let second = try await b.value
+        XCTAssertEqual(second.fileSize, 1000)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: directory + "/b.bin")), Data(repeating: 0x42, count: 1000))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/a.bin"), "the first download's destination holds the other's bytes")
+        await client.shutdown()
+        try await origin.shutdown()
+    }
+
     /// A long but legal file name (here 250 bytes) downloads, and resumes: its temporary, partial and validator
     /// files' names went past the 255-byte limit and the download failed with `ioFailure`.
     func testALongFileNameDownloadsAndResumes() async throws {

@@ -233,6 +233,21 @@ final class RedirectMiddlewareTests: XCTestCase {
         XCTAssertEqual(jarNotUsed.requests.count, 1)
     }
 
+    /// A client without a jar but with steps of its own keeps the revisit-after-Set-Cookie allowance: a user step
+    /// sits inside the redirect step and may keep the cookies itself.
+    func testAUserStepCountsAsKeepingCookies() {
+        func keepsCookies(_ change: (inout HTTPClient.Configuration) -> Void) -> Bool? {
+            var configuration = HTTPClient.Configuration()
+            change(&configuration)
+            let chain = HTTPClient.builtInMiddleware(configuration, authenticator: Authenticator(configuration: .init(), logger: configuration.logger),
+                                                     proxies: ProxyRouter(.none))
+            return (chain.first as? RedirectMiddleware)?.keepsCookies
+        }
+        XCTAssertEqual(keepsCookies { _ in }, true, "the default jar")
+        XCTAssertEqual(keepsCookies { $0.cookieJar = nil }, false)
+        XCTAssertEqual(keepsCookies { $0.cookieJar = nil; $0.middleware = [RedirectMiddleware()] }, true, "a user step")
+    }
+
     func testSameURLWithAnotherMethodIsNotALoop() async throws {
         // POST /form → 303 → GET /form is the post/redirect/get pattern.
         let peer = ScriptedPeer([.redirect(303, to: "/form"), .init(.ok)])

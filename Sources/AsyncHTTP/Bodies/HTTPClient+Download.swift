@@ -106,7 +106,8 @@ extension HTTPClient {
     }
 
     /// Writes `body` to a new temporary file and moves it over `destination` once complete; on any failure the
-    /// temporary file is removed and the destination is untouched.
+    /// temporary file is removed (if it is still ours) and the destination is untouched. Two downloads given one
+    /// `temporaryPath` at once: the one whose file was replaced fails, instead of renaming the other's.
     static func writeWhole(
         _ body: HTTPClientResponse.Body, to destination: String, temporaryPath: String?
     ) async throws -> Int {
@@ -117,12 +118,18 @@ extension HTTPClient {
             let received = try await write(body, to: file)
             file.giveMode(replacing: destination)
             try file.sync()
+            // A `temporaryPath` given to two downloads at once: the other one removed ours and wrote its own there,
+            // and renaming it would put the other's half-written bytes in place of ours.
+            guard file.isStill(at: temporary) else {
+                throw HTTPClientError(.ioFailure, "another download replaced the temporary file \(temporary) of \(destination)")
+            }
             file.close()
             try LocalFiles.moveIntoPlace(temporary, destination)
             return received
         } catch {
+            // Only our own: at a shared `temporaryPath` the file there may be another download's.
+            if file.isStill(at: temporary) { LocalFiles.remove(temporary) }
             file.close()
-            LocalFiles.remove(temporary)
             throw error
         }
     }

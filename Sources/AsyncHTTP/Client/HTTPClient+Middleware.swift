@@ -26,7 +26,8 @@ extension HTTPClient {
     ) -> [any HTTPClientMiddleware] {
         var chain: [any HTTPClientMiddleware] = [
             RedirectMiddleware(policy: configuration.redirectPolicy, textDecodingFallback: configuration.textDecodingFallback,
-                               keepsCookies: configuration.cookieJar != nil),
+                               // A user step (inside this one) may keep cookies of its own, without the jar.
+                               keepsCookies: configuration.cookieJar != nil || !configuration.middleware.isEmpty),
             AuthMiddleware(authenticator: authenticator, proxies: proxies),
         ]
         if let jar = configuration.cookieJar {

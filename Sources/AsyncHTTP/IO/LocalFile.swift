@@ -221,7 +221,6 @@ final class LocalFile: @unchecked Sendable {
         return open.st_dev == named.st_dev && open.st_ino == named.st_ino
     }
 
-    /// Closes the descriptor (the lock goes with it). Later calls do nothing.
     /// Gives the file, about to replace `destination`, the mode that file has (its permission bits), or for a new
     /// destination the mode a new file of the user's gets (``LocalFiles/newFileMode()``), as curl's output files
     /// (it writes over the existing file in place, keeping its mode): a download's temporary file is 0600 while it
@@ -234,6 +233,7 @@ final class LocalFile: @unchecked Sendable {
         _ = fchmod(fd, mode)
     }
 
+    /// Closes the descriptor (the lock goes with it). Later calls do nothing.
     func close() {
         guard !closed else { return }
         closed = true

@@ -92,7 +92,8 @@ struct RedirectMiddleware: HTTPClientMiddleware {
     /// a larger one is dropped, which closes its connection. 64 KiB: the response stream's own drain limit.
     static let drainLimit = 64 * 1024
 
-    /// Whether the client has a cookie jar: only then can a hop's `Set-Cookie` change the next request.
+    /// Whether anything can keep a hop's cookies (the client's jar, or a user step, which sits inside this one): only
+    /// then can a `Set-Cookie` change the next request.
     let keepsCookies: Bool
 
     init(policy: RedirectPolicy = RedirectPolicy(), textDecodingFallback: TextDecodingFallback = TextDecodingFallback(),
