@@ -149,6 +149,30 @@ final class ObserverTests: XCTestCase {
         }
         XCTAssertEqual(failures.map(\.code), [.timeout])
     }
+
+    /// A request that fails before its first attempt (here a header the encoder refuses) or in a step of the chain
+    /// still ends with a `failed` event: observers that count requests in flight from `queued` to `finished` or
+    /// `failed` kept it forever.
+    func testARequestThatFailsBeforeItsFirstAttemptEndsWithFailed() async throws {
+        var request = HTTPClientRequest(url: server.baseURL + "/hello")
+        request.setHeader("X-Bad", "line\r\nbreak")
+        do {
+            _ = try await client.send(request)
+            XCTFail("a header with a line break was sent")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .invalidRequest)
+        }
+        let kinds = recorder.events.map { event -> String in
+            switch event.kind {
+            case .queued: "queued"
+            case .failed(let error, _): "failed \(error.code)"
+            default: "other"
+            }
+        }
+        XCTAssertEqual(kinds.first, "queued")
+        XCTAssertEqual(kinds.last, "failed invalidRequest", "\(kinds)")
+        XCTAssertEqual(kinds.filter { $0.hasPrefix("failed") }.count, 1, "exactly one failed event: \(kinds)")
+    }
 }
 
 /// The fixes named by the house issue: bad configuration and a second concurrent reader are typed errors.

@@ -94,13 +94,13 @@ public final class HTTPClient: Sendable {
             // Here, not in a function of its own: one more async call costs an observed request more than its
             // updates do (`progress` in benchmarks.md).
             Self.queued(request, observation: observation)
-            guard observation.observesProgress else { return try await chain(request) }
             do {
                 let response = try await chain(request)
-                observation.sendReturned()
+                if observation.observesProgress { observation.sendReturned() }
                 return response
             } catch {
-                observation.sendFailed()
+                if observation.observesProgress { observation.sendFailed() }
+                observation.sendThrew(error)
                 throw error
             }
         }

@@ -64,7 +64,9 @@ public struct HTTPClientEvent: Sendable {
         case redirect(status: Int, location: String)
         /// A response ended: its body was read to the end (one per hop of a redirect or round of authentication).
         case finished(Timings)
-        /// The attempt failed.
+        /// The attempt failed; or the request failed before its first attempt (a header the encoder refuses, a
+        /// cancellation) or in a step of the chain, when no `finished` or `failed` came before: every request that
+        /// is `queued` and whose `send` throws ends with one of the two.
         case failed(HTTPClientError, Timings)
     }
 
@@ -125,6 +127,8 @@ struct RequestObservation: Sendable {
     struct State {
         var marks = Marks()
         var progress: ProgressState?
+        /// A `finished` or `failed` event went out: the request has had its last event.
+        var ended = false
     }
 
     struct Marks {
@@ -283,6 +287,7 @@ struct RequestObservation: Sendable {
             updateProgress(at: .now) { $0.finished() }
             return
         }
+        withState { $0.ended = true }
         emit(.finished(timings()))
     }
 
@@ -291,6 +296,20 @@ struct RequestObservation: Sendable {
             updateProgress(at: .now) { $0.ended() }
             return
         }
+        withState { $0.ended = true }
         emit(.failed(error, timings()))
+    }
+
+    /// `send` threw `error` and no `finished` or `failed` event went out (the request failed before its first
+    /// attempt, or in a step of the chain rather than the transport): observers get the `failed` they wait for.
+    /// An error that is no `HTTPClientError` (a user step's own) is reported as what it says.
+    func sendThrew(_ error: any Error) {
+        guard hasObservers, !withState({ $0.ended }) else { return }
+        let reported: HTTPClientError = switch error {
+        case let error as HTTPClientError: error
+        case is CancellationError: .cancelled
+        default: HTTPClientError(.invalidRequest, "a middleware step failed: \(error)")
+        }
+        failed(reported)
     }
 }
