@@ -127,6 +127,11 @@ final class DownloadResumeTests: XCTestCase {
             _ = try await client.download(HTTPClientRequest(url: origin.url("/file")), to: destination, options: DownloadOptions(resume: resume))
             let kept = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: destination)[.posixPermissions] as? Int)
             XCTAssertEqual(String(kept, radix: 8), "600", "resume: \(resume): the existing file's mode was not kept")
+            // Its permission bits only: a set-user-ID bit is not given to the new bytes.
+            XCTAssertEqual(chmod(destination, 0o4755), 0)
+            _ = try await client.download(HTTPClientRequest(url: origin.url("/file")), to: destination, options: DownloadOptions(resume: resume))
+            let plain = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: destination)[.posixPermissions] as? Int)
+            XCTAssertEqual(String(plain, radix: 8), "755", "resume: \(resume): a special bit was carried over")
         }
         await client.shutdown()
         try await origin.shutdown()

@@ -225,11 +225,12 @@ final class LocalFile: @unchecked Sendable {
     /// destination the mode a new file of the user's gets (``LocalFiles/newFileMode()``), as curl's output files
     /// (it writes over the existing file in place, keeping its mode): a download's temporary file is 0600 while it
     /// is written, and keeps that mode through the rename unless changed. A 0600 key file downloaded again stays
-    /// 0600.
+    /// 0600. Only the permission bits: set-user-ID, set-group-ID and sticky are never carried over to new bytes
+    /// (the kernel clears the first two when an unprivileged process writes the file in place, too).
     func giveMode(replacing destination: String) {
         var info = stat()
         let mode = stat(destination, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
-            ? info.st_mode & 0o7777 : LocalFiles.newFileMode()
+            ? info.st_mode & 0o777 : LocalFiles.newFileMode()
         _ = fchmod(fd, mode)
     }
 
