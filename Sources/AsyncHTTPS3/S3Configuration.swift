@@ -141,8 +141,9 @@ public struct S3PutOptions: Sendable {
     /// refuses such values up front too, rather than leave the user to decode a failed signature. The value is not
     /// quoted in the error.
     func apply(to request: inout HTTPClientRequest) throws(HTTPClientError) {
-        for (name, value) in metadata where !name.utf8.allSatisfy({ $0 < 0x80 }) || !value.utf8.allSatisfy({ $0 < 0x80 }) {
-            let which = name.utf8.allSatisfy({ $0 < 0x80 }) ? "metadata '\(name)' has a value" : "a metadata name"
+        func isASCII(_ text: String) -> Bool { text.utf8.allSatisfy { $0 < 0x80 } }
+        for (name, value) in metadata where !isASCII(name) || !isASCII(value) {
+            let which = isASCII(name) ? "metadata '\(name)' has a value" : "a metadata name"
             throw HTTPClientError(.invalidRequest, "\(which) with characters outside ASCII: S3 keeps x-amz-meta-* fields as "
                 + "ASCII only; encode it first (percent-encoding, or RFC 2047's =?UTF-8?B?…?=, which S3 decodes)")
         }

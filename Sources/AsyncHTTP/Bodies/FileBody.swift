@@ -149,7 +149,6 @@ enum FileChunks {
                     }
                     switch try file.readAvailable(upTo: chunkSize) {
                     case .bytes(let chunk):
-                        readable = true
                         return chunk[...]
                     case .end:
                         file.close()
