@@ -66,6 +66,13 @@ package struct HTTP1ConnectionStateMachine: Sendable {
     /// Whether the connection may carry another request now.
     package var isReusable: Bool { state == .done }
 
+    /// While a body is read: whether the connection may carry another request once the body has ended where its
+    /// framing says (both sides keep it, and the server's `Keep-Alive: max` budget is not used up). When false,
+    /// reading the rest of a body nobody wants gains nothing.
+    package var isReusableAfterBody: Bool {
+        state == .body && headKeepsAlive && requestIsPersistent && (remainingRequests.map { $0 > 0 } ?? true)
+    }
+
     /// A request starts. `persistent` is false for a request sent with `Connection: close`.
     package mutating func requestStarted(persistent: Bool) -> Action {
         switch state {
@@ -123,8 +130,9 @@ package struct HTTP1ConnectionStateMachine: Sendable {
     /// The body ended where its framing says (not by the server closing, which is ``closed()``).
     package mutating func bodyEnded() -> Action {
         guard state == .body else { return fail("a body ended while the connection was \(state)") }
+        let reusable = isReusableAfterBody
         responsesCompleted += 1
-        if headKeepsAlive && requestIsPersistent && (remainingRequests.map { $0 > 0 } ?? true) {
+        if reusable {
             state = .done
             return .returnToPool
         }

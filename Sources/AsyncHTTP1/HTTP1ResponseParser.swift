@@ -130,9 +130,11 @@ package struct HTTP1ResponseParser {
         case failed
     }
 
-    /// Go's net/http allows at most 5 interim responses before the final one (`max1xxResponses`); a server
-    /// that sends more is broken or hostile.
-    private static let maxInterimResponses = 5
+    /// Interim responses before the final one are bounded by their bytes together, at most this many heads'
+    /// worth of ``Limits/maxHeadBytes``: a long WebDAV operation may send `102 Processing` every few seconds
+    /// (RFC 9110 §15.2 has a client parse one or more 1xx; curl counts none), while an endless stream of them
+    /// still ends. (Go's net/http stops at 5, which fails such an operation.)
+    private static let interimHeadBudget = 4
     /// The longest chunk-size line, extensions included: Go's `maxLineLength` in net/http/internal/chunked.go.
     /// Extensions are ignored, but must not make the parser buffer without bound.
     package static let maxChunkLineBytes = 4096
@@ -146,7 +148,7 @@ package struct HTTP1ResponseParser {
     private var carry: [UInt8] = []
     /// For the field-section scanner: the length of the section's current, unterminated line (bytes in `carry`).
     private var carriedLineLength = 0
-    private var interimResponses = 0
+    private var interimBytes = 0
     /// A `100 Continue` arrived for the current request (RFC 9110 §15.2.1): the go-ahead a request sent with
     /// `Expect: 100-continue` waits for before its body. Other 1xx (102, 103) are not one.
     package private(set) var receivedContinue = false
@@ -178,7 +180,7 @@ package struct HTTP1ResponseParser {
         failure = nil
         carry.removeAll(keepingCapacity: true)
         carriedLineLength = 0
-        interimResponses = 0
+        interimBytes = 0
         receivedContinue = false
         bodyBytes = 0
         declaredContentLength = 0
@@ -189,6 +191,12 @@ package struct HTTP1ResponseParser {
     /// the server never answered, which is what the stale-connection retry rule asks.
     package var isAwaitingHead: Bool {
         if case .head = state { return bytesReceived == 0 }
+        return false
+    }
+
+    /// Whether the current body is delimited by the connection's close (no Content-Length, not chunked).
+    package var readsBodyUntilClose: Bool {
+        if case .untilClose = state { return true }
         return false
     }
 
@@ -307,9 +315,11 @@ package struct HTTP1ResponseParser {
     private mutating func parseHead(_ bytes: UnsafeRawBufferPointer, from offset: Int) throws(HTTP1Error) -> Step {
         let parsed: ParsedHead
         let sectionEnd: Int
+        let sectionBytes: Int
         if carry.isEmpty, let inPlace = parseHeadInPlace(bytes, from: offset) {
             // The common case: the whole head is in the caller's buffer, parsed where it lies in one pass.
             (parsed, sectionEnd) = inPlace
+            sectionBytes = sectionEnd - offset
         } else {
             guard let end = try scanFieldSection(bytes, from: offset, what: "response head") else {
                 return .event(.needMoreData, consumedTo: bytes.count)
@@ -323,6 +333,7 @@ package struct HTTP1ResponseParser {
                 section = carry
                 carry.removeAll(keepingCapacity: true)
             }
+            sectionBytes = section.count
             let limits = self.limits
             let complete = try section.withBytes { buffer throws(HTTP1Error) in
                 try Self.parseHeadSection(buffer, limits: limits, previous: &previousHead)
@@ -338,10 +349,11 @@ package struct HTTP1ResponseParser {
             }
             // RFC 9110 §15.2: a client must parse 1xx responses it did not expect and may ignore them
             // (100 Continue, 102 Processing, 103 Early Hints). They never have a body.
-            interimResponses += 1
+            interimBytes += sectionBytes
             if code == 100 { receivedContinue = true }
-            if interimResponses > Self.maxInterimResponses {
-                throw .malformedResponse("more than \(Self.maxInterimResponses) interim 1xx responses")
+            if interimBytes > Self.interimHeadBudget * limits.maxHeadBytes {
+                throw .malformedResponse(
+                    "interim 1xx responses went on for more than \(Self.interimHeadBudget * limits.maxHeadBytes) bytes")
             }
             return .advanced(to: sectionEnd)
         }

@@ -337,6 +337,150 @@ final class FaultInjectionTests: XCTestCase {
         try await sendThroughProxy(
             .proxyResetsTunnelAfterEstablished, expecting: [.tlsHandshakeFailed, .connectionClosed, .ioFailure, .proxyFailed])
     }
+
+    // MARK: A server that answers before the request is whole (RFC 9112 §9.5)
+
+    static let tooLarge = "HTTP/1.1 413 Content Too Large\r\nConnection: close\r\nContent-Length: 9\r\n\r\ntoo large"
+
+    static func upload(_ url: String, megabytes: Int) -> HTTPClientRequest {
+        var request = HTTPClientRequest(url: url)
+        request.method = .put
+        request.body = .bytes([UInt8](repeating: 7, count: megabytes << 20)) // more than the socket buffers hold
+        request.expectContinue = .never
+        return request
+    }
+
+    /// The server answers 413 at once, never reads the upload and resets the connection: the 413 is the outcome,
+    /// not a failed write (the old code threw `ioFailure`).
+    func testAnEarlyAnswerThenAResetDuringTheUploadIsTheResponse() async throws {
+        let script = FaultScript(onAccept: { _ in [.send(Self.tooLarge), .sleep(ms: 300), .resetConnection] }, onRequest: { _, _ in [] })
+        try await withFault(script) { server, client in
+            let response = try await client.send(Self.upload("http://127.0.0.1:\(server.port)/", megabytes: 16))
+            XCTAssertEqual(response.status.code, 413)
+            let body = try await response.body.collect(upTo: 100)
+            XCTAssertEqual(body, Array("too large".utf8))
+            XCTAssertEqual(server.connectionsAccepted, 1)
+        }
+    }
+
+    /// The server answers and stops reading, keeping the connection: the upload ends with the answer within about
+    /// a second, not at the inactivity timeout (5 s here; the old code failed with a timeout).
+    func testAnEarlyAnswerFromAServerThatStopsReadingEndsTheUpload() async throws {
+        let script = FaultScript(onAccept: { _ in [.send(Self.tooLarge), .hold] }, onRequest: { _, _ in [] })
+        try await withFault(script, limit: .seconds(4)) { server, client in
+            let start = ContinuousClock.now
+            let response = try await client.send(Self.upload("http://127.0.0.1:\(server.port)/", megabytes: 16))
+            XCTAssertEqual(response.status.code, 413)
+            XCTAssertLessThan(start.duration(to: .now), .seconds(3))
+            let body = try await response.body.collect(upTo: 100)
+            XCTAssertEqual(body, Array("too large".utf8))
+        }
+    }
+
+    /// On a reused connection the early answer and reset used to look like a stale connection: the whole upload
+    /// went out again on a new one (the server counts connections), and its answer replaced the 413.
+    func testAnEarlyAnswerOnAReusedConnectionIsNotUploadedAgain() async throws {
+        let script = FaultScript { connection, _ in
+            connection == 0
+                ? [.response("hello"), .sleep(ms: 300), .send(Self.tooLarge), .sleep(ms: 300), .resetConnection]
+                : [.response("second")]
+        }
+        try await withFault(script, limit: .seconds(5)) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            let first = try await client.send(HTTPClientRequest(url: url))
+            let body = try await first.body.collect(upTo: 100)
+            XCTAssertEqual(body, Array("hello".utf8))
+            let response = try await client.send(Self.upload(url, megabytes: 64))
+            XCTAssertEqual(response.status.code, 413)
+            XCTAssertEqual(server.connectionsAccepted, 1, "the upload was not sent again")
+        }
+    }
+
+    // MARK: When a connection may carry another request
+
+    /// RFC 9112 §9.6: a request that carries `Connection: close` in the caller's own field ends its connection,
+    /// though the server would keep it (the old code parked it and sent the next request on it).
+    func testACallersConnectionCloseFieldEndsTheConnection() async throws {
+        try await withFault(FaultScript { _, _ in [.response("hello")] }) { server, client in
+            for _ in 0..<2 {
+                var request = HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/")
+                request.headers[.connection] = "Keep-Alive, Close"
+                let response = try await client.send(request)
+                let body = try await response.body.collect(upTo: 100)
+                XCTAssertEqual(body, Array("hello".utf8))
+            }
+            XCTAssertEqual(server.connectionsAccepted, 2)
+            XCTAssertEqual(server.requestsReceived, 2)
+        }
+    }
+
+    /// Bytes after a response's end (here a body on a 204) mean the framing no longer lines up: the connection
+    /// closes instead of waiting in the pool (the old code parked it).
+    func testBytesAfterAResponseKeepItsConnectionOutOfThePool() async throws {
+        let script = FaultScript { _, _ in [.send("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello")] }
+        try await withFault(script) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            let response = try await client.send(HTTPClientRequest(url: url))
+            XCTAssertEqual(response.status.code, 204)
+            let body = try await response.body.collect(upTo: 100)
+            XCTAssertEqual(body, [])
+            let statistics = await client.poolStatistics()
+            XCTAssertEqual(statistics.idleConnections, 0)
+            _ = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            XCTAssertEqual(server.connectionsAccepted, 2)
+        }
+    }
+
+    /// A body dropped unread on a connection that closes after it anyway (`Connection: close`) is not drained:
+    /// the connection closes at once and frees its slot (the old code read for up to a second, holding the only
+    /// slot, and the next request timed out waiting for it).
+    func testADroppedBodyOnAClosingConnectionFreesItsSlotAtOnce() async throws {
+        let head = "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 60000\r\n\r\n"
+        let script = FaultScript { connection, _ in
+            connection == 0
+                ? [.send(head), .drip([UInt8](repeating: 0x61, count: 60_000), delayMs: 1)]
+                : [.response("second")]
+        }
+        try await withFault(script, limit: .seconds(4), configure: { configuration, _ in
+            configuration.maxConnectionsPerHost = 1
+        }) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            do {
+                let dropped = try await client.send(HTTPClientRequest(url: url))
+                XCTAssertEqual(dropped.status.code, 200)
+            }
+            var request = HTTPClientRequest(url: url)
+            request.timeout = .milliseconds(500)
+            let response = try await client.send(request)
+            let body = try await response.body.collect(upTo: 100)
+            XCTAssertEqual(body, Array("second".utf8))
+        }
+    }
+
+    /// A connection parked with a server's short `Keep-Alive: timeout` after one parked for the 60 s default is
+    /// closed when its own time comes (the old sweeper slept until the earliest expiry it knew of, 60 s away).
+    func testAShorterKeepAliveTimeoutParkedLaterIsSweptInTime() async throws {
+        let script = FaultScript { connection, _ in
+            connection == 0
+                ? [.response("a")]
+                : [.sleep(ms: 300), .response("b", headers: ["Keep-Alive: timeout=2"])]
+        }
+        try await withFault(script, limit: .seconds(6)) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            async let a = client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            async let b = client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            let bodies = try await [a, b].map { String(decoding: $0, as: UTF8.self) }
+            XCTAssertEqual(Set(bodies), ["a", "b"])
+            var idle = await client.poolStatistics().idleConnections
+            XCTAssertEqual(idle, 2)
+            // `timeout=2` is kept one second less: expired about a second after parking. Bounded: 40 × 100 ms.
+            for _ in 0..<40 where idle != 1 {
+                try await Task.sleep(for: .milliseconds(100))
+                idle = await client.poolStatistics().idleConnections
+            }
+            XCTAssertEqual(idle, 1)
+        }
+    }
 }
 
 /// `count` copies of `chunk`, as an async sequence.

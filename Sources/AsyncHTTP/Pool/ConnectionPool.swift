@@ -28,6 +28,10 @@ actor ConnectionPool {
     private var waiters: [UInt64: UnsafeContinuation<WaiterResult, Never>] = [:]
     private var nextWaiterID: UInt64 = 1
     private var sweeper: Task<Void, Never>?
+    /// Which sweeper is current: one that finds a newer number ends (it was replaced by one that wakes sooner).
+    private var sweeperGeneration = 0
+    /// When the current sweeper wakes next; nil while it has yet to look (it then sees every expiry there is).
+    private var sweepAt: MonotonicTime?
     private var isShutDown = false
     /// Connections with an id up to this one are closed when released instead of kept: they existed at the last
     /// logout (``logOut(connectionsUpTo:)``), so one may have finished an NTLM handshake as the old user.
@@ -99,7 +103,7 @@ actor ConnectionPool {
             close.close()
         } else if case .none = handOff {
             logger.trace("connection \(connection.id) parked", metadata: ["key": "\(key)"])
-            scheduleSweep()
+            scheduleSweep(by: expires)
         }
         carryOut(handOff)
         if machines.values[slot].isUnused { machines.remove(at: slot) }
@@ -190,16 +194,31 @@ actor ConnectionPool {
     }
 
     /// Expires idle connections by a sweep too, not only at checkout, so an unused pool lets go of its sockets.
-    private func scheduleSweep() {
-        guard sweeper == nil else { return }
+    /// A connection parked that expires at `expiry`. A sweeper asleep until later is replaced by one that wakes
+    /// in time: a server's `Keep-Alive: timeout=5` after connections parked for the 60 s default would otherwise
+    /// keep its descriptor (in CLOSE_WAIT once the server closes) until the earliest of those.
+    private func scheduleSweep(by expiry: MonotonicTime) {
+        if sweeper != nil, sweepAt.map({ $0 <= expiry }) ?? true { return }
+        sweeper?.cancel()
+        sweeperGeneration += 1
+        sweepAt = nil
+        let generation = sweeperGeneration
         sweeper = Task { [weak self] in
-            while let next = await self?.nextExpiry() {
+            while let next = await self?.planSweep(generation) {
                 try? await next.sleepUntil()
                 if Task.isCancelled { return }
                 await self?.sweep()
             }
-            await self?.sweeperFinished()
         }
+    }
+
+    /// When sweeper `generation` should wake next; nil ends it (nothing is idle, or a newer sweeper took over).
+    private func planSweep(_ generation: Int) -> MonotonicTime? {
+        guard generation == sweeperGeneration, !isShutDown else { return nil }
+        let next = nextExpiry()
+        sweepAt = next
+        if next == nil { sweeper = nil }
+        return next
     }
 
     private func nextExpiry() -> MonotonicTime? {
@@ -218,8 +237,4 @@ actor ConnectionPool {
         }
     }
 
-    private func sweeperFinished() {
-        sweeper = nil
-        if nextExpiry() != nil { scheduleSweep() }
-    }
 }

@@ -4,6 +4,9 @@ extension HTTP1Connection {
     /// run past `deadline`, or if the connection cannot be reused anyway.
     /// One second is plenty for 64 KiB on any link worth keeping a connection to.
     func drainResponse(limit: Int, deadline: MonotonicTime) async -> Bool {
+        // A connection that closes after this response anyway (`Connection: close`, a body read until the close, a
+        // withheld body, the last of `Keep-Alive: max`) is closed at once: reading would only hold its pool slot.
+        guard isReusableAfterBody else { return false }
         if let remaining = remainingContentLength, remaining > limit { return false }
         let deadlines = Deadlines(inactivity: nil, total: deadline)
         var drained = 0

@@ -72,8 +72,13 @@ final class HTTP1Connection: @unchecked Sendable {
     var keepAliveTimeout: Duration? { machine.keepAliveTimeout.map { .seconds($0) } }
 
     /// Whether the connection can carry another request: the response ended, both sides keep the connection,
-    /// and the server's `Keep-Alive: max` budget is not used up.
-    var isReusable: Bool { machine.isReusable }
+    /// the server's `Keep-Alive: max` budget is not used up, and no bytes came after the response (a body on a
+    /// 204, 304 or HEAD response, or more than Content-Length said: the framing no longer lines up).
+    var isReusable: Bool { machine.isReusable && !hasBufferedInput }
+
+    /// While a body is read: whether the connection can carry another request once the body has ended (see
+    /// ``isReusable``). False for a body delimited by the close.
+    var isReusableAfterBody: Bool { machine.isReusableAfterBody && !parser.readsBodyUntilClose }
 
     // MARK: Writing
 
@@ -185,11 +190,84 @@ final class HTTP1Connection: @unchecked Sendable {
             return n
         case .wait(let interest):
             let (deadline, phase) = deadlines.next(.write)
-            try await socket.waitUntil(interest, deadline: deadline, phase: phase)
+            if interest == .writable {
+                try await waitToWrite(until: deadline, phase: phase)
+            } else {
+                try await socket.waitUntil(interest, deadline: deadline, phase: phase)
+            }
             return 0
         case .failed(let error):
             throw error
         }
+    }
+
+    /// How long a write waits for room before it looks whether the server has answered already.
+    private static let earlyResponseCheck = Duration.seconds(1)
+
+    /// Waits until the socket takes more bytes. A server may answer before it has read the whole request (a
+    /// `413`, a `401` to an upload) and stop reading: RFC 9112 §9.5 has the client watch for that while it sends.
+    /// Every ``earlyResponseCheck`` the wait looks for input; a complete final head there ends the write (it is
+    /// kept for ``takeEarlyResponse(after:)``), anything less goes on waiting. Costs nothing while the socket
+    /// takes bytes within a second.
+    nonisolated(nonsending) private func waitToWrite(until deadline: MonotonicTime?, phase: HTTPClientError.TimeoutPhase) async throws(HTTPClientError) {
+        while true {
+            let check = MonotonicTime.now + Self.earlyResponseCheck
+            if let deadline, deadline <= check {
+                try await socket.waitUntil(.writable, deadline: deadline, phase: phase)
+                return
+            }
+            do {
+                try await socket.waitUntil(.writable, deadline: check, phase: phase)
+                return
+            } catch where error.code == .timeout {
+                guard earlyHead == nil, socket.pendingInput() == .bytes, let head = parseEarlyHead() else { continue }
+                earlyHead = head
+                throw HTTPClientError(.ioFailure, "stopped sending the request body: the server answered before reading it")
+            }
+        }
+    }
+
+    /// A final response head that came while the request was still being written; see ``takeEarlyResponse(after:)``.
+    private var earlyHead: HTTP1ResponseHead?
+
+    /// After writing the request failed: the server's final response head, if one came before the request was
+    /// whole (RFC 9112 §9.5). A server that refuses an upload (`413`) often answers at once, stops reading and
+    /// closes; the write then fails with a reset or a broken pipe, or stalls, while the answer sits unread. With
+    /// a head, the body is not sent further and the connection closes after this response
+    /// (``HTTP1ConnectionStateMachine/bodyWithheld()``). Nil for other failures, and when no whole head is there.
+    func takeEarlyResponse(after error: HTTPClientError) -> HTTP1ResponseHead? {
+        if let earlyHead {
+            self.earlyHead = nil
+            return earlyHead
+        }
+        switch error.code {
+        case .connectionClosed, .ioFailure: return parseEarlyHead()
+        case .timeout where error.timeoutPhase != .total: return parseEarlyHead()
+        default: return nil
+        }
+    }
+
+    /// Parses what is buffered and what the socket holds, without waiting, for a final response head (interim 1xx
+    /// responses are skipped). Bounded: at most 16 reads.
+    private func parseEarlyHead() -> HTTP1ResponseHead? {
+        for _ in 0..<16 {
+            while bufferOffset < buffer.count {
+                guard let (event, consumed) = try? parseAtOffset() else { return nil }
+                bufferOffset += consumed
+                switch event {
+                case .head(let head):
+                    guard (try? accept(head)) != nil else { return nil }
+                    machine.bodyWithheld()
+                    return head
+                case .needMoreData:
+                    continue
+                case .body, .end:
+                    return nil
+                }
+            }
+            guard case .data? = try? readAvailable() else { return nil }
+        }
+        return nil
     }
 
     /// Whether a file body can go out with ``sendFile(_:offset:count:deadlines:sent:)``: plain TCP (TLS must

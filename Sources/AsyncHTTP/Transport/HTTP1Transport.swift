@@ -231,9 +231,17 @@ final class HTTP1Transport: Sendable {
         let connection = lease.connection
         connection.pacer = flow.pacer
         if let observation { Self.observeAcquired(connection, key: key, observation: observation) }
-        do {
+        do throws(HTTPClientError) {
             try connection.startRequest(method: request.method, persistent: request.persistentConnection)
-            let early = try await request.write(to: connection, deadlines: deadlines, observation: observation)
+            let early: HTTP1ResponseHead?
+            do throws(HTTPClientError) {
+                early = try await request.write(to: connection, deadlines: deadlines, observation: observation)
+            } catch {
+                // RFC 9112 §9.5: a server may answer (a 413, a 401) before it has read the body, stop reading and
+                // close; its answer is the outcome, not the failed write (which a retry would repeat in full).
+                guard let head = connection.takeEarlyResponse(after: error) else { throw error }
+                early = head
+            }
             let head: HTTP1ResponseHead
             if let early {
                 head = early

@@ -21,7 +21,10 @@ struct PreparedRequest: Sendable {
         self.url = url
         self.method = request.method
         self.body = request.body
+        // RFC 9112 §9.6: a client that sends the `close` option must send no further request on the connection,
+        // whether the option came from `persistentConnection` or from a `Connection` field the caller set.
         self.persistentConnection = request.persistentConnection
+            && !(request.headers[.connection].map(Self.hasCloseOption) ?? false)
         let framing: HTTP1BodyFraming
         switch request.body?.storage {
         case .bytes(let bytes)?:
@@ -73,6 +76,11 @@ struct PreparedRequest: Sendable {
                 framing: framing, version: request.version, userAgent: userAgent, into: &head)
         }
         self.head = head
+    }
+
+    /// Whether a `Connection` field value (a comma-separated list of options) holds `close`, in any case.
+    static func hasCloseOption(_ value: String) -> Bool {
+        value.split(separator: ",").contains { $0.trimmingWhitespace().lowercased() == "close" }
     }
 
     /// `Expect`, which swift-http-types does not name; made once (making a name checks and lowercases it).
