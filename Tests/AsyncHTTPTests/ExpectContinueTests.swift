@@ -81,6 +81,27 @@ final class ExpectContinueTests: XCTestCase {
         XCTAssertEqual(records.map(\.bytesAfterHead), [0, 200_000])
     }
 
+    /// RFC 9110 §10.1.1: a 417 to a request that carried the expectation is repeated without it, also when the
+    /// wait ran out and the body had gone out (a replayable body is sent twice; the server acted on neither).
+    /// The old code returned that 417.
+    func testA417AfterTheBodyIsRetriedOnceWithoutTheExpectation() async throws {
+        let server = try ExpectContinueServer { connection, head in
+            head.contains("Expect:") ? .silentThenFinal("HTTP/1.1 417 Expectation Failed\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                : .silentThenOK
+        }
+        defer { server.stop() }
+        let client = client(timeout: .milliseconds(100))
+        let response = try await client.send(request(server))
+        XCTAssertEqual(response.status.code, 200)
+        let text = try await response.text(upTo: 100)
+        XCTAssertEqual(text, "200000")
+        await client.shutdown()
+        let records = waitForRecords(server, count: 2)
+        XCTAssertTrue(records[0].head.contains("Expect: 100-continue"))
+        XCTAssertFalse(records[1].head.contains("Expect:"))
+        XCTAssertEqual(records.map(\.bytesAfterHead), [200_000, 200_000])
+    }
+
     func testTheBodyGoesOutAfter100Continue() async throws {
         let server = try ExpectContinueServer { _, _ in .continueThenOK }
         defer { server.stop() }

@@ -105,7 +105,9 @@ final class HTTP1Transport: Sendable {
                 if let final = retries(&trip, after: error, observation: observation) { throw final }
                 continue
             }
-            if outcome.bodyWithheld, try retriesWithoutExpectation(&trip, status: outcome.response.status.code, observation: observation) {
+            if trip.prepared.continueTimeout != nil,
+               try retriesWithoutExpectation(&trip, status: outcome.response.status.code, bodyWasWithheld: outcome.bodyWithheld,
+                                             observation: observation) {
                 continue
             }
             return outcome.response
@@ -192,17 +194,17 @@ final class HTTP1Transport: Sendable {
     }
 
     /// RFC 9110 §10.1.1: a 417 to `Expect: 100-continue` means something on the way does not do expectations;
-    /// the request goes out again without one (true). Only when the body was withheld (so it goes out once in
-    /// all) and can be sent. Once.
+    /// the request goes out again without one (true), when its body can be sent again. Also after the wait for
+    /// `100 Continue` ran out and the body went out (the server acted on neither copy). Once.
     @inline(never)
     private func retriesWithoutExpectation(
-        _ trip: inout RoundTrip, status: Int, observation: RequestObservation?
+        _ trip: inout RoundTrip, status: Int, bodyWasWithheld: Bool, observation: RequestObservation?
     ) throws(HTTPClientError) -> Bool {
         guard status == 417, trip.prepared.isReplayable, !trip.retriedWithoutExpectation else { return false }
         trip.retriedWithoutExpectation = true
         settings.logger.debug("417 to Expect: 100-continue, retrying without it",
                               metadata: ["url": "\(trip.url.loggableDescription)"])
-        observation?.retry(reason: "417 Expectation Failed before the body was sent; retrying without Expect")
+        observation?.retry(reason: "417 Expectation Failed \(bodyWasWithheld ? "before" : "after") the body was sent; retrying without Expect")
         trip.prepared = try PreparedRequest(trip.request, url: trip.url, userAgent: settings.userAgent,
                                             absoluteForm: trip.absoluteForm, expectContinue: nil)
         trip.fresh = true

@@ -16,6 +16,8 @@ final class ExpectContinueServer: @unchecked Sendable {
         case continueThenOK
         /// Send nothing until the body (Content-Length) has arrived, then `200` with the byte count.
         case silentThenOK
+        /// Send nothing until the body (Content-Length) has arrived, then this final response, and close.
+        case silentThenFinal(String)
     }
 
     struct Record: Sendable {
@@ -140,6 +142,9 @@ final class ExpectContinueServer: @unchecked Sendable {
             readBody()
             let body = "\(after)"
             send("HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+        case .silentThenFinal(let response):
+            readBody()
+            send(response)
         case .silentThenOK:
             readBody()
             let body = "\(after)"
