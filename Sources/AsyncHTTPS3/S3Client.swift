@@ -249,10 +249,18 @@ public final class S3Client: Sendable {
         S3ListObjects(client: self, bucket: bucket, prefix: prefix, delimiter: delimiter, maxKeys: maxKeys)
     }
 
+    /// A key of a listing asked for with `encoding-type=url`: S3 writes a space as `+` (and a `+` as `%2B`), as a
+    /// form does; botocore decodes it the same way (`unquote_plus`).
+    static func urlDecodedKey(_ text: String) -> String {
+        percentDecoded(text.replacing("+", with: " "))
+    }
+
     /// One ListObjectsV2 page.
     func listPage(bucket: String, prefix: String?, delimiter: String?, maxKeys: Int?,
                   continuationToken: String?) async throws -> (S3ListPage, String?) {
-        var query: [(String, String?)] = [("list-type", "2")]
+        // `encoding-type=url`: keys come back percent-encoded, so a key holding a character XML 1.0 cannot carry
+        // (a control character) does not break the listing's XML (botocore asks for it on every listing too).
+        var query: [(String, String?)] = [("list-type", "2"), ("encoding-type", "url")]
         if let continuationToken { query.append(("continuation-token", continuationToken)) }
         if let delimiter { query.append(("delimiter", delimiter)) }
         if let maxKeys { query.append(("max-keys", String(maxKeys))) }
@@ -262,14 +270,18 @@ public final class S3Client: Sendable {
         guard root.name == "ListBucketResult" else {
             throw HTTPClientError(.malformedResponse, "S3 answered a listing with <\(root.name)>, not <ListBucketResult>")
         }
+        // Decoded only when the answer says it is encoded: an S3-compatible server that ignores the parameter
+        // sends keys as they are, and decoding those would change a key holding `%` or `+`.
+        let encoded = root.value("EncodingType") == "url"
+        let decode = { (text: String) -> String in encoded ? Self.urlDecodedKey(text) : text }
         let objects = try root.children("Contents").map { entry throws(HTTPClientError) in
-            guard let key = entry.value("Key"), let size = entry.value("Size").flatMap({ Int($0) }) else {
+            guard let key = entry.value("Key").map(decode), let size = entry.value("Size").flatMap({ Int($0) }) else {
                 throw HTTPClientError(.malformedResponse, "S3 listed an object without a key or a size")
             }
             return S3ObjectSummary(key: key, size: size, eTag: entry.value("ETag"), lastModified: entry.value("LastModified"),
                                    storageClass: entry.value("StorageClass").map { S3StorageClass(rawValue: $0) })
         }
-        let prefixes = root.children("CommonPrefixes").compactMap { $0.value("Prefix") }
+        let prefixes = root.children("CommonPrefixes").compactMap { $0.value("Prefix").map(decode) }
         let truncated = root.value("IsTruncated") == "true"
         return (S3ListPage(objects: objects, commonPrefixes: prefixes, isTruncated: truncated),
                 truncated ? root.value("NextContinuationToken") : nil)

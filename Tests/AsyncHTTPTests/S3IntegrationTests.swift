@@ -122,6 +122,21 @@ final class S3IntegrationTests: XCTestCase {
         XCTAssertEqual(rolledUp, ["a/deep/"])
     }
 
+    /// Keys that XML cannot carry as they are (a control character) or that look encoded (`%`, `+`) are listed as
+    /// stored: the listing asks for `encoding-type=url` and decodes. The old code failed to parse the listing.
+    func testListedKeysComeBackAsStoredWhateverTheyHold() async throws {
+        let s3 = try makeS3()
+        let bucket = try await makeBucket(s3)
+        let keys = ["ctl\u{1}key.txt", "d i r/s p+a%20ce.txt", "plus+sign.txt", "ünïcode/ō.txt"]
+        for key in keys { _ = try await s3.putObject(bucket: bucket, key: key, body: .bytes([1])) }
+        var listed: [String] = []
+        for try await page in s3.listObjects(bucket: bucket) { listed += page.objects.map(\.key) }
+        XCTAssertEqual(listed, keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) })
+        var rolledUp: [String] = []
+        for try await page in s3.listObjects(bucket: bucket, delimiter: "/") { rolledUp += page.commonPrefixes }
+        XCTAssertEqual(rolledUp, ["d i r/", "ünïcode/"])
+    }
+
     func testFileUploadAndDownloadToFile() async throws {
         let s3 = try makeS3()
         let bucket = try await makeBucket(s3)
