@@ -30,8 +30,12 @@ struct AuthExchange: Sendable {
     var current: Attempt?
     /// Sources already tried, so a refused source is not offered again.
     var triedSources: Set<Int> = []
+    /// Schemes given up for this request: NTLM, when the server answered its negotiate message with others only.
+    var abandonedSchemes: Set<HTTPAuthenticationScheme> = []
     var callbackAsks = 0
     var failures = 0
+    /// The user name of the credentials refused last, for ``AuthenticationChallenge/previousUsername``.
+    var refusedUsername: String?
     var rounds = 0
     /// How many callback declines the process had seen when the request began (``declines``): a decline fails
     /// the requests that began before it came back (they were waiting for that question, or would have been
@@ -326,16 +330,36 @@ actor Authenticator {
     /// The header value that answers `challenges`, or nil to give up and return the response as it is.
     /// Throws when giving up must be an error: the callback declined, or credentials the request carried
     /// cannot be sent safely.
+    ///
+    /// `unsendable`: the request cannot go out again (a one-shot body). Where credentials would be sent, this
+    /// error is thrown instead, before the callback is asked or a Digest nonce count is used; with none to send,
+    /// the answer is nil as usual.
     func respond(
-        to challenges: [AuthChallenge], exchange: inout AuthExchange, method: String, uri: String, body: [UInt8]?
+        to challenges: [AuthChallenge], exchange: inout AuthExchange, method: String, uri: String, body: [UInt8]?,
+        unsendable: HTTPClientError? = nil
     ) async throws(HTTPClientError) -> AuthorizationValue? {
         catchUpWithStores()
         // Taken before the first `await` (the stores, the callback): a logout while this request waits there must
         // still count as after the credentials were chosen, or credentials read before it would be remembered.
         let removals = removalCount
         exchange.rounds += 1
-        // Bounded: NTLM takes two rounds, a stale nonce one more, and each refused credential one.
-        guard exchange.rounds <= 4 + configuration.maxCallbackAttempts + 2 else { return nil }
+        // Bounded: NTLM takes two rounds, a stale nonce one more, and each refused credential one. Clamped, so
+        // that `maxCallbackAttempts = .max` ("ask as often as it takes") does not overflow.
+        let callbackRounds = min(max(configuration.maxCallbackAttempts, 0), Int.max - 6)
+        guard exchange.rounds <= 4 + callbackRounds + 2 else { return nil }
+
+        // The server answered the negotiate message with other schemes only: NTLM is not for this request. Nothing
+        // was refused (a negotiate message carries no secret), so the same credentials answer the scheme offered.
+        if let attempt = exchange.current, case .negotiateSent = attempt.ntlm,
+           !challenges.contains(where: { $0.scheme == "ntlm" }) {
+            var without = exchange
+            without.abandonedSchemes.insert(.ntlm)
+            if choose(challenges, exchange: without) != nil {
+                exchange.abandonedSchemes.insert(.ntlm)
+                exchange.triedSources.remove(attempt.source.rawValue)
+                exchange.current = nil
+            }
+        }
 
         // NTLM mid-handshake: the server's challenge message answers our negotiate message.
         if let attempt = exchange.current, case .negotiateSent = attempt.ntlm {
@@ -343,6 +367,7 @@ actor Authenticator {
                 throw HTTPClientError(.authenticationFailed,
                     "the \(side(exchange)) did not continue the NTLM handshake (no challenge message in its \(exchange.isProxy ? 407 : 401))")
             }
+            if let unsendable { throw unsendable }
             let message = try NTLMAuthentication.authenticateValue(challengeToken: token, credentials: attempt.credentials)
             exchange.current?.ntlm = .authenticateSent
             // This message authenticates the connection, not the request: a server keeps treating every later
@@ -369,12 +394,21 @@ actor Authenticator {
                                     isProxy: exchange.isProxy)
 
         // A stale Digest nonce: the credentials were right; answer the new nonce without asking again (RFC 7616 §3.3).
+        // Only in the realm they were right for: `stale` from another realm says nothing about them.
         if scheme == .digest, let attempt = exchange.current, attempt.space.authenticationScheme == .digest,
-           let fresh = DigestChallenge(challenge), fresh.stale {
+           attempt.space.realm == space.realm, let fresh = DigestChallenge(challenge), fresh.stale {
+            if let unsendable { throw unsendable }
             return try digestValue(fresh, space: space, credentials: attempt.credentials, exchange: &exchange,
                                    source: attempt.source, removals: removals, method: method, uri: uri, body: body)
         }
-        if exchange.current != nil { await noteFailure(&exchange) }
+        if let attempt = exchange.current {
+            // Credentials of the request's own, presented as Basic before the challenge and refused by a Basic
+            // challenge: they are not sent again (curl sends them once; a lockout policy would count them twice).
+            if attempt.space.authenticationScheme == .basic, scheme == .basic, attempt.source <= .request {
+                exchange.triedSources.insert(attempt.source.rawValue)
+            }
+            await noteFailure(&exchange)
+        }
 
         if scheme == .basic, let refusal = plainHTTPRefusal(.basic, exchange) {
             logger.warning("not sending Basic credentials over plain http; set allowsBasicOverPlainHTTP to allow it",
@@ -383,7 +417,8 @@ actor Authenticator {
             return nil
         }
 
-        guard let (credentials, source) = try await lookUp(space, exchange: &exchange) else { return nil }
+        guard let (credentials, source) = try await lookUp(space, exchange: &exchange, unsendable: unsendable) else { return nil }
+        if let unsendable { throw unsendable }
         exchange.triedSources.insert(source.rawValue)
 
         switch scheme {
@@ -402,6 +437,21 @@ actor Authenticator {
         case .bearer:
             return nil // bearer tokens are the middleware's; see AuthMiddleware
         }
+    }
+
+    /// The value to send again for the credentials in flight on `exchange`, when its request goes out once more
+    /// for the other side's challenge (a proxy's Digest answer on a retry for the origin's `401`): a Digest answer
+    /// with the next nonce count, since a server that checks counts (squid's `check_nonce_count`) takes a repeated
+    /// one as a replay (RFC 7616 §3.4). Nil when the value may go again as it was (Basic, NTLM, nothing in flight).
+    func renewedAuthorization(
+        for exchange: inout AuthExchange, method: String, uri: String, body: [UInt8]?
+    ) throws(HTTPClientError) -> String? {
+        guard let attempt = exchange.current, attempt.space.authenticationScheme == .digest,
+              var state = digest[attempt.space] else { return nil }
+        let value = try state.authorization(username: attempt.credentials.username, password: attempt.credentials.password,
+                                            method: method, uri: uri, body: body, cnonce: Self.cnonce())
+        digest[attempt.space] = state
+        return value
     }
 
     /// A `CONNECT` tunnel was accepted (2xx): the proxy credentials in flight worked. (ProxyTunnel's call;
@@ -486,7 +536,7 @@ actor Authenticator {
     /// The challenge to answer: the strongest scheme offered that the request allows and we support.
     private func choose(_ challenges: [AuthChallenge], exchange: AuthExchange) -> (AuthChallenge, HTTPAuthenticationScheme)? {
         for scheme in HTTPAuthenticationScheme.preference where scheme != .bearer {
-            guard exchange.allowedSchemes?.contains(scheme) ?? true else { continue }
+            guard exchange.allowedSchemes?.contains(scheme) ?? true, !exchange.abandonedSchemes.contains(scheme) else { continue }
             if scheme == .digest {
                 // Several Digest challenges (SHA-256 and MD5, say): the strongest we support.
                 if let best = DigestChallenge.preferred(in: challenges),
@@ -506,6 +556,7 @@ actor Authenticator {
     private func noteFailure(_ exchange: inout AuthExchange) async {
         guard let attempt = exchange.current else { return }
         exchange.failures += 1
+        exchange.refusedUsername = attempt.credentials.username
         exchange.current = nil
         logger.debug("credentials refused", metadata: ["space": "\(attempt.space)", "user": "\(attempt.credentials.username)"])
         let endpoint = endpoint(exchange)
@@ -535,7 +586,11 @@ actor Authenticator {
         }
     }
 
-    private func lookUp(_ space: ProtectionSpace, exchange: inout AuthExchange) async throws(HTTPClientError) -> (HTTPCredentials, CredentialSource)? {
+    /// The credentials to answer `space` with, in lookup order; nil when there are none. `unsendable` is thrown
+    /// where the callback would be asked (see ``respond(to:exchange:method:uri:body:unsendable:)``).
+    private func lookUp(
+        _ space: ProtectionSpace, exchange: inout AuthExchange, unsendable: HTTPClientError? = nil
+    ) async throws(HTTPClientError) -> (HTTPCredentials, CredentialSource)? {
         func untried(_ source: CredentialSource) -> Bool { !exchange.triedSources.contains(source.rawValue) }
         if untried(.url), let credentials = exchange.urlCredentials { return (credentials, .url) }
         if untried(.request), let credentials = exchange.requestCredentials { return (credentials, .request) }
@@ -563,9 +618,10 @@ actor Authenticator {
         if let declinedAt = declined[space], exchange.began < declinedAt {
             throw Self.declined(space, exchange: exchange)
         }
+        if let unsendable { throw unsendable }
         exchange.callbackAsks += 1
         let question = AuthenticationChallenge(space: space, url: exchange.target.redactedDescription, failureCount: exchange.failures,
-                                               previousUsername: nil)
+                                               previousUsername: exchange.refusedUsername)
         guard let credentials = try await ask(question, handler: handler) else { throw Self.declined(space, exchange: exchange) }
         return (credentials, .callback)
     }
