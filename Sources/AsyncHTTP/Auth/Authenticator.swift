@@ -54,6 +54,9 @@ struct AuthExchange: Sendable {
         /// The stores' removal count when the attempt began: a success after the session was cleared in the
         /// meantime is not remembered (see ``Authenticator/succeeded(_:status:)``).
         var removals: Int
+        /// Sent before any challenge of this request: `space` is a guess (an earlier success on the server, or no
+        /// realm at all), so a challenge for another space says they did not apply, not that they are wrong.
+        var preemptive = false
     }
 
     /// The request's own credentials, if it brought any: the URL's userinfo first, then the request's.
@@ -109,8 +112,8 @@ actor Authenticator {
     private let logger: Logger
     /// Per space, the Digest challenge in use and its nonce count.
     private var digest: RecentlyStoredMap<ProtectionSpace, DigestState>
-    /// Per origin (or proxy), the space whose credentials last succeeded there.
-    private var succeeded: RecentlyStoredMap<Endpoint, (space: ProtectionSpace, credentials: HTTPCredentials)>
+    /// Per origin (or proxy), the spaces whose credentials succeeded there, the most recent last.
+    private var succeeded: RecentlyStoredMap<Endpoint, [Success]>
     /// Callback answers not yet confirmed by a success, so that requests waiting for the same space use them.
     private var answered: RecentlyStoredMap<ProtectionSpace, HTTPCredentials>
     private var asking: RecentlyStoredMap<ProtectionSpace, Task<HTTPCredentials?, Never>>
@@ -145,6 +148,22 @@ actor Authenticator {
     nonisolated var mayPresentBeforeChallenge: Bool {
         configuration.presentsCredentialsAfterSuccess && anySuccess.load(ordering: .acquiring)
     }
+
+    /// Credentials that succeeded in one protection space, and where they may be presented before a challenge.
+    private struct Success {
+        var space: ProtectionSpace
+        var credentials: HTTPCredentials
+        /// Basic to an origin: the directories of the URLs they succeeded on; a URL at or below one is taken to be
+        /// in the same space (RFC 7617 §2.2, as browsers and URLSession do). Nil: the whole server (Digest, whose
+        /// space is the whole origin when the challenge names no `domain`, RFC 7616 §3.3; a proxy).
+        var directories: [String]?
+    }
+
+    /// Spaces remembered per server: a server rarely has more than a couple of realms, and the bound keeps a
+    /// server that sends ever new realms from growing its entry without end (the oldest success goes first).
+    static let spacesPerServer = 8
+    /// Directories remembered per space: 10, Chromium's `kMaxNumPathsPerRealmEntry` (the oldest goes first).
+    static let directoriesPerSpace = 10
 
     private struct Endpoint: Hashable {
         var scheme: String
@@ -284,8 +303,7 @@ actor Authenticator {
     ) throws(HTTPClientError) -> String? {
         catchUpWithStores()
         let own = exchange.ownCredentials
-        if configuration.presentsCredentialsAfterSuccess, let known = succeeded[endpoint(exchange)],
-           exchange.allowedSchemes?.contains(known.space.authenticationScheme) ?? true {
+        if configuration.presentsCredentialsAfterSuccess, let known = remembered(for: exchange) {
             let (credentials, source) = own ?? (known.credentials, .session)
             switch known.space.authenticationScheme {
             case .basic:
@@ -294,7 +312,7 @@ actor Authenticator {
                     return nil
                 }
                 exchange.current = .init(space: known.space, credentials: credentials, source: source,
-                                         removals: removalCount)
+                                         removals: removalCount, preemptive: true)
                 return Self.basic(credentials)
             case .digest:
                 // Digest state belongs to the credentials that earned it.
@@ -304,7 +322,7 @@ actor Authenticator {
                     uri: uri, body: body, cnonce: Self.cnonce())
                 digest[known.space] = state
                 exchange.current = .init(space: known.space, credentials: credentials, source: source,
-                                         removals: removalCount)
+                                         removals: removalCount, preemptive: true)
                 return value
             case .ntlm, .bearer:
                 break
@@ -316,7 +334,8 @@ actor Authenticator {
             let space = ProtectionSpace(scheme: exchange.scheme, host: exchange.host, port: exchange.port, realm: nil,
                                         authenticationScheme: .basic, isProxy: exchange.isProxy)
             // Not marked as tried: if the server wants another scheme, the same credentials answer it.
-            exchange.current = .init(space: space, credentials: credentials, source: source, removals: removalCount)
+            exchange.current = .init(space: space, credentials: credentials, source: source, removals: removalCount,
+                                     preemptive: true)
             return Self.basic(credentials)
         }
         return nil
@@ -402,12 +421,19 @@ actor Authenticator {
                                    source: attempt.source, removals: removals, method: method, uri: uri, body: body)
         }
         if let attempt = exchange.current {
-            // Credentials of the request's own, presented as Basic before the challenge and refused by a Basic
-            // challenge: they are not sent again (curl sends them once; a lockout policy would count them twice).
-            if attempt.space.authenticationScheme == .basic, scheme == .basic, attempt.source <= .request {
-                exchange.triedSources.insert(attempt.source.rawValue)
+            if attempt.preemptive, attempt.space.realm != nil,
+               attempt.space.realm != space.realm || attempt.space.authenticationScheme != scheme {
+                // Presented before the challenge for a space guessed from an earlier success, and challenged for
+                // another: they did not apply here, which says nothing about them. Nothing is removed.
+                exchange.current = nil
+            } else {
+                // Credentials of the request's own, presented as Basic before the challenge and refused by a Basic
+                // challenge: they are not sent again (curl sends them once; a lockout policy would count them twice).
+                if attempt.space.authenticationScheme == .basic, scheme == .basic, attempt.source <= .request {
+                    exchange.triedSources.insert(attempt.source.rawValue)
+                }
+                await noteFailure(&exchange)
             }
-            await noteFailure(&exchange)
         }
 
         if scheme == .basic, let refusal = plainHTTPRefusal(.basic, exchange) {
@@ -469,10 +495,13 @@ actor Authenticator {
         // The session was cleared while this request was out: what it proved belongs to the old session.
         guard attempt.removals == removalCount else { return }
         var space = attempt.space
-        if space.authenticationScheme == .basic, space.realm == nil, let known = succeeded[endpoint(exchange)]?.space {
-            space = known // a preemptive Basic that was accepted: keep the realm learnt earlier
+        if attempt.preemptive, attempt.source <= .request, space.authenticationScheme == .basic {
+            // The request's own credentials, accepted without a challenge: the realm they answered was never seen
+            // (the one presented was an earlier success's guess, perhaps another user's). They are remembered for
+            // this server under no realm, and saved to no store, where they would replace that user's.
+            space.realm = nil
         }
-        succeeded[endpoint(exchange)] = (space, attempt.credentials)
+        remember(space, attempt.credentials, for: exchange)
         anySuccess.store(true, ordering: .releasing)
         logger.debug("authenticated", metadata: ["space": "\(space)", "user": "\(attempt.credentials.username)"])
         guard attempt.source != .session, space.realm != nil || space.authenticationScheme == .ntlm else {
@@ -529,6 +558,54 @@ actor Authenticator {
 
     private func side(_ exchange: AuthExchange) -> String { exchange.isProxy ? "proxy" : "server" }
 
+    /// The directory of `path`: up to its last `/` (RFC 7617 §2.2: "all paths at or deeper than the last
+    /// symbolic element in the path field").
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "/" }
+        return String(path[...slash])
+    }
+
+    /// The success to present before a challenge to `exchange`'s request: of those whose space covers its URL
+    /// and whose scheme it allows, the one with the deepest directory; among equals, the most recent.
+    private func remembered(for exchange: AuthExchange) -> Success? {
+        guard let list = succeeded[endpoint(exchange)] else { return nil }
+        let path = exchange.target.path.isEmpty ? "/" : exchange.target.path
+        var best: (success: Success, depth: Int)?
+        // NTLM authenticates a connection and is never presented first: its successes are not candidates.
+        for success in list where success.space.authenticationScheme == .basic || success.space.authenticationScheme == .digest {
+            guard exchange.allowedSchemes?.contains(success.space.authenticationScheme) ?? true else { continue }
+            let depth: Int
+            if let directories = success.directories {
+                guard let deepest = directories.filter({ path.hasPrefix($0) }).map(\.utf8.count).max() else { continue }
+                depth = deepest
+            } else {
+                depth = 0
+            }
+            if depth >= best?.depth ?? 0 { best = (success, depth) }
+        }
+        return best?.success
+    }
+
+    /// Remembers that `credentials` succeeded in `space` for `exchange`'s URL.
+    private func remember(_ space: ProtectionSpace, _ credentials: HTTPCredentials, for exchange: AuthExchange) {
+        let endpoint = endpoint(exchange)
+        let directory = space.authenticationScheme == .basic && !exchange.isProxy
+            ? Self.directory(of: exchange.target.path.isEmpty ? "/" : exchange.target.path) : nil
+        var list = succeeded[endpoint] ?? []
+        var directories = directory.map { [$0] }
+        if let index = list.firstIndex(where: { $0.space == space }) {
+            let earlier = list.remove(at: index)
+            // The same credentials again: the space covers both places (a directory under another is left out).
+            if let directory, earlier.credentials == credentials, let known = earlier.directories {
+                directories = known.contains(where: { directory.hasPrefix($0) })
+                    ? known : Array((known.filter { !$0.hasPrefix(directory) } + [directory]).suffix(Self.directoriesPerSpace))
+            }
+        }
+        list.append(Success(space: space, credentials: credentials, directories: directories))
+        if list.count > Self.spacesPerServer { list.removeFirst(list.count - Self.spacesPerServer) }
+        succeeded[endpoint] = list
+    }
+
     private func endpoint(_ exchange: AuthExchange) -> Endpoint {
         Endpoint(scheme: exchange.scheme, host: exchange.host, port: exchange.port, isProxy: exchange.isProxy)
     }
@@ -560,7 +637,11 @@ actor Authenticator {
         exchange.current = nil
         logger.debug("credentials refused", metadata: ["space": "\(attempt.space)", "user": "\(attempt.credentials.username)"])
         let endpoint = endpoint(exchange)
-        if succeeded[endpoint]?.credentials == attempt.credentials { succeeded[endpoint] = nil }
+        if let list = succeeded[endpoint],
+           list.contains(where: { $0.space == attempt.space && $0.credentials == attempt.credentials }) {
+            let kept = list.filter { !($0.space == attempt.space && $0.credentials == attempt.credentials) }
+            succeeded[endpoint] = kept.isEmpty ? nil : kept
+        }
         answered[attempt.space] = nil
         let space = attempt.space
         let refused = attempt.credentials
