@@ -8,7 +8,8 @@ import HTTPTypes
 /// authenticated afresh for its own origin, and a challenge's `Set-Cookie` reaches the retry.
 ///
 /// - A `401` with no credentials available is returned as it is, as curl and URLSession do.
-/// - A retry needs a replayable body; a one-shot stream fails with `HTTPClientError.Code.bodyNotReplayable`.
+/// - A retry needs a replayable body; a one-shot stream fails with `HTTPClientError.Code.bodyNotReplayable`
+///   when there are credentials to answer with, before any callback is asked (with none, the `401` is returned).
 /// - NTLM's three messages go out on one connection, pinned in the pool for the handshake.
 /// - A request with ``HTTPClientRequest/bearerToken`` sends it, and on a `401` asks
 ///   ``AuthenticationConfiguration/refreshBearerToken`` once for a new one. Over plain `http` the token is
