@@ -286,6 +286,24 @@ final class AuthenticationTests: XCTestCase {
         request.sendsCredentialsPreemptively = true
         let response = try await client.send(request)
         XCTAssertEqual(response.status, .ok, "sent before the challenge, a one-shot body goes out once")
+
+        // The callback is not asked for credentials that could never be sent (it was, and then the request failed).
+        let asked = Counter()
+        let asking = trackedClient { configuration in
+            configuration.authentication.authenticationNeeded = { _ in
+                asked.increment()
+                return HTTPCredentials(username: "u", password: "p")
+            }
+        }
+        var unasked = HTTPClientRequest(url: server.url("/auth/basic?user=u&pass=p"))
+        unasked.method = .post
+        unasked.body = oneShot()
+        await assertThrowsHTTPError(.bodyNotReplayable) { try await asking.send(unasked) }
+        XCTAssertEqual(asked.value, 0)
+        // With no credentials anywhere, the 401 comes back as it is, as for any request.
+        unasked.body = oneShot()
+        let plain = try await trackedClient().send(unasked)
+        XCTAssertEqual(plain.status.code, 401)
         try await server.shutdown()
     }
 

@@ -43,21 +43,29 @@ final class CredentialSafetyTests: XCTestCase {
         let firstStatus = try await client.send(first).status
         XCTAssertEqual(firstStatus, .ok)
 
+        // Under /auth/, where alice succeeded (Basic covers that directory, RFC 7617 §2.2), the server answers the
+        // user whose credentials came, and counts a challenge for any other: what went out before the challenge.
+        func sentBefore(_ request: HTTPClientRequest) async throws -> String {
+            let challenges = server.challengesSent
+            let body = String(decoding: try await client.send(request).body.collect(upTo: 1024), as: UTF8.self)
+            XCTAssertEqual(server.challengesSent, challenges, "presented before any challenge: \(body)")
+            return body
+        }
+
         // A request with nothing of its own: alice's success is presented before any challenge.
-        let plain = try await authorizationLines(try await client.send(HTTPClientRequest(url: server.url("/headers"))))
-        XCTAssertEqual(plain, [Self.basic("alice", "a-pw")])
+        let plain = try await sentBefore(HTTPClientRequest(url: server.url("/auth/basic?user=alice&pass=a-pw")))
+        XCTAssertTrue(plain.hasPrefix("user=alice "), plain)
 
         // Per-request credentials: bob's, never alice's.
-        var bob = HTTPClientRequest(url: server.url("/headers"))
+        var bob = HTTPClientRequest(url: server.url("/auth/basic?user=bob&pass=b-pw"))
         bob.credentials = HTTPCredentials(username: "bob", password: "b-pw")
-        let bobLines = try await authorizationLines(try await client.send(bob))
-        XCTAssertFalse(bobLines.contains(Self.basic("alice", "a-pw")), "alice's credentials went out with bob's request")
-        XCTAssertEqual(bobLines, [Self.basic("bob", "b-pw")], "the origin takes Basic: bob's own credentials go first")
+        let bobBody = try await sentBefore(bob)
+        XCTAssertTrue(bobBody.hasPrefix("user=bob "), "the origin takes Basic: bob's own credentials go first: \(bobBody)")
 
         // URL userinfo: carol's, never alice's.
-        let carolURL = server.url("/headers").replacingOccurrences(of: "://", with: "://carol:c-pw@")
-        let carolLines = try await authorizationLines(try await client.send(HTTPClientRequest(url: carolURL)))
-        XCTAssertEqual(carolLines, [Self.basic("carol", "c-pw")])
+        let carolURL = server.url("/auth/basic?user=carol&pass=c-pw").replacingOccurrences(of: "://", with: "://carol:c-pw@")
+        let carolBody = try await sentBefore(HTTPClientRequest(url: carolURL))
+        XCTAssertTrue(carolBody.hasPrefix("user=carol "), carolBody)
 
         // Own credentials that are refused are not replaced by the session's: the 401 comes back.
         var typo = HTTPClientRequest(url: server.url("/auth/basic?user=alice&pass=a-pw"))
@@ -131,8 +139,10 @@ final class CredentialSafetyTests: XCTestCase {
         let port = try HTTPURL(server.url("/")).port
         await store.removeCredentials(for: ProtectionSpace(
             scheme: "http", host: "127.0.0.1", port: port, realm: "nio", authenticationScheme: .basic))
-        let after = try await authorizationLines(try await client.send(HTTPClientRequest(url: server.url("/headers"))))
-        XCTAssertEqual(after, [])
+        // Where it succeeded (Basic is presented before a challenge only under that URL's directory, RFC 7617 §2.2).
+        let after = try await client.send(HTTPClientRequest(url: server.url("/auth/basic?user=u&pass=p"))).status
+        XCTAssertEqual(after.code, 401, "nothing remembered is presented, and the store has nothing to answer with")
+        XCTAssertEqual(server.challengesSent, 2)
     }
 
     func testClearSessionForgetsWithoutASessionStore() async throws {
@@ -142,11 +152,15 @@ final class CredentialSafetyTests: XCTestCase {
         var request = HTTPClientRequest(url: server.url("/auth/basic?user=u&pass=p"))
         request.credentials = HTTPCredentials(username: "u", password: "p")
         _ = try await client.send(request).body.collect(upTo: 1024)
-        let before = try await authorizationLines(try await client.send(HTTPClientRequest(url: server.url("/headers"))))
-        XCTAssertEqual(before, [Self.basic("u", "p")])
+        // Under the directory it succeeded in (RFC 7617 §2.2), the success is presented before any challenge.
+        let unchallenged = HTTPClientRequest(url: server.url("/auth/basic?user=u&pass=p"))
+        let before = try await client.send(unchallenged).status
+        XCTAssertEqual(before, .ok)
+        XCTAssertEqual(server.challengesSent, 1, "presented before the challenge")
         await client.authenticator.clearSession()  // what HTTPClient.clearAuthenticationSession() calls
-        let after = try await authorizationLines(try await client.send(HTTPClientRequest(url: server.url("/headers"))))
-        XCTAssertEqual(after, [])
+        let after = try await client.send(unchallenged).status
+        XCTAssertEqual(after.code, 401, "forgotten: challenged, and nothing to answer with")
+        XCTAssertEqual(server.challengesSent, 2)
     }
 
     func testClearAuthenticationSessionForgetsAndClosesIdleConnections() async throws {

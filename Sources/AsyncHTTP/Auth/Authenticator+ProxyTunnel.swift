@@ -7,12 +7,14 @@ extension Authenticator: ProxyTunnelAuthenticator {
             urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: nil)
     }
 
+    // `body: []`: CONNECT has no content (RFC 9110 §9.3.6), so a proxy that offers only `qop=auth-int` is
+    // answered with the hash of the empty body, as for any request without one.
     func authorization(before exchange: inout AuthExchange, authority: String) async throws(HTTPClientError) -> String? {
-        try preemptiveAuthorization(for: &exchange, method: "CONNECT", uri: authority, body: nil, basicRequested: false)
+        try preemptiveAuthorization(for: &exchange, method: "CONNECT", uri: authority, body: [], basicRequested: false)
     }
 
     func answer(_ challenges: [String], exchange: inout AuthExchange, authority: String) async throws(HTTPClientError) -> String? {
-        try await respond(to: AuthChallenge.parse(challenges), exchange: &exchange, method: "CONNECT", uri: authority, body: nil)?.value
+        try await respond(to: AuthChallenge.parse(challenges), exchange: &exchange, method: "CONNECT", uri: authority, body: [])?.value
     }
 
     func accepted(_ exchange: AuthExchange) async {

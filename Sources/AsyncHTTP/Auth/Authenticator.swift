@@ -30,8 +30,12 @@ struct AuthExchange: Sendable {
     var current: Attempt?
     /// Sources already tried, so a refused source is not offered again.
     var triedSources: Set<Int> = []
+    /// Schemes given up for this request: NTLM, when the server answered its negotiate message with others only.
+    var abandonedSchemes: Set<HTTPAuthenticationScheme> = []
     var callbackAsks = 0
     var failures = 0
+    /// The user name of the credentials refused last, for ``AuthenticationChallenge/previousUsername``.
+    var refusedUsername: String?
     var rounds = 0
     /// How many callback declines the process had seen when the request began (``declines``): a decline fails
     /// the requests that began before it came back (they were waiting for that question, or would have been
@@ -50,6 +54,9 @@ struct AuthExchange: Sendable {
         /// The stores' removal count when the attempt began: a success after the session was cleared in the
         /// meantime is not remembered (see ``Authenticator/succeeded(_:status:)``).
         var removals: Int
+        /// Sent before any challenge of this request: `space` is a guess (an earlier success on the server, or no
+        /// realm at all), so a challenge for another space says they did not apply, not that they are wrong.
+        var preemptive = false
     }
 
     /// The request's own credentials, if it brought any: the URL's userinfo first, then the request's.
@@ -105,8 +112,8 @@ actor Authenticator {
     private let logger: Logger
     /// Per space, the Digest challenge in use and its nonce count.
     private var digest: RecentlyStoredMap<ProtectionSpace, DigestState>
-    /// Per origin (or proxy), the space whose credentials last succeeded there.
-    private var succeeded: RecentlyStoredMap<Endpoint, (space: ProtectionSpace, credentials: HTTPCredentials)>
+    /// Per origin (or proxy), the spaces whose credentials succeeded there, the most recent last.
+    private var succeeded: RecentlyStoredMap<Endpoint, [Success]>
     /// Callback answers not yet confirmed by a success, so that requests waiting for the same space use them.
     private var answered: RecentlyStoredMap<ProtectionSpace, HTTPCredentials>
     private var asking: RecentlyStoredMap<ProtectionSpace, Task<HTTPCredentials?, Never>>
@@ -141,6 +148,22 @@ actor Authenticator {
     nonisolated var mayPresentBeforeChallenge: Bool {
         configuration.presentsCredentialsAfterSuccess && anySuccess.load(ordering: .acquiring)
     }
+
+    /// Credentials that succeeded in one protection space, and where they may be presented before a challenge.
+    private struct Success {
+        var space: ProtectionSpace
+        var credentials: HTTPCredentials
+        /// Basic to an origin: the directories of the URLs they succeeded on; a URL at or below one is taken to be
+        /// in the same space (RFC 7617 §2.2, as browsers and URLSession do). Nil: the whole server (Digest, whose
+        /// space is the whole origin when the challenge names no `domain`, RFC 7616 §3.3; a proxy).
+        var directories: [String]?
+    }
+
+    /// Spaces remembered per server: a server rarely has more than a couple of realms, and the bound keeps a
+    /// server that sends ever new realms from growing its entry without end (the oldest success goes first).
+    static let spacesPerServer = 8
+    /// Directories remembered per space: 10, Chromium's `kMaxNumPathsPerRealmEntry` (the oldest goes first).
+    static let directoriesPerSpace = 10
 
     private struct Endpoint: Hashable {
         var scheme: String
@@ -280,8 +303,7 @@ actor Authenticator {
     ) throws(HTTPClientError) -> String? {
         catchUpWithStores()
         let own = exchange.ownCredentials
-        if configuration.presentsCredentialsAfterSuccess, let known = succeeded[endpoint(exchange)],
-           exchange.allowedSchemes?.contains(known.space.authenticationScheme) ?? true {
+        if configuration.presentsCredentialsAfterSuccess, let known = remembered(for: exchange) {
             let (credentials, source) = own ?? (known.credentials, .session)
             switch known.space.authenticationScheme {
             case .basic:
@@ -290,7 +312,7 @@ actor Authenticator {
                     return nil
                 }
                 exchange.current = .init(space: known.space, credentials: credentials, source: source,
-                                         removals: removalCount)
+                                         removals: removalCount, preemptive: true)
                 return Self.basic(credentials)
             case .digest:
                 // Digest state belongs to the credentials that earned it.
@@ -300,7 +322,7 @@ actor Authenticator {
                     uri: uri, body: body, cnonce: Self.cnonce())
                 digest[known.space] = state
                 exchange.current = .init(space: known.space, credentials: credentials, source: source,
-                                         removals: removalCount)
+                                         removals: removalCount, preemptive: true)
                 return value
             case .ntlm, .bearer:
                 break
@@ -312,7 +334,8 @@ actor Authenticator {
             let space = ProtectionSpace(scheme: exchange.scheme, host: exchange.host, port: exchange.port, realm: nil,
                                         authenticationScheme: .basic, isProxy: exchange.isProxy)
             // Not marked as tried: if the server wants another scheme, the same credentials answer it.
-            exchange.current = .init(space: space, credentials: credentials, source: source, removals: removalCount)
+            exchange.current = .init(space: space, credentials: credentials, source: source, removals: removalCount,
+                                     preemptive: true)
             return Self.basic(credentials)
         }
         return nil
@@ -326,16 +349,36 @@ actor Authenticator {
     /// The header value that answers `challenges`, or nil to give up and return the response as it is.
     /// Throws when giving up must be an error: the callback declined, or credentials the request carried
     /// cannot be sent safely.
+    ///
+    /// `unsendable`: the request cannot go out again (a one-shot body). Where credentials would be sent, this
+    /// error is thrown instead, before the callback is asked or a Digest nonce count is used; with none to send,
+    /// the answer is nil as usual.
     func respond(
-        to challenges: [AuthChallenge], exchange: inout AuthExchange, method: String, uri: String, body: [UInt8]?
+        to challenges: [AuthChallenge], exchange: inout AuthExchange, method: String, uri: String, body: [UInt8]?,
+        unsendable: HTTPClientError? = nil
     ) async throws(HTTPClientError) -> AuthorizationValue? {
         catchUpWithStores()
         // Taken before the first `await` (the stores, the callback): a logout while this request waits there must
         // still count as after the credentials were chosen, or credentials read before it would be remembered.
         let removals = removalCount
         exchange.rounds += 1
-        // Bounded: NTLM takes two rounds, a stale nonce one more, and each refused credential one.
-        guard exchange.rounds <= 4 + configuration.maxCallbackAttempts + 2 else { return nil }
+        // Bounded: NTLM takes two rounds, a stale nonce one more, and each refused credential one. Clamped, so
+        // that `maxCallbackAttempts = .max` ("ask as often as it takes") does not overflow.
+        let callbackRounds = min(max(configuration.maxCallbackAttempts, 0), Int.max - 6)
+        guard exchange.rounds <= 4 + callbackRounds + 2 else { return nil }
+
+        // The server answered the negotiate message with other schemes only: NTLM is not for this request. Nothing
+        // was refused (a negotiate message carries no secret), so the same credentials answer the scheme offered.
+        if let attempt = exchange.current, case .negotiateSent = attempt.ntlm,
+           !challenges.contains(where: { $0.scheme == "ntlm" }) {
+            var without = exchange
+            without.abandonedSchemes.insert(.ntlm)
+            if choose(challenges, exchange: without) != nil {
+                exchange.abandonedSchemes.insert(.ntlm)
+                exchange.triedSources.remove(attempt.source.rawValue)
+                exchange.current = nil
+            }
+        }
 
         // NTLM mid-handshake: the server's challenge message answers our negotiate message.
         if let attempt = exchange.current, case .negotiateSent = attempt.ntlm {
@@ -343,6 +386,7 @@ actor Authenticator {
                 throw HTTPClientError(.authenticationFailed,
                     "the \(side(exchange)) did not continue the NTLM handshake (no challenge message in its \(exchange.isProxy ? 407 : 401))")
             }
+            if let unsendable { throw unsendable }
             let message = try NTLMAuthentication.authenticateValue(challengeToken: token, credentials: attempt.credentials)
             exchange.current?.ntlm = .authenticateSent
             // This message authenticates the connection, not the request: a server keeps treating every later
@@ -369,12 +413,28 @@ actor Authenticator {
                                     isProxy: exchange.isProxy)
 
         // A stale Digest nonce: the credentials were right; answer the new nonce without asking again (RFC 7616 §3.3).
+        // Only in the realm they were right for: `stale` from another realm says nothing about them.
         if scheme == .digest, let attempt = exchange.current, attempt.space.authenticationScheme == .digest,
-           let fresh = DigestChallenge(challenge), fresh.stale {
+           attempt.space.realm == space.realm, let fresh = DigestChallenge(challenge), fresh.stale {
+            if let unsendable { throw unsendable }
             return try digestValue(fresh, space: space, credentials: attempt.credentials, exchange: &exchange,
                                    source: attempt.source, removals: removals, method: method, uri: uri, body: body)
         }
-        if exchange.current != nil { await noteFailure(&exchange) }
+        if let attempt = exchange.current {
+            if attempt.preemptive, attempt.space.realm != nil,
+               attempt.space.realm != space.realm || attempt.space.authenticationScheme != scheme {
+                // Presented before the challenge for a space guessed from an earlier success, and challenged for
+                // another: they did not apply here, which says nothing about them. Nothing is removed.
+                exchange.current = nil
+            } else {
+                // Credentials of the request's own, presented as Basic before the challenge and refused by a Basic
+                // challenge: they are not sent again (curl sends them once; a lockout policy would count them twice).
+                if attempt.space.authenticationScheme == .basic, scheme == .basic, attempt.source <= .request {
+                    exchange.triedSources.insert(attempt.source.rawValue)
+                }
+                await noteFailure(&exchange)
+            }
+        }
 
         if scheme == .basic, let refusal = plainHTTPRefusal(.basic, exchange) {
             logger.warning("not sending Basic credentials over plain http; set allowsBasicOverPlainHTTP to allow it",
@@ -383,7 +443,8 @@ actor Authenticator {
             return nil
         }
 
-        guard let (credentials, source) = try await lookUp(space, exchange: &exchange) else { return nil }
+        guard let (credentials, source) = try await lookUp(space, exchange: &exchange, unsendable: unsendable) else { return nil }
+        if let unsendable { throw unsendable }
         exchange.triedSources.insert(source.rawValue)
 
         switch scheme {
@@ -404,6 +465,21 @@ actor Authenticator {
         }
     }
 
+    /// The value to send again for the credentials in flight on `exchange`, when its request goes out once more
+    /// for the other side's challenge (a proxy's Digest answer on a retry for the origin's `401`): a Digest answer
+    /// with the next nonce count, since a server that checks counts (squid's `check_nonce_count`) takes a repeated
+    /// one as a replay (RFC 7616 §3.4). Nil when the value may go again as it was (Basic, NTLM, nothing in flight).
+    func renewedAuthorization(
+        for exchange: inout AuthExchange, method: String, uri: String, body: [UInt8]?
+    ) throws(HTTPClientError) -> String? {
+        guard let attempt = exchange.current, attempt.space.authenticationScheme == .digest,
+              var state = digest[attempt.space] else { return nil }
+        let value = try state.authorization(username: attempt.credentials.username, password: attempt.credentials.password,
+                                            method: method, uri: uri, body: body, cnonce: Self.cnonce())
+        digest[attempt.space] = state
+        return value
+    }
+
     /// A `CONNECT` tunnel was accepted (2xx): the proxy credentials in flight worked. (ProxyTunnel's call;
     /// it could pass its status to ``succeeded(_:status:)`` instead.)
     func succeeded(_ exchange: AuthExchange) async {
@@ -419,10 +495,13 @@ actor Authenticator {
         // The session was cleared while this request was out: what it proved belongs to the old session.
         guard attempt.removals == removalCount else { return }
         var space = attempt.space
-        if space.authenticationScheme == .basic, space.realm == nil, let known = succeeded[endpoint(exchange)]?.space {
-            space = known // a preemptive Basic that was accepted: keep the realm learnt earlier
+        if attempt.preemptive, attempt.source <= .request, space.authenticationScheme == .basic {
+            // The request's own credentials, accepted without a challenge: the realm they answered was never seen
+            // (the one presented was an earlier success's guess, perhaps another user's). They are remembered for
+            // this server under no realm, and saved to no store, where they would replace that user's.
+            space.realm = nil
         }
-        succeeded[endpoint(exchange)] = (space, attempt.credentials)
+        remember(space, attempt.credentials, for: exchange)
         anySuccess.store(true, ordering: .releasing)
         logger.debug("authenticated", metadata: ["space": "\(space)", "user": "\(attempt.credentials.username)"])
         guard attempt.source != .session, space.realm != nil || space.authenticationScheme == .ntlm else {
@@ -479,6 +558,54 @@ actor Authenticator {
 
     private func side(_ exchange: AuthExchange) -> String { exchange.isProxy ? "proxy" : "server" }
 
+    /// The directory of `path`: up to its last `/` (RFC 7617 §2.2: "all paths at or deeper than the last
+    /// symbolic element in the path field").
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "/" }
+        return String(path[...slash])
+    }
+
+    /// The success to present before a challenge to `exchange`'s request: of those whose space covers its URL
+    /// and whose scheme it allows, the one with the deepest directory; among equals, the most recent.
+    private func remembered(for exchange: AuthExchange) -> Success? {
+        guard let list = succeeded[endpoint(exchange)] else { return nil }
+        let path = exchange.target.path.isEmpty ? "/" : exchange.target.path
+        var best: (success: Success, depth: Int)?
+        // NTLM authenticates a connection and is never presented first: its successes are not candidates.
+        for success in list where success.space.authenticationScheme == .basic || success.space.authenticationScheme == .digest {
+            guard exchange.allowedSchemes?.contains(success.space.authenticationScheme) ?? true else { continue }
+            let depth: Int
+            if let directories = success.directories {
+                guard let deepest = directories.filter({ path.hasPrefix($0) }).map(\.utf8.count).max() else { continue }
+                depth = deepest
+            } else {
+                depth = 0
+            }
+            if depth >= best?.depth ?? 0 { best = (success, depth) }
+        }
+        return best?.success
+    }
+
+    /// Remembers that `credentials` succeeded in `space` for `exchange`'s URL.
+    private func remember(_ space: ProtectionSpace, _ credentials: HTTPCredentials, for exchange: AuthExchange) {
+        let endpoint = endpoint(exchange)
+        let directory = space.authenticationScheme == .basic && !exchange.isProxy
+            ? Self.directory(of: exchange.target.path.isEmpty ? "/" : exchange.target.path) : nil
+        var list = succeeded[endpoint] ?? []
+        var directories = directory.map { [$0] }
+        if let index = list.firstIndex(where: { $0.space == space }) {
+            let earlier = list.remove(at: index)
+            // The same credentials again: the space covers both places (a directory under another is left out).
+            if let directory, earlier.credentials == credentials, let known = earlier.directories {
+                directories = known.contains(where: { directory.hasPrefix($0) })
+                    ? known : Array((known.filter { !$0.hasPrefix(directory) } + [directory]).suffix(Self.directoriesPerSpace))
+            }
+        }
+        list.append(Success(space: space, credentials: credentials, directories: directories))
+        if list.count > Self.spacesPerServer { list.removeFirst(list.count - Self.spacesPerServer) }
+        succeeded[endpoint] = list
+    }
+
     private func endpoint(_ exchange: AuthExchange) -> Endpoint {
         Endpoint(scheme: exchange.scheme, host: exchange.host, port: exchange.port, isProxy: exchange.isProxy)
     }
@@ -486,7 +613,7 @@ actor Authenticator {
     /// The challenge to answer: the strongest scheme offered that the request allows and we support.
     private func choose(_ challenges: [AuthChallenge], exchange: AuthExchange) -> (AuthChallenge, HTTPAuthenticationScheme)? {
         for scheme in HTTPAuthenticationScheme.preference where scheme != .bearer {
-            guard exchange.allowedSchemes?.contains(scheme) ?? true else { continue }
+            guard exchange.allowedSchemes?.contains(scheme) ?? true, !exchange.abandonedSchemes.contains(scheme) else { continue }
             if scheme == .digest {
                 // Several Digest challenges (SHA-256 and MD5, say): the strongest we support.
                 if let best = DigestChallenge.preferred(in: challenges),
@@ -506,10 +633,15 @@ actor Authenticator {
     private func noteFailure(_ exchange: inout AuthExchange) async {
         guard let attempt = exchange.current else { return }
         exchange.failures += 1
+        exchange.refusedUsername = attempt.credentials.username
         exchange.current = nil
         logger.debug("credentials refused", metadata: ["space": "\(attempt.space)", "user": "\(attempt.credentials.username)"])
         let endpoint = endpoint(exchange)
-        if succeeded[endpoint]?.credentials == attempt.credentials { succeeded[endpoint] = nil }
+        if let list = succeeded[endpoint],
+           list.contains(where: { $0.space == attempt.space && $0.credentials == attempt.credentials }) {
+            let kept = list.filter { !($0.space == attempt.space && $0.credentials == attempt.credentials) }
+            succeeded[endpoint] = kept.isEmpty ? nil : kept
+        }
         answered[attempt.space] = nil
         let space = attempt.space
         let refused = attempt.credentials
@@ -535,7 +667,11 @@ actor Authenticator {
         }
     }
 
-    private func lookUp(_ space: ProtectionSpace, exchange: inout AuthExchange) async throws(HTTPClientError) -> (HTTPCredentials, CredentialSource)? {
+    /// The credentials to answer `space` with, in lookup order; nil when there are none. `unsendable` is thrown
+    /// where the callback would be asked (see ``respond(to:exchange:method:uri:body:unsendable:)``).
+    private func lookUp(
+        _ space: ProtectionSpace, exchange: inout AuthExchange, unsendable: HTTPClientError? = nil
+    ) async throws(HTTPClientError) -> (HTTPCredentials, CredentialSource)? {
         func untried(_ source: CredentialSource) -> Bool { !exchange.triedSources.contains(source.rawValue) }
         if untried(.url), let credentials = exchange.urlCredentials { return (credentials, .url) }
         if untried(.request), let credentials = exchange.requestCredentials { return (credentials, .request) }
@@ -563,9 +699,10 @@ actor Authenticator {
         if let declinedAt = declined[space], exchange.began < declinedAt {
             throw Self.declined(space, exchange: exchange)
         }
+        if let unsendable { throw unsendable }
         exchange.callbackAsks += 1
         let question = AuthenticationChallenge(space: space, url: exchange.target.redactedDescription, failureCount: exchange.failures,
-                                               previousUsername: nil)
+                                               previousUsername: exchange.refusedUsername)
         guard let credentials = try await ask(question, handler: handler) else { throw Self.declined(space, exchange: exchange) }
         return (credentials, .callback)
     }

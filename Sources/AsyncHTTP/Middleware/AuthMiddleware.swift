@@ -8,7 +8,8 @@ import HTTPTypes
 /// authenticated afresh for its own origin, and a challenge's `Set-Cookie` reaches the retry.
 ///
 /// - A `401` with no credentials available is returned as it is, as curl and URLSession do.
-/// - A retry needs a replayable body; a one-shot stream fails with `HTTPClientError.Code.bodyNotReplayable`.
+/// - A retry needs a replayable body; a one-shot stream fails with `HTTPClientError.Code.bodyNotReplayable`
+///   when there are credentials to answer with, before any callback is asked (with none, the `401` is returned).
 /// - NTLM's three messages go out on one connection, pinned in the pool for the handshake.
 /// - A request with ``HTTPClientRequest/bearerToken`` sends it, and on a `401` asks
 ///   ``AuthenticationConfiguration/refreshBearerToken`` once for a new one. Over plain `http` the token is
@@ -119,17 +120,28 @@ struct AuthMiddleware: HTTPClientMiddleware {
             let response: HTTPClientResponse
             if let given = first.take() { response = given } else { response = try await next(request) }
             let code = response.status.code
+            // Asked before any callback: a one-shot body cannot go out again, so credentials the callback would
+            // give (or a Digest nonce count) would be spent on a retry that never happens.
+            let unsendable = request.body.map(\.isReplayable) == false
+                ? HTTPClientError(.bodyNotReplayable,
+                    "\(url.host) asked for authentication (\(code)), which means sending the \(request.method) body again,"
+                        + " but the body is a one-shot stream; use .bytes for a replayable body, or send credentials"
+                        + " before the challenge (sendsCredentialsPreemptively)")
+                : nil
             let answer: AuthorizationValue?
             let field: HTTPField.Name
             if code == 407, var side = proxySide {
                 answer = try await authenticator.respond(
                     to: AuthChallenge.parse(response.headers[values: .proxyAuthenticate]), exchange: &side,
-                    method: method, uri: uri, body: body)
+                    method: method, uri: uri, body: body, unsendable: unsendable)
                 proxySide = side
                 field = .proxyAuthorization
             } else if code == 401, let token = request.bearerToken {
-                guard !refreshedBearer, let refresh = authenticator.configuration.refreshBearerToken,
-                      let fresh = try await refresh(url.redactedDescription, token) else {
+                guard !refreshedBearer, let refresh = authenticator.configuration.refreshBearerToken else {
+                    return try await finish(response, origin: origin, proxy: proxySide)
+                }
+                if let unsendable { throw unsendable }
+                guard let fresh = try await refresh(url.redactedDescription, token) else {
                     return try await finish(response, origin: origin, proxy: proxySide)
                 }
                 refreshedBearer = true
@@ -139,22 +151,24 @@ struct AuthMiddleware: HTTPClientMiddleware {
             } else if code == 401 {
                 answer = try await authenticator.respond(
                     to: AuthChallenge.parse(response.headers[values: .wwwAuthenticate]), exchange: &origin,
-                    method: method, uri: uri, body: body)
+                    method: method, uri: uri, body: body, unsendable: unsendable)
                 field = .authorization
             } else {
                 return try await finish(response, origin: origin, proxy: proxySide)
             }
             guard let answer else { return try await finish(response, origin: origin, proxy: proxySide) }
-            if let body = request.body, !body.isReplayable {
-                throw HTTPClientError(.bodyNotReplayable,
-                    "\(url.host) asked for authentication (\(code)), which means sending the \(request.method) body again,"
-                        + " but the body is a one-shot stream; use .bytes for a replayable body, or send credentials"
-                        + " before the challenge (sendsCredentialsPreemptively)")
-            }
+            if let unsendable { throw unsendable } // (the authenticator threw it already; kept as the last word)
             if answer.startsConnectionHandshake {
                 pin?.release()
                 pin = ConnectionPin()
                 request.connectionPin = pin
+            } else if !answer.endsConnectionHandshake, pin != nil {
+                // Another scheme after an NTLM handshake (ended, or given up after its negotiate message): its pin
+                // lets go of any connection parked there, and the answer takes any connection (the transport would
+                // take a spent pin for a connection lost mid-handshake).
+                pin?.release()
+                pin = nil
+                request.connectionPin = nil
             }
             // Read the challenge's body so its connection can carry the retry (NTLM needs that very connection).
             _ = try? await response.body.collect(upTo: Self.drainLimit)
@@ -165,6 +179,16 @@ struct AuthMiddleware: HTTPClientMiddleware {
             // `Connection: close`: the server and the pool both let the connection go after this response.
             if answer.closesConnection { request.persistentConnection = false }
             request.headers[field] = answer.value
+            // The other side's Digest answer goes again with the next nonce count, not as it was (a replay to it).
+            if field == .authorization, var side = proxySide, request.headers[.proxyAuthorization] != nil {
+                if let renewed = try await authenticator.renewedAuthorization(for: &side, method: method, uri: uri, body: body) {
+                    request.headers[.proxyAuthorization] = renewed
+                }
+                proxySide = side
+            } else if field == .proxyAuthorization, request.headers[.authorization] != nil, request.bearerToken == nil,
+                      let renewed = try await authenticator.renewedAuthorization(for: &origin, method: method, uri: uri, body: body) {
+                request.headers[.authorization] = renewed
+            }
             request.resendCount += 1
         }
         throw HTTPClientError(.authenticationFailed, "authentication with \(url.host) did not settle after 32 rounds")

@@ -328,11 +328,21 @@ final class HTTP1Transport: Sendable {
         if let parked = pin?.take() {
             let lease = ConnectionLease(parked.connection, pool: parked.pool, pin: pin)
             if parked.connection.looksReusable() { return lease }
-            // The server closed the handshake's connection; the handshake will fail and say so.
             await lease.discard()
-            return try await acquire(key, fresh: true, pin: pin, deadlines: deadlines, retryable: retryable)
+            throw Self.handshakeConnectionLost(key)
         }
+        // A pin that no longer holds is the handshake's last message: with nothing parked, the server did not keep
+        // the challenge's connection (`Connection: close`, or a body too long to read), and the message would
+        // authenticate a new connection that never saw the challenge, to be refused as wrong credentials.
+        if let pin, !pin.isHolding { throw Self.handshakeConnectionLost(key) }
         return try await acquire(key, fresh: fresh, pin: pin, deadlines: deadlines, retryable: retryable)
+    }
+
+    /// NTLM authenticates a connection (MS-NLMP §3.1.5), and the server let the handshake's go before its last
+    /// message: an error, not a refusal, so nothing is removed from the credential stores.
+    private static func handshakeConnectionLost(_ key: ConnectionKey) -> HTTPClientError {
+        HTTPClientError(.authenticationFailed,
+            "the server closed the connection for \(key.host) in the middle of the NTLM handshake; NTLM needs a keep-alive connection")
     }
 
     nonisolated(nonsending) private func acquire(

@@ -74,6 +74,14 @@ enum ProxyTunnel {
             }
             // Read the 407's body so the connection can carry the next CONNECT; a long one costs a new connection.
             let reusable = response.keepAlive ? await connection.drainResponse(limit: 64 * 1024, deadline: deadline) : false
+            // Asked before `answer` advances the handshake: the message that must share this connection is the one
+            // answering this 407's challenge message. A proxy that closes after its first, bare `407 NTLM` is
+            // answered with a negotiate message on a new connection, as curl does.
+            let midHandshake = authenticator.needsSameConnection(exchange)
+            if !reusable, midHandshake {
+                throw HTTPClientError(.authenticationFailed,
+                    "proxy \(proxy) closed the connection in the middle of the NTLM handshake; NTLM needs a keep-alive connection")
+            }
             guard let answer = try await authenticator.answer(
                 response.headers[values: .proxyAuthenticate], exchange: &exchange, authority: authority) else {
                 throw HTTPClientError(.proxyFailed,
@@ -82,10 +90,6 @@ enum ProxyTunnel {
             }
             authorization = answer
             if !reusable {
-                if authenticator.needsSameConnection(exchange) {
-                    throw HTTPClientError(.authenticationFailed,
-                        "proxy \(proxy) closed the connection in the middle of the NTLM handshake; NTLM needs a keep-alive connection")
-                }
                 socket.close()
                 socket = try await reconnect()
             }
