@@ -122,6 +122,17 @@ final class TokenBucketTests: XCTestCase {
         XCTAssertEqual(meter.average(now: mt(800)), 1_000_000)
     }
 
+    func testAnAverageAskedAtATimeReadBeforeALaterRecordTookTheLockDoesNotTrap() {
+        // `averageBandwidthUsedPerSecond` reads the clock, then takes the meter's lock; a transfer's first record,
+        // half a second later in the next slot, got the lock in between: the average covered zero slots and
+        // `Int(+inf)` trapped.
+        var meter = BandwidthMeter(now: m0)
+        meter.record(1_000, now: mt(700))
+        XCTAssertEqual(meter.average(now: mt(400)), 2_000, "counted as the newest slot")
+        meter.record(1_000, now: mt(300))
+        XCTAssertEqual(meter.average(now: mt(800)), 4_000, "a late record counts in the newest slot too")
+    }
+
     // MARK: Activity
 
     func testActivityCountsTransfersUntilTheyEndOnceAndStreamsChanges() async {
