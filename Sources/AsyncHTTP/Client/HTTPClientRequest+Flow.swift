@@ -5,7 +5,8 @@ enum BandwidthLimitOption: HTTPRequestOption {
 
 extension HTTPClientRequest {
     /// The most bytes per second this request may move, both directions together, in addition to the client's
-    /// shared ``HTTPClient/maxBandwidthPerSecond`` (the stricter one wins). nil: only the client's limit.
+    /// shared ``HTTPClient/maxBandwidthPerSecond`` (the stricter one wins). nil, 0 or less: only the client's limit
+    /// (curl's `--limit-rate 0` and ASIHTTPRequest's 0 mean no limit too).
     ///
     /// Applied where bytes cross the socket: a throttled download is paced by reading slower, so TCP pushes back
     /// on the server and nothing unread piles up in memory. Each hop of a redirect starts its own allowance.
