@@ -201,6 +201,22 @@ final class BatchIntegrationTests: XCTestCase {
         try await server.shutdown()
     }
 
+    func testAMemberDroppedBeforeItStartsEndsItsOwnProgress() async throws {
+        // No peer: the member that runs is cancelled, the waiting one never starts.
+        let client = HTTPClient()
+        let seen = Locked<[HTTPTransferProgress]>([])
+        var waiting = HTTPClientRequest(url: "http://127.0.0.1:9/waiting")
+        waiting.progressHandler = HTTPProgressHandler { progress in seen.withLock { $0.append(progress) } }
+        _ = try await client.withBatch(.init(maxConcurrentRequests: 1), handler: collectBodySize) { batch in
+            batch.add(HTTPClientRequest(url: "http://127.0.0.1:9/running"))
+            batch.add(waiting)
+            batch.cancelAll()
+        }
+        XCTAssertEqual(seen.withLock { $0 }, [HTTPTransferProgress(bytesExpectedToSend: 0, isFinal: true, didFail: true)],
+                       "a progressUpdates() stream on a dropped member never ended")
+        await client.shutdown()
+    }
+
     func testAMemberRetriedAfterATimeoutEndsOnceWithOneFinalProgress() async throws {
         let server = try await NIOTestServer()
         let client = HTTPClient()

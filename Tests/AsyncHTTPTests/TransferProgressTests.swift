@@ -97,6 +97,84 @@ final class TransferProgressTests: XCTestCase {
         XCTAssertEqual(tracker.bodyReceived(10), .none)
     }
 
+    func testATransferThatFailsHalfWayReportsHowFarItGotNotAHundredPercent() {
+        var tracker = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = tracker.headReceived(status: .ok, bodyLength: 100, hasLocation: false)
+        _ = tracker.sendReturned(status: 200)
+        _ = tracker.bodyReceived(50)
+        XCTAssertEqual(tracker.ended(), .important, "a timeout half-way")
+        XCTAssertEqual(tracker.progress.downloadFraction, 0.5, "it was 1: a failure looked like a success")
+        XCTAssertTrue(tracker.progress.didFail)
+        // Unknown length: a failure has no fraction, a normal end is whole.
+        var chunked = TransferProgressTracker(method: .get, uploadTotal: nil)
+        _ = chunked.headReceived(status: .ok, bodyLength: nil, hasLocation: false)
+        _ = chunked.sendReturned(status: 200)
+        _ = chunked.ended()
+        XCTAssertNil(chunked.progress.downloadFraction)
+        XCTAssertNil(chunked.progress.uploadFraction)
+        var whole = TransferProgressTracker(method: .get, uploadTotal: nil)
+        _ = whole.headReceived(status: .ok, bodyLength: nil, hasLocation: false)
+        _ = whole.sendReturned(status: 200)
+        _ = whole.bodyReceived(10)
+        _ = whole.finished()
+        XCTAssertEqual(whole.progress.downloadFraction, 1)
+        XCTAssertFalse(whole.progress.didFail)
+    }
+
+    // MARK: Responses that did not cross the wire, sends that never started
+
+    func testAResponseTheTransportDidNotBringIsWholeAndFinalWhenSendReturns() {
+        // A cache's fresh hit: no head, no body events; progressUpdates() never ended.
+        var hit = TransferProgressTracker(method: .get, uploadTotal: 0)
+        XCTAssertEqual(hit.sendReturned(status: 200, localBodyLength: 5), .important)
+        XCTAssertEqual(hit.progress, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 5, bytesExpectedToReceive: 5, isFinal: true))
+        XCTAssertEqual(hit.progress.downloadFraction, 1)
+        // The cache's own 504 (only-if-cached), and a hit of unknown length.
+        var unavailable = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = unavailable.sendReturned(status: 504, localBodyLength: 0)
+        XCTAssertEqual(unavailable.progress.downloadFraction, 1)
+        var unknown = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = unknown.sendReturned(status: 200, localBodyLength: nil)
+        XCTAssertTrue(unknown.progress.isFinal)
+        XCTAssertEqual(unknown.progress.downloadFraction, 1)
+        // A revalidation: the transport brought a 304, the cache returned its stored 200.
+        var revalidated = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = revalidated.headReceived(status: .notModified, bodyLength: nil, hasLocation: false)
+        _ = revalidated.finished()
+        XCTAssertEqual(revalidated.sendReturned(status: 200, localBodyLength: 7), .important)
+        XCTAssertEqual(revalidated.progress.bytesReceived, 7)
+        XCTAssertEqual(revalidated.progress.bytesExpectedToReceive, 7)
+        // The transport's own response is still followed as it is read.
+        var network = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = network.headReceived(status: .ok, bodyLength: 100, hasLocation: false)
+        XCTAssertEqual(network.sendReturned(status: 200, localBodyLength: 100), .none)
+        XCTAssertEqual(network.progress.bytesReceived, 0)
+    }
+
+    func testASendRefusedBeforeItStartsStillEndsItsProgress() async throws {
+        let seen = Locked<[HTTPTransferProgress]>([])
+        var request = HTTPClientRequest(url: "http://127.0.0.1:9/")
+        request.method = .put
+        request.body = .bytes(Array("abc".utf8))
+        request.progressHandler = HTTPProgressHandler { progress in seen.withLock { $0.append(progress) } }
+        let client = HTTPClient()
+        await client.shutdown()
+        do {
+            _ = try await client.send(request)
+            XCTFail("a shut-down client sends nothing")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .shutdown)
+        }
+        let failed = HTTPTransferProgress(bytesExpectedToSend: 3, isFinal: true, didFail: true)
+        XCTAssertEqual(seen.withLock { $0 }, [failed], "progressUpdates() never ended")
+        var configuration = HTTPClient.Configuration()
+        configuration.totalTimeout = .zero
+        let invalid = HTTPClient(configuration: configuration)
+        _ = try? await invalid.send(request)
+        XCTAssertEqual(seen.withLock { $0 }, [failed, failed])
+        await invalid.shutdown()
+    }
+
     // MARK: Throttling
 
     func testUpdatesComeAtMostOncePerIntervalAndOnlyAfterTheMinimumFraction() {

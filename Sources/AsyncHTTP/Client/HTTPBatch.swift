@@ -163,19 +163,22 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
             }
             return (dropped, ends)
         }
-        for id in dropped { report(id, .failure(.cancelled)) }
+        for id in dropped { report(id, .failure(.cancelled), started: false) }
         if ends {
             commandSink.yield(.end)
             commandSink.finish()
         }
     }
 
-    private func report(_ id: Int, _ result: Result<Value, HTTPClientError>) {
+    /// `started`: false for a member that never ran, whose own progress handler then gets its final value
+    /// here (a `progressUpdates()` stream on it would never end otherwise).
+    private func report(_ id: Int, _ result: Result<Value, HTTPClientError>, started: Bool = true) {
         let request = state.withLock { state -> HTTPClientRequest? in
             state.progress.ended(id)
             return state.requests.removeValue(forKey: id)
         }
         guard let request else { return }
+        if !started { request.progressHandler?.report(.failedBeforeSending(request)) }
         switch result {
         case .success: configuration.onEvent?(.finished(id: id))
         case .failure(let error): configuration.onEvent?(.failed(id: id, error))
@@ -200,11 +203,10 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
             // Over, or cancelled: the stream ends when the consuming task is cancelled.
             if Task.isCancelled { cancelAll() }
             members.cancelAll()
-            await members.waitForAll()
         }
         // Members that never started, if the loop ended on cancellation before their drop was carried out.
         let left = state.withLock { Array($0.requests.keys) }
-        for id in left.sorted() { report(id, .failure(.cancelled)) }
+        for id in left.sorted() { report(id, .failure(.cancelled), started: false) }
         resultSink.finish()
     }
 
