@@ -27,6 +27,15 @@ final class BatchSchedulerTests: XCTestCase {
         XCTAssertEqual(scheduler.add(2), [.drop(2)], "after the end, a new member is dropped")
     }
 
+    func testAMemberAddedAfterFinishAddingIsDroppedEvenWhileOthersRun() {
+        var scheduler = BatchScheduler(limit: 2, cancelsAllOnFailure: true)
+        XCTAssertEqual(scheduler.add(0), [.start(0)])
+        XCTAssertEqual(scheduler.finishAdding(), [])
+        XCTAssertEqual(scheduler.add(1), [.drop(1)], "HTTPBatch.add documents it as cancelled; it used to start")
+        XCTAssertEqual(scheduler.running, [0])
+        XCTAssertEqual(scheduler.ended(0, failed: false), [.end])
+    }
+
     func testAFailureCancelsTheRunningMembersAndDropsTheWaitingOnes() {
         var scheduler = BatchScheduler(limit: 2, cancelsAllOnFailure: true)
         for id in 0..<5 { _ = scheduler.add(id) }

@@ -110,8 +110,9 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
     }
 
     /// Adds a request, also while the batch runs; it starts when a slot is free. Returns its id: 0 for the first
-    /// request added, then 1, 2, … in the order of the calls. A request added after the batch was cancelled or
-    /// finished is reported failed with `HTTPClientError.Code.cancelled`.
+    /// request added, then 1, 2, … in the order of the calls. A request added after ``finish()`` or
+    /// ``cancelAll()`` never runs: it is reported failed with `HTTPClientError.Code.cancelled` (through
+    /// ``HTTPBatchConfiguration/onEvent``, and in ``results`` unless that has already ended with the batch).
     @discardableResult
     public func add(_ request: HTTPClientRequest) -> Int {
         var id = 0

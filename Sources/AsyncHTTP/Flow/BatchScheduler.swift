@@ -32,9 +32,11 @@ struct BatchScheduler: Sendable {
 
     var waitingCount: Int { waiting.count - waitingStart }
 
+    /// A new member: it waits for a slot. After `finishAdding` or a cancel it is dropped, as ``HTTPBatch/add(_:)``
+    /// documents (it used to start while earlier members still ran, and once the batch had ended its result
+    /// came after `results` had finished).
     mutating func add(_ id: Int) -> [Action] {
-        guard !ended else { return [.drop(id)] }
-        guard !isCancelled else { return [.drop(id)] }
+        guard !ended, !addingFinished, !isCancelled else { return [.drop(id)] }
         waiting.append(id)
         return startWhatFits()
     }
