@@ -58,7 +58,9 @@ public struct HTTPBatchResult<Value: Sendable>: Sendable {
 public struct HTTPBatchMember: Sendable {
     /// The member's number, as ``HTTPBatch/add(_:)`` returned it.
     public var id: Int
-    /// The request as it was added.
+    /// The request as it was added, with the batch's progress handler around its own: a handler that sends it
+    /// again (a retry) has the new attempt's bytes counted in ``HTTPBatch/progress`` (they hold at the first
+    /// attempt's count until they pass it).
     public var request: HTTPClientRequest
 }
 
@@ -190,7 +192,9 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
     /// Runs the scheduler's decisions until the batch is over or the task is cancelled; members are children of
     /// this task group, so none outlives it.
     func run(client: HTTPClient, handler: @escaping @Sendable (HTTPBatchMember, HTTPClientResponse) async throws -> Value) async {
-        await withTaskGroup(of: Void.self) { members in
+        // Discarding: a finished member's task is freed at once (a plain group kept every one until `waitForAll`;
+        // results go out through `report`).
+        await withDiscardingTaskGroup { members in
             for await command in commands {
                 switch command {
                 case .start(let id, let request):
@@ -215,7 +219,6 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
         _ id: Int, _ request: HTTPClientRequest, client: HTTPClient,
         handler: @escaping @Sendable (HTTPBatchMember, HTTPClientResponse) async throws -> Value
     ) async {
-        let member = HTTPBatchMember(id: id, request: request)
         configuration.onEvent?(.started(id: id))
         var request = request
         let own = request.progressHandler
@@ -231,6 +234,8 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
             }
             onEvent?(.progress(id: id, progress, batch: batch))
         }
+        // With the batch's progress handler: a handler that sends it again (a retry) counts into the batch.
+        let member = HTTPBatchMember(id: id, request: request)
         let result: Result<Value, HTTPClientError>
         do {
             if case .accurate(fetchesSizes: true) = configuration.progressMode, request.method == .get {
