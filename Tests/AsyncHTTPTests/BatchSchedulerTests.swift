@@ -36,6 +36,28 @@ final class BatchSchedulerTests: XCTestCase {
         XCTAssertEqual(scheduler.ended(0, failed: false), [.end])
     }
 
+    func testSizeFetchesGoAheadOfEveryWaitingMemberWithinTheLimit() {
+        // ASINetworkQueue queued its HEAD requests first: every size is known before the downloads begin.
+        var scheduler = BatchScheduler(limit: 2, cancelsAllOnFailure: true)
+        XCTAssertEqual(scheduler.add(0, fetchesSize: true), [.fetchSize(0)])
+        XCTAssertEqual(scheduler.add(1, fetchesSize: true), [.fetchSize(1)])
+        XCTAssertEqual(scheduler.add(2, fetchesSize: true), [], "the limit counts the fetches")
+        XCTAssertEqual(scheduler.sizeFetched(0), [.fetchSize(2)], "a fetch before any member")
+        XCTAssertEqual(scheduler.sizeFetched(1), [.start(0)])
+        XCTAssertEqual(scheduler.finishAdding(), [])
+        XCTAssertEqual(scheduler.sizeFetched(2), [.start(1)])
+        XCTAssertEqual(scheduler.sizeFetched(2), [], "once")
+        XCTAssertEqual(scheduler.ended(0, failed: false), [.start(2)])
+        XCTAssertEqual(scheduler.ended(1, failed: false), [])
+        XCTAssertEqual(scheduler.ended(2, failed: false), [.end])
+        // A cancel drops the fetches not begun; the batch ends when the running one has.
+        var cancelled = BatchScheduler(limit: 1, cancelsAllOnFailure: true)
+        XCTAssertEqual(cancelled.add(0, fetchesSize: true), [.fetchSize(0)])
+        XCTAssertEqual(cancelled.add(1, fetchesSize: true), [])
+        XCTAssertEqual(cancelled.cancelAll(), [.cancelRunning, .drop(0), .drop(1)])
+        XCTAssertEqual(cancelled.sizeFetched(0), [.end])
+    }
+
     func testAFailureCancelsTheRunningMembersAndDropsTheWaitingOnes() {
         var scheduler = BatchScheduler(limit: 2, cancelsAllOnFailure: true)
         for id in 0..<5 { _ = scheduler.add(id) }

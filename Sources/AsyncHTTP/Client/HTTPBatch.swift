@@ -87,6 +87,7 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
 
     private enum Command: Sendable {
         case start(Int, HTTPClientRequest)
+        case fetchSize(Int, HTTPClientRequest)
         case cancelRunning
         case end
     }
@@ -123,7 +124,7 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
             state.nextID += 1
             state.requests[id] = request
             state.progress.add(id, uploadTotal: request.body.map { $0.length } ?? 0)
-            return state.scheduler.add(id)
+            return state.scheduler.add(id, fetchesSize: fetchesSize(of: request))
         }
         return id
     }
@@ -156,6 +157,10 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
                 case .start(let id):
                     guard let request = state.requests[id] else { continue }
                     commandSink.yield(.start(id, request))
+                case .fetchSize(let id):
+                    // A member's `HEAD` goes ahead of the members waiting; it runs before its member starts.
+                    guard let request = state.requests[id] else { continue }
+                    commandSink.yield(.fetchSize(id, request))
                 case .cancelRunning:
                     commandSink.yield(.cancelRunning)
                 case .drop(let id):
@@ -199,6 +204,8 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
                 switch command {
                 case .start(let id, let request):
                     members.addTask { await self.runMember(id, request, client: client, handler: handler) }
+                case .fetchSize(let id, let request):
+                    members.addTask { await self.fetchSize(id, request, client: client) }
                 case .cancelRunning:
                     members.cancelAll()
                 case .end:
@@ -213,6 +220,25 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
         let left = state.withLock { Array($0.requests.keys) }
         for id in left.sorted() { report(id, .failure(.cancelled), started: false) }
         resultSink.finish()
+    }
+
+    /// Whether `request` is a member whose size is fetched with a `HEAD` first (accurate progress, `GET`).
+    private func fetchesSize(of request: HTTPClientRequest) -> Bool {
+        guard case .accurate(fetchesSizes: true) = configuration.progressMode else { return false }
+        return request.method == .get
+    }
+
+    /// A member's `HEAD`: its `Content-Length` (of a 200) counts in the batch's expected total before the member
+    /// runs. A failed or cancelled `HEAD` only leaves the size unknown.
+    private func fetchSize(_ id: Int, _ request: HTTPClientRequest, client: HTTPClient) async {
+        var head = request
+        head.method = .head
+        head.progressHandler = nil
+        if let response = try? await client.send(head), response.status.code == 200,
+           let size = response.headers[.contentLength].flatMap({ Int($0) }), size >= 0 {
+            state.withLock { $0.progress.sizeFound(id, download: size) }
+        }
+        carryOut { $0.scheduler.sizeFetched(id) }
     }
 
     private func runMember(
@@ -238,14 +264,6 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
         let member = HTTPBatchMember(id: id, request: request)
         let result: Result<Value, HTTPClientError>
         do {
-            if case .accurate(fetchesSizes: true) = configuration.progressMode, request.method == .get {
-                var head = request
-                head.method = .head
-                head.progressHandler = nil
-                let response = try await client.send(head)
-                let size = response.status.code == 200 ? response.headers[.contentLength].flatMap { Int($0) } : nil
-                state.withLock { $0.progress.sizeFound(id, download: size) }
-            }
             let response = try await client.send(request)
             onEvent?(.headReceived(id: id, status: response.status))
             result = .success(try await handler(member, response))

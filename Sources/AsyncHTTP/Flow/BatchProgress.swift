@@ -5,8 +5,9 @@ public struct HTTPBatchProgress: Sendable, Hashable {
         /// Each request is one unit, done when it ends (ASI's default).
         case simple
         /// By bytes: request body lengths and response `Content-Length`s, the sizes found with a `HEAD` request
-        /// before each `GET` when `fetchesSizes` is true (ASI's accurate progress). A response of unknown
-        /// length counts as much as it has received.
+        /// before each `GET` when `fetchesSizes` is true (ASI's accurate progress: the `HEAD`s are queued as
+        /// members are added, ahead of the members waiting, and each member starts after its own). A response of
+        /// unknown length counts as much as it has received.
         case accurate(fetchesSizes: Bool)
     }
 
