@@ -144,6 +144,13 @@ final class TransferProgressTests: XCTestCase {
         XCTAssertEqual(revalidated.sendReturned(status: 200, localBodyLength: 7), .important)
         XCTAssertEqual(revalidated.progress.bytesReceived, 7)
         XCTAssertEqual(revalidated.progress.bytesExpectedToReceive, 7)
+        // A redirect the chain followed, whose next hop the cache answered.
+        var hop = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = hop.headReceived(status: .movedPermanently, bodyLength: 30, hasLocation: true)
+        _ = hop.bodyReceived(30)
+        _ = hop.finished()
+        XCTAssertEqual(hop.sendReturned(status: 200, localBodyLength: 9), .important)
+        XCTAssertEqual(hop.progress.bytesExpectedToReceive, 9, "not the 301's 30")
         // The transport's own response is still followed as it is read.
         var network = TransferProgressTracker(method: .get, uploadTotal: 0)
         _ = network.headReceived(status: .ok, bodyLength: 100, hasLocation: false)

@@ -152,14 +152,24 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
         let (dropped, ends) = state.withLock { state -> ([Int], Bool) in
             var dropped: [Int] = []
             var ends = false
-            for action in decide(&state) {
+            // A work list: a fetch that cannot run adds what its end decides (bounded: each fetch ends once).
+            var actions = decide(&state)
+            var next = 0
+            while next < actions.count {
+                let action = actions[next]
+                next += 1
                 switch action {
                 case .start(let id):
                     guard let request = state.requests[id] else { continue }
                     commandSink.yield(.start(id, request))
                 case .fetchSize(let id):
-                    // A member's `HEAD` goes ahead of the members waiting; it runs before its member starts.
-                    guard let request = state.requests[id] else { continue }
+                    // A member's `HEAD` goes ahead of the members waiting; it runs before its member starts. Its
+                    // request is there (a member is reported only after it ran or was dropped, and a drop cancels
+                    // its fetch); were it not, the fetch ends here, so that the batch can still end.
+                    guard let request = state.requests[id] else {
+                        actions += state.scheduler.sizeFetched(id)
+                        continue
+                    }
                     commandSink.yield(.fetchSize(id, request))
                 case .cancelRunning:
                     commandSink.yield(.cancelRunning)

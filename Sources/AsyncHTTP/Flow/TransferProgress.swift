@@ -187,13 +187,15 @@ struct TransferProgressTracker: Sendable {
 
     /// `send` returned its response (`status`). Final at once if that response's body has already ended (it came
     /// with the head), or if the response did not come from the transport: no head came, or the transport's
-    /// last was a `304` and `send` returned another status (the cache's fresh or stale copy, its `504`, a
-    /// revalidated copy). Such a response is reported whole (`localBodyLength`: its body's length when known),
+    /// last was a `304` or a hop the chain follows and `send` returned another status (the cache's fresh or stale
+    /// copy, its `504`, a revalidated copy, a redirect's next hop from the cache). Such a response is reported whole (`localBodyLength`: its body's length when known),
     /// as ASIHTTPRequest's `useDataFromCache` did: its body never crosses the wire, and reading it needs no meter.
     mutating func sendReturned(status: Int? = nil, localBodyLength: @autoclosure () -> Int? = nil) -> Change {
         guard !progress.isFinal else { return .none }
         returned = true
-        if let status, lastStatus == nil || (lastStatus == 304 && status != 304) {
+        // The last head the transport brought was a 304 the cache turned into its copy, or a hop the chain
+        // followed (a redirect whose next hop the cache answered): `send` returned something else.
+        if let status, lastStatus == nil || (lastStatus == 304 && status != 304) || (responseIsInterim && status != lastStatus) {
             let length = isHead || status == 204 || status == 304 ? 0 : localBodyLength().map { max(0, $0) }
             progress.bytesExpectedToReceive = length
             progress.bytesReceived = max(progress.bytesReceived, length ?? 0)
