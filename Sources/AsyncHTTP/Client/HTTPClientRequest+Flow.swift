@@ -36,8 +36,9 @@ extension HTTPClientRequest {
     /// for await step in progress { print(step.bytesReceived, step.bytesExpectedToReceive ?? -1) }
     /// ```
     ///
-    /// The stream keeps only the newest value for a slow reader; the final one is never lost.
-    /// A request that is never sent never ends the stream.
+    /// The stream keeps only the newest value for a slow reader; the final one is never lost. Every send ends
+    /// it, also one that fails before the request leaves the client (``HTTPTransferProgress/didFail`` is then
+    /// set); a request that is never sent never ends the stream.
     public mutating func progressUpdates(
         minimumInterval: Duration = .milliseconds(100), minimumFraction: Double = 0.01
     ) -> AsyncStream<HTTPTransferProgress> {
