@@ -243,6 +243,25 @@ final class DownloadResumeTests: XCTestCase {
         try await origin.shutdown()
     }
 
+    /// A destination refused before anything is sent (a directory) still ends the request's progress.
+    func testARefusedDestinationEndsTheProgress() async throws {
+        let client = HTTPClient()
+        let seen = Locked<[HTTPTransferProgress]>([])
+        var request = HTTPClientRequest(url: "http://127.0.0.1:9/file")
+        request.progressHandler = HTTPProgressHandler { progress in seen.withLock { $0.append(progress) } }
+        for options in [DownloadOptions(), DownloadOptions(resume: true)] {
+            seen.withLock { $0 = [] }
+            do {
+                _ = try await client.download(request, to: makeCacheDirectory(), options: options)
+                XCTFail("a directory is no destination")
+            } catch let error as HTTPClientError {
+                XCTAssertEqual(error.code, .invalidRequest)
+            }
+            XCTAssertEqual(seen.withLock { $0 }, [HTTPTransferProgress(bytesExpectedToSend: 0, isFinal: true, didFail: true)])
+        }
+        await client.shutdown()
+    }
+
     func testSidecarRoundTrip() {
         let validator = DownloadResume.Validator(kind: .etag, value: "\"5f-abc\"")
         XCTAssertEqual(DownloadResume.parseSidecar(DownloadResume.sidecarText(validator)), validator)

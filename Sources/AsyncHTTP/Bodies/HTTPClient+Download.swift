@@ -84,7 +84,13 @@ extension HTTPClient {
     public func download(
         _ request: HTTPClientRequest, to destination: String, options: DownloadOptions = DownloadOptions()
     ) async throws -> DownloadResult {
-        try Self.checkDestination(destination)
+        do {
+            try Self.checkDestination(destination)
+        } catch {
+            // Nothing is sent: the request's progress ends here, or a `progressUpdates()` stream never would.
+            request.progressHandler?.report(.failedBeforeSending(request))
+            throw error
+        }
         if options.resume { return try await resumableDownload(request, to: destination, options: options) }
         let response = try await send(request)
         let status = response.status.code

@@ -48,8 +48,8 @@ struct BatchScheduler: Sendable {
 
     /// A new member: it waits for a slot. After `finishAdding` or a cancel it is dropped, as ``HTTPBatch/add(_:)``
     /// documents (it used to start while earlier members still ran, and once the batch had ended its result
-    /// came after `results` had finished).
-    /// `fetchesSize`: fetch its size first, ahead of the waiting members.
+    /// came after `results` had finished). `fetchesSize`: its size is fetched first, ahead of the waiting members,
+    /// and it starts after that.
     mutating func add(_ id: Int, fetchesSize: Bool = false) -> [Action] {
         guard !ended, !addingFinished, !isCancelled else { return [.drop(id)] }
         if fetchesSize {
