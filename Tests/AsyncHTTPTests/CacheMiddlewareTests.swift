@@ -79,6 +79,26 @@ final class CacheMiddlewareTests: XCTestCase {
         try await origin.shutdown()
     }
 
+    /// The origin is gone and the cache falls back to its stale copy: the connect failure made the progress final
+    /// and failed, although `send` returned the copy.
+    func testAStaleFallbackAfterANetworkFailureEndsItsProgressWholeNotFailed() async throws {
+        let origin = try await CacheOriginServer { _ in .init(status: 200, headers: [("Cache-Control", "max-age=1")], body: Array("saved".utf8)) }
+        let clock = CacheTestClock()
+        let client = client(try HTTPCache.forTesting(directory: makeCacheDirectory(), clock: clock))
+        _ = try await get(client, origin.url("/page"))
+        let base = origin.baseURL
+        try await origin.shutdown()
+        clock.advance(100)
+        let seen = Locked<[HTTPTransferProgress]>([])
+        let fallback = try await get(client, base + "/page") { request in
+            request.cachePolicy = [.askServerIfModifiedWhenStale, .fallbackToCacheIfLoadFails]
+            request.progressHandler = HTTPProgressHandler { progress in seen.withLock { $0.append(progress) } }
+        }
+        XCTAssertEqual(fallback.response.cacheStatus, .stale)
+        XCTAssertEqual(seen.withLock { $0 }, [HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 5, bytesExpectedToReceive: 5, isFinal: true)])
+        await client.shutdown()
+    }
+
     // MARK: Validation (§4.3)
 
     func testStaleResponseIsRevalidatedAndA304FreshensAndMergesItsHeaders() async throws {

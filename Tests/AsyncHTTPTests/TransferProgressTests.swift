@@ -121,6 +121,30 @@ final class TransferProgressTests: XCTestCase {
         XCTAssertFalse(whole.progress.didFail)
     }
 
+    func testAFailureTheChainRecoversFromDoesNotEndTheProgress() {
+        // The origin is gone and the cache serves its stale copy: the transport's failure made the progress final
+        // and failed although send returned a response.
+        var stale = TransferProgressTracker(method: .get, uploadTotal: 0)
+        XCTAssertEqual(stale.ended(), .none, "send has not returned or thrown yet")
+        XCTAssertFalse(stale.progress.isFinal)
+        XCTAssertEqual(stale.sendReturned(status: 200, localBodyLength: 5), .important)
+        XCTAssertEqual(stale.progress, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 5, bytesExpectedToReceive: 5, isFinal: true))
+        // A retry step sends again after a failure: the second exchange is followed to its end.
+        var retried = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = retried.ended()
+        _ = retried.headReceived(status: .ok, bodyLength: 10, hasLocation: false)
+        _ = retried.sendReturned(status: 200)
+        _ = retried.bodyReceived(10)
+        XCTAssertEqual(retried.finished(), .important)
+        XCTAssertEqual(retried.progress.bytesReceived, 10)
+        XCTAssertFalse(retried.progress.didFail)
+        // Nothing recovers: send throws.
+        var failed = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = failed.ended()
+        XCTAssertEqual(failed.sendThrew(), .important)
+        XCTAssertTrue(failed.progress.isFinal && failed.progress.didFail)
+    }
+
     // MARK: Responses that did not cross the wire, sends that never started
 
     func testAResponseTheTransportDidNotBringIsWholeAndFinalWhenSendReturns() {

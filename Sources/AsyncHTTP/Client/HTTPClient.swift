@@ -99,7 +99,7 @@ public final class HTTPClient: Sendable {
                 if observation.observesProgress { Self.returned(response, observation: observation) }
                 return response
             } catch {
-                if observation.observesProgress { observation.sendFailed() }
+                if observation.observesProgress { Self.threw(observation: observation) }
                 observation.sendThrew(error)
                 throw error
             }
@@ -132,6 +132,12 @@ public final class HTTPClient: Sendable {
         observation.updateProgress(at: .now) { tracker in
             tracker.sendReturned(status: response.status.code, localBodyLength: response.knownBodyLength)
         }
+    }
+
+    /// The progress ends, failed (the transport's own failure events leave it open while the chain may recover).
+    @inline(never)
+    private static func threw(observation: RequestObservation) {
+        observation.updateProgress(at: .now) { $0.sendThrew() }
     }
 
     @inline(never)

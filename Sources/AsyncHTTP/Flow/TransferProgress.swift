@@ -210,8 +210,18 @@ struct TransferProgressTracker: Sendable {
         return change
     }
 
-    /// The send failed, or the returned response's body failed: final, with ``HTTPTransferProgress/didFail``.
-    mutating func ended() -> Change { finish(failed: true) }
+    /// An exchange failed (the transport's `failed` event). The returned response's body: final, with
+    /// ``HTTPTransferProgress/didFail``. Before `send` has returned, the chain may still recover (a retry step
+    /// sends again, the cache serves its stale copy), so the end waits for ``sendThrew()`` or
+    /// ``sendReturned(status:localBodyLength:)``: a failure the chain recovered from made the progress final
+    /// (and failed) before the transfer that followed.
+    mutating func ended() -> Change {
+        guard returned else { return .none }
+        return finish(failed: true)
+    }
+
+    /// `send` threw: final, with ``HTTPTransferProgress/didFail``.
+    mutating func sendThrew() -> Change { finish(failed: true) }
 
     private mutating func finish(failed: Bool = false) -> Change {
         guard !progress.isFinal else { return .none }
