@@ -201,6 +201,43 @@ final class BatchIntegrationTests: XCTestCase {
         try await server.shutdown()
     }
 
+    /// The HEADs go first, as ASINetworkQueue queued them: each member sent its own when it started, so a waiting
+    /// member counted nothing expected and the fraction fell as members started.
+    func testAccurateProgressKnowsEverySizeBeforeTheFirstDownload() async throws {
+        let server = try await NIOTestServer()
+        let client = HTTPClient()
+        let seen = Locked<[HTTPBatchProgress]>([])
+        let configuration = HTTPBatchConfiguration(maxConcurrentRequests: 1, progressMode: .accurate(fetchesSizes: true)) { event in
+            if case .progress(_, _, let batch) = event { seen.withLock { $0.append(batch) } }
+        }
+        let outcomes = try await client.sendAll([
+            HTTPClientRequest(url: server.url("/bytes?n=300000")),
+            HTTPClientRequest(url: server.url("/bytes?n=100000")),
+        ], configuration: configuration)
+        XCTAssertEqual(outcomes.map { (try? $0.get())?.body.count }, [300_000, 100_000])
+        let progress = seen.withLock { $0 }.sorted { $0.sequenceNumber < $1.sequenceNumber }
+        XCTAssertEqual(progress.first?.bytesExpectedToReceive, 400_000, "both sizes before the first download's bytes")
+        XCTAssertEqual(progress.map(\.fractionCompleted), progress.map(\.fractionCompleted).sorted(), "never falls")
+        await client.shutdown()
+        try await server.shutdown()
+    }
+
+    func testAMemberDroppedBeforeItStartsEndsItsOwnProgress() async throws {
+        // No peer: the member that runs is cancelled, the waiting one never starts.
+        let client = HTTPClient()
+        let seen = Locked<[HTTPTransferProgress]>([])
+        var waiting = HTTPClientRequest(url: "http://127.0.0.1:9/waiting")
+        waiting.progressHandler = HTTPProgressHandler { progress in seen.withLock { $0.append(progress) } }
+        _ = try await client.withBatch(.init(maxConcurrentRequests: 1), handler: collectBodySize) { batch in
+            batch.add(HTTPClientRequest(url: "http://127.0.0.1:9/running"))
+            batch.add(waiting)
+            batch.cancelAll()
+        }
+        XCTAssertEqual(seen.withLock { $0 }, [HTTPTransferProgress(bytesExpectedToSend: 0, isFinal: true, didFail: true)],
+                       "a progressUpdates() stream on a dropped member never ended")
+        await client.shutdown()
+    }
+
     func testAMemberRetriedAfterATimeoutEndsOnceWithOneFinalProgress() async throws {
         let server = try await NIOTestServer()
         let client = HTTPClient()

@@ -54,6 +54,51 @@ final class CacheMiddlewareTests: XCTestCase {
         try await origin.shutdown()
     }
 
+    func testAFreshHitsProgressEndsWholeAsSendReturns() async throws {
+        let origin = try await CacheOriginServer { _ in .init(status: 200, headers: [("Cache-Control", "max-age=60")], body: Array("hello".utf8)) }
+        let client = client(try HTTPCache.forTesting(directory: makeCacheDirectory(), clock: CacheTestClock()))
+        _ = try await get(client, origin.url("/p"))
+        let seen = Locked<[HTTPTransferProgress]>([])
+        let hit = try await get(client, origin.url("/p")) { request in
+            request.progressHandler = HTTPProgressHandler { progress in seen.withLock { $0.append(progress) } }
+        }
+        XCTAssertEqual(hit.response.cacheStatus, .hit)
+        // No head or body event came from the transport: the final value never came, and a progressUpdates()
+        // stream never ended.
+        XCTAssertEqual(seen.withLock { $0.last }, HTTPTransferProgress(
+            bytesExpectedToSend: 0, bytesReceived: 5, bytesExpectedToReceive: 5, isFinal: true))
+        XCTAssertEqual(seen.withLock { $0.filter(\.isFinal).count }, 1)
+        // The cache's own 504 ends too.
+        seen.withLock { $0 = [] }
+        let missing = try await get(client, origin.url("/q"), headers: [("Cache-Control", "only-if-cached")]) { request in
+            request.progressHandler = HTTPProgressHandler { progress in seen.withLock { $0.append(progress) } }
+        }
+        XCTAssertEqual(missing.response.status.code, 504)
+        XCTAssertEqual(seen.withLock { $0.last?.isFinal }, true)
+        await client.shutdown()
+        try await origin.shutdown()
+    }
+
+    /// The origin is gone and the cache falls back to its stale copy: the connect failure made the progress final
+    /// and failed, although `send` returned the copy.
+    func testAStaleFallbackAfterANetworkFailureEndsItsProgressWholeNotFailed() async throws {
+        let origin = try await CacheOriginServer { _ in .init(status: 200, headers: [("Cache-Control", "max-age=1")], body: Array("saved".utf8)) }
+        let clock = CacheTestClock()
+        let client = client(try HTTPCache.forTesting(directory: makeCacheDirectory(), clock: clock))
+        _ = try await get(client, origin.url("/page"))
+        let base = origin.baseURL
+        try await origin.shutdown()
+        clock.advance(100)
+        let seen = Locked<[HTTPTransferProgress]>([])
+        let fallback = try await get(client, base + "/page") { request in
+            request.cachePolicy = [.askServerIfModifiedWhenStale, .fallbackToCacheIfLoadFails]
+            request.progressHandler = HTTPProgressHandler { progress in seen.withLock { $0.append(progress) } }
+        }
+        XCTAssertEqual(fallback.response.cacheStatus, .stale)
+        XCTAssertEqual(seen.withLock { $0 }, [HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 5, bytesExpectedToReceive: 5, isFinal: true)])
+        await client.shutdown()
+    }
+
     // MARK: Validation (§4.3)
 
     func testStaleResponseIsRevalidatedAndA304FreshensAndMergesItsHeaders() async throws {

@@ -204,6 +204,64 @@ final class DownloadResumeTests: XCTestCase {
         try await origin.shutdown()
     }
 
+    /// A resume that starts over sends twice: the dropped 206's final value ended progressUpdates() before the
+    /// real download, and a handler saw two final values.
+    func testAResumeThatStartsOverReportsOneTransferWithOneFinalValue() async throws {
+        let origin = try await rangeOrigin("ABCDEFGHIJ", etag: "\"v2\"", contentRange: "bytes 5-9/10")
+        let client = HTTPClient()
+        let destination = makeCacheDirectory() + "/file.bin"
+        try leavePartial(destination + ".part", "01234", etag: "\"v1\"")
+        let seen = Locked<[HTTPTransferProgress]>([])
+        var request = HTTPClientRequest(url: origin.url("/file"))
+        request.progressHandler = HTTPProgressHandler { progress in seen.withLock { $0.append(progress) } }
+        _ = try await client.download(request, to: destination, options: DownloadOptions(resume: true))
+        let values = seen.withLock { $0 }
+        XCTAssertEqual(values.filter(\.isFinal).count, 1, "\(values)")
+        XCTAssertEqual(values.last, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 10, bytesExpectedToReceive: 10, isFinal: true))
+        await client.shutdown()
+        try await origin.shutdown()
+    }
+
+    /// A resumed download counts from the start of the file, as curl's meter and ASIHTTPRequest do: the kept bytes
+    /// and the 206's. It counted the 206's 5 bytes of 5.
+    func testAResumedDownloadsProgressCountsTheBytesKept() async throws {
+        let origin = try await rangeOrigin("0123456789", contentRange: "bytes 5-9/10")
+        let client = HTTPClient()
+        let destination = makeCacheDirectory() + "/file.bin"
+        try leavePartial(destination + ".part", "01234")
+        let seen = Locked<[HTTPTransferProgress]>([])
+        var request = HTTPClientRequest(url: origin.url("/file"))
+        request.progressHandler = HTTPProgressHandler { progress in seen.withLock { $0.append(progress) } }
+        let result = try await client.download(request, to: destination, options: DownloadOptions(resume: true))
+        XCTAssertEqual(result.resumedFrom, 5)
+        XCTAssertEqual(result.bytesReceived, 5)
+        let values = seen.withLock { $0 }
+        XCTAssertEqual(values.last, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 10, bytesExpectedToReceive: 10, isFinal: true))
+        XCTAssertEqual(values.filter(\.isFinal).count, 1)
+        XCTAssertTrue(values.allSatisfy { $0.bytesReceived >= 5 && $0.bytesExpectedToReceive == 10 }, "\(values)")
+        await client.shutdown()
+        try await origin.shutdown()
+    }
+
+    /// A destination refused before anything is sent (a directory) still ends the request's progress.
+    func testARefusedDestinationEndsTheProgress() async throws {
+        let client = HTTPClient()
+        let seen = Locked<[HTTPTransferProgress]>([])
+        var request = HTTPClientRequest(url: "http://127.0.0.1:9/file")
+        request.progressHandler = HTTPProgressHandler { progress in seen.withLock { $0.append(progress) } }
+        for options in [DownloadOptions(), DownloadOptions(resume: true)] {
+            seen.withLock { $0 = [] }
+            do {
+                _ = try await client.download(request, to: makeCacheDirectory(), options: options)
+                XCTFail("a directory is no destination")
+            } catch let error as HTTPClientError {
+                XCTAssertEqual(error.code, .invalidRequest)
+            }
+            XCTAssertEqual(seen.withLock { $0 }, [HTTPTransferProgress(bytesExpectedToSend: 0, isFinal: true, didFail: true)])
+        }
+        await client.shutdown()
+    }
+
     func testSidecarRoundTrip() {
         let validator = DownloadResume.Validator(kind: .etag, value: "\"5f-abc\"")
         XCTAssertEqual(DownloadResume.parseSidecar(DownloadResume.sidecarText(validator)), validator)

@@ -148,15 +148,26 @@ final class ThrottleIntegrationTests: XCTestCase {
         await client.shutdown()
     }
 
-    func testAnInvalidLimitIsRefused() async throws {
+    func testALimitOfZeroOrLessMeansNoLimitEverywhere() async throws {
+        // curl's `--limit-rate 0` and ASIHTTPRequest's 0: no limit. A configuration with 0 failed every request,
+        // a request with 0 or less failed with invalidRequest, while the client's property took it as none.
+        let server = try await NIOTestServer()
         var configuration = HTTPClient.Configuration()
         configuration.maxBandwidthPerSecond = 0
-        XCTAssertThrowsError(try configuration.validate())
-        let client = HTTPClient()
-        var request = HTTPClientRequest(url: try nginxURL("/small.txt"))
+        XCTAssertNoThrow(try configuration.validate())
+        let client = HTTPClient(configuration: configuration)
+        XCTAssertNil(client.maxBandwidthPerSecond)
+        var request = HTTPClientRequest(url: server.url("/bytes?n=1000"))
         request.maxBandwidthPerSecond = -1
-        await assertThrows(.invalidRequest) { _ = try await client.send(request) }
+        let negative = try await client.send(request).body.collect(upTo: 1 << 20)
+        XCTAssertEqual(negative.count, 1000)
+        request.maxBandwidthPerSecond = 0
+        let zero = try await client.send(request).body.collect(upTo: 1 << 20)
+        XCTAssertEqual(zero.count, 1000)
+        client.maxBandwidthPerSecond = 0
+        XCTAssertNil(client.maxBandwidthPerSecond)
         await client.shutdown()
+        try await server.shutdown()
     }
 
     // MARK: Progress

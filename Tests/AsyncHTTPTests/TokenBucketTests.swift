@@ -79,6 +79,34 @@ final class TokenBucketTests: XCTestCase {
         XCTAssertLessThan(t0.duration(to: next.notBefore), .milliseconds(80))
     }
 
+    func testLoweringTheRateForgivesDebtBeyondOneGrantOfTheNewRate() {
+        // A second's worth of reservations at 4 MiB/s, then the limit lowered to 1 KiB/s: the debt was repaid at
+        // the new rate, over an hour with no byte moving.
+        var bucket = TokenBucket(rate: 4 << 20, now: t0)
+        for _ in 0..<25 { _ = bucket.reserve(upTo: 1 << 20, now: t0) }
+        XCTAssertLessThan(bucket.tokens, -Double(3 << 20))
+        bucket.setRate(1024, now: t0)
+        XCTAssertEqual(bucket.tokens, -Double(bucket.quantum), "one grant's worth of debt is kept")
+        let next = bucket.reserve(upTo: 1 << 20, now: t0)
+        XCTAssertEqual(next.granted, 51)
+        XCTAssertLessThanOrEqual(t0.duration(to: next.notBefore), .milliseconds(100), "two grants at 1 KiB/s")
+    }
+
+    func testAWaitingTransferFeelsARemovedLimitWithinARecheck() async throws {
+        // Real time (the pacer sleeps on the continuous clock), with wide bounds: 30 s of debt at 1 kB/s, then the
+        // limit removed while a transfer waits for its grant. It waited the whole 30 s.
+        let limiter = BandwidthLimiter(bytesPerSecond: 1_000)
+        for _ in 0..<600 { _ = limiter.reserve(upTo: 1 << 20, now: .now) }
+        let pacer = TransferPacer(limiter: limiter, own: nil, meter: Locked(BandwidthMeter(now: .now)))
+        let start = ContinuousClock.now
+        let waiting = Task { try await pacer.allowance(upTo: 4096, deadlines: Deadlines(inactivity: nil, total: nil)) }
+        try await Task.sleep(for: .milliseconds(50))   // no event tells that the task sleeps; it only can
+        limiter.setLimit(nil)
+        let granted = try await waiting.value
+        XCTAssertEqual(granted, 4096, "no limit: all that was asked for")
+        XCTAssertLessThan(start.duration(to: .now), .seconds(5))
+    }
+
     func testASmallRateGrantsSmallPieces() {
         var bucket = TokenBucket(rate: 100, now: t0)
         XCTAssertEqual(bucket.quantum, 5)
@@ -120,6 +148,17 @@ final class TokenBucketTests: XCTestCase {
         XCTAssertEqual(meter.average(now: mt(200)), 1_000_000, "one half-second slot so far")
         meter.record(500_000, now: mt(700))
         XCTAssertEqual(meter.average(now: mt(800)), 1_000_000)
+    }
+
+    func testAnAverageAskedAtATimeReadBeforeALaterRecordTookTheLockDoesNotTrap() {
+        // `averageBandwidthUsedPerSecond` reads the clock, then takes the meter's lock; a transfer's first record,
+        // half a second later in the next slot, got the lock in between: the average covered zero slots and
+        // `Int(+inf)` trapped.
+        var meter = BandwidthMeter(now: m0)
+        meter.record(1_000, now: mt(700))
+        XCTAssertEqual(meter.average(now: mt(400)), 2_000, "counted as the newest slot")
+        meter.record(1_000, now: mt(300))
+        XCTAssertEqual(meter.average(now: mt(800)), 4_000, "a late record counts in the newest slot too")
     }
 
     // MARK: Activity

@@ -97,6 +97,115 @@ final class TransferProgressTests: XCTestCase {
         XCTAssertEqual(tracker.bodyReceived(10), .none)
     }
 
+    func testATransferThatFailsHalfWayReportsHowFarItGotNotAHundredPercent() {
+        var tracker = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = tracker.headReceived(status: .ok, bodyLength: 100, hasLocation: false)
+        _ = tracker.sendReturned(status: 200)
+        _ = tracker.bodyReceived(50)
+        XCTAssertEqual(tracker.ended(), .important, "a timeout half-way")
+        XCTAssertEqual(tracker.progress.downloadFraction, 0.5, "it was 1: a failure looked like a success")
+        XCTAssertTrue(tracker.progress.didFail)
+        // Unknown length: a failure has no fraction, a normal end is whole.
+        var chunked = TransferProgressTracker(method: .get, uploadTotal: nil)
+        _ = chunked.headReceived(status: .ok, bodyLength: nil, hasLocation: false)
+        _ = chunked.sendReturned(status: 200)
+        _ = chunked.ended()
+        XCTAssertNil(chunked.progress.downloadFraction)
+        XCTAssertNil(chunked.progress.uploadFraction)
+        var whole = TransferProgressTracker(method: .get, uploadTotal: nil)
+        _ = whole.headReceived(status: .ok, bodyLength: nil, hasLocation: false)
+        _ = whole.sendReturned(status: 200)
+        _ = whole.bodyReceived(10)
+        _ = whole.finished()
+        XCTAssertEqual(whole.progress.downloadFraction, 1)
+        XCTAssertFalse(whole.progress.didFail)
+    }
+
+    func testAFailureTheChainRecoversFromDoesNotEndTheProgress() {
+        // The origin is gone and the cache serves its stale copy: the transport's failure made the progress final
+        // and failed although send returned a response.
+        var stale = TransferProgressTracker(method: .get, uploadTotal: 0)
+        XCTAssertEqual(stale.ended(), .none, "send has not returned or thrown yet")
+        XCTAssertFalse(stale.progress.isFinal)
+        XCTAssertEqual(stale.sendReturned(status: 200, localBodyLength: 5), .important)
+        XCTAssertEqual(stale.progress, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 5, bytesExpectedToReceive: 5, isFinal: true))
+        // A retry step sends again after a failure: the second exchange is followed to its end.
+        var retried = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = retried.ended()
+        _ = retried.headReceived(status: .ok, bodyLength: 10, hasLocation: false)
+        _ = retried.sendReturned(status: 200)
+        _ = retried.bodyReceived(10)
+        XCTAssertEqual(retried.finished(), .important)
+        XCTAssertEqual(retried.progress.bytesReceived, 10)
+        XCTAssertFalse(retried.progress.didFail)
+        // Nothing recovers: send throws.
+        var failed = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = failed.ended()
+        XCTAssertEqual(failed.sendThrew(), .important)
+        XCTAssertTrue(failed.progress.isFinal && failed.progress.didFail)
+    }
+
+    // MARK: Responses that did not cross the wire, sends that never started
+
+    func testAResponseTheTransportDidNotBringIsWholeAndFinalWhenSendReturns() {
+        // A cache's fresh hit: no head, no body events; progressUpdates() never ended.
+        var hit = TransferProgressTracker(method: .get, uploadTotal: 0)
+        XCTAssertEqual(hit.sendReturned(status: 200, localBodyLength: 5), .important)
+        XCTAssertEqual(hit.progress, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 5, bytesExpectedToReceive: 5, isFinal: true))
+        XCTAssertEqual(hit.progress.downloadFraction, 1)
+        // The cache's own 504 (only-if-cached), and a hit of unknown length.
+        var unavailable = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = unavailable.sendReturned(status: 504, localBodyLength: 0)
+        XCTAssertEqual(unavailable.progress.downloadFraction, 1)
+        var unknown = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = unknown.sendReturned(status: 200, localBodyLength: nil)
+        XCTAssertTrue(unknown.progress.isFinal)
+        XCTAssertEqual(unknown.progress.downloadFraction, 1)
+        // A revalidation: the transport brought a 304, the cache returned its stored 200.
+        var revalidated = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = revalidated.headReceived(status: .notModified, bodyLength: nil, hasLocation: false)
+        _ = revalidated.finished()
+        XCTAssertEqual(revalidated.sendReturned(status: 200, localBodyLength: 7), .important)
+        XCTAssertEqual(revalidated.progress.bytesReceived, 7)
+        XCTAssertEqual(revalidated.progress.bytesExpectedToReceive, 7)
+        // A redirect the chain followed, whose next hop the cache answered.
+        var hop = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = hop.headReceived(status: .movedPermanently, bodyLength: 30, hasLocation: true)
+        _ = hop.bodyReceived(30)
+        _ = hop.finished()
+        XCTAssertEqual(hop.sendReturned(status: 200, localBodyLength: 9), .important)
+        XCTAssertEqual(hop.progress.bytesExpectedToReceive, 9, "not the 301's 30")
+        // The transport's own response is still followed as it is read.
+        var network = TransferProgressTracker(method: .get, uploadTotal: 0)
+        _ = network.headReceived(status: .ok, bodyLength: 100, hasLocation: false)
+        XCTAssertEqual(network.sendReturned(status: 200, localBodyLength: 100), .none)
+        XCTAssertEqual(network.progress.bytesReceived, 0)
+    }
+
+    func testASendRefusedBeforeItStartsStillEndsItsProgress() async throws {
+        let seen = Locked<[HTTPTransferProgress]>([])
+        var request = HTTPClientRequest(url: "http://127.0.0.1:9/")
+        request.method = .put
+        request.body = .bytes(Array("abc".utf8))
+        request.progressHandler = HTTPProgressHandler { progress in seen.withLock { $0.append(progress) } }
+        let client = HTTPClient()
+        await client.shutdown()
+        do {
+            _ = try await client.send(request)
+            XCTFail("a shut-down client sends nothing")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .shutdown)
+        }
+        let failed = HTTPTransferProgress(bytesExpectedToSend: 3, isFinal: true, didFail: true)
+        XCTAssertEqual(seen.withLock { $0 }, [failed], "progressUpdates() never ended")
+        var configuration = HTTPClient.Configuration()
+        configuration.totalTimeout = .zero
+        let invalid = HTTPClient(configuration: configuration)
+        _ = try? await invalid.send(request)
+        XCTAssertEqual(seen.withLock { $0 }, [failed, failed])
+        await invalid.shutdown()
+    }
+
     // MARK: Throttling
 
     func testUpdatesComeAtMostOncePerIntervalAndOnlyAfterTheMinimumFraction() {

@@ -69,7 +69,12 @@ extension HTTPClient {
     /// - `416` with `Content-Range: bytes */N`: the kept file was already complete;
     /// - anything else that does not fit (a `206` elsewhere, a `416` with another length): the partial file is
     ///   dropped and the request sent again once, without a range.
-    /// A partial file without a usable validator is started again rather than spliced blindly. Resumable
+    /// A partial file without a usable validator is started again rather than spliced blindly. The request's
+    /// ``HTTPClientRequest/progressHandler`` sees one transfer with one final value, counted from the start of
+    /// the file as curl's meter and ASIHTTPRequest count a resumed download: the N bytes kept are in
+    /// ``HTTPTransferProgress/bytesReceived`` and in ``HTTPTransferProgress/bytesExpectedToReceive`` (the `206`'s
+    /// own length plus N; ``DownloadResult/bytesReceived`` counts only the new bytes), and a response dropped for
+    /// a start over is not reported. A `416` that finds the file complete reports N of N. Resumable
     /// downloads ask for the identity encoding (no `Accept-Encoding`), so the bytes kept and the bytes a range
     /// counts are the same bytes. A second download to the same partial file at the same time is refused
     /// (`flock`).
@@ -79,7 +84,13 @@ extension HTTPClient {
     public func download(
         _ request: HTTPClientRequest, to destination: String, options: DownloadOptions = DownloadOptions()
     ) async throws -> DownloadResult {
-        try Self.checkDestination(destination)
+        do {
+            try Self.checkDestination(destination)
+        } catch {
+            // Nothing is sent: the request's progress ends here, or a `progressUpdates()` stream never would.
+            request.progressHandler?.report(.failedBeforeSending(request))
+            throw error
+        }
         if options.resume { return try await resumableDownload(request, to: destination, options: options) }
         let response = try await send(request)
         let status = response.status.code
@@ -134,8 +145,27 @@ extension HTTPClient {
         }
     }
 
+    /// With a progress handler, the download owns it across its attempts (``ResumedDownloadProgress``): one
+    /// final value, counted from the start of the file.
     private func resumableDownload(
         _ request: HTTPClientRequest, to destination: String, options: DownloadOptions
+    ) async throws -> DownloadResult {
+        guard let handler = request.progressHandler else {
+            return try await resumableDownload(request, to: destination, options: options, progress: nil)
+        }
+        let progress = ResumedDownloadProgress(handler)
+        do {
+            let result = try await resumableDownload(request, to: destination, options: options, progress: progress)
+            progress.close(failed: false)
+            return result
+        } catch {
+            progress.close(failed: true)
+            throw error
+        }
+    }
+
+    private func resumableDownload(
+        _ request: HTTPClientRequest, to destination: String, options: DownloadOptions, progress: ResumedDownloadProgress?
     ) async throws -> DownloadResult {
         let partialPath = options.temporaryPath ?? LocalFiles.sibling(of: destination, suffix: ".part")
         let sidecarPath = LocalFiles.sibling(of: partialPath, suffix: ".validator")
@@ -168,6 +198,10 @@ extension HTTPClient {
             } else {
                 kept = 0
             }
+            if let progress {
+                progress.startOver(round: round)
+                attempt.progressHandler = progress.handler(round: round)
+            }
             let response = try await send(attempt)
             func result(written: Bool, size: Int, received: Int, resumedFrom: Int) -> DownloadResult {
                 DownloadResult(status: response.status, headers: response.headers, url: response.url, path: destination,
@@ -176,6 +210,7 @@ extension HTTPClient {
             switch DownloadResume.decide(status: response.status.code, headers: response.headers, offset: kept,
                                          stored: kept > 0 ? stored : nil) {
             case .notSuccess:
+                progress?.decide(offset: 0)
                 if options.writesErrorResponses {
                     // Not a part of the representation: written whole, beside, and the partial file kept.
                     let received = try await Self.writeWhole(response.body, to: destination, temporaryPath: nil)
@@ -189,6 +224,8 @@ extension HTTPClient {
                 if round == 1 { throw HTTPClientError.malformedResponse("download of \(destination): \(reason)") }
                 continue
             case .complete:
+                progress?.finish(with: HTTPTransferProgress(
+                    bytesExpectedToSend: request.body.map { $0.length } ?? 0, bytesReceived: kept, bytesExpectedToReceive: kept))
                 partial.giveMode(replacing: destination)
                 try partial.sync()
                 try LocalFiles.moveIntoPlace(partialPath, destination)
@@ -200,8 +237,9 @@ extension HTTPClient {
                 kept = 0
                 try PrivateFile.writeAtomically(
                     Array(DownloadResume.sidecarText(DownloadResume.validator(from: response.headers)).utf8), toPath: sidecarPath)
+                progress?.decide(offset: 0)
             case .append:
-                break
+                progress?.decide(offset: kept)
             }
             // The partial file and its sidecar stay if the body fails: the next call continues from there.
             let received = try await Self.write(response.body, to: partial)

@@ -58,7 +58,9 @@ public struct HTTPBatchResult<Value: Sendable>: Sendable {
 public struct HTTPBatchMember: Sendable {
     /// The member's number, as ``HTTPBatch/add(_:)`` returned it.
     public var id: Int
-    /// The request as it was added.
+    /// The request as it was added, with the batch's progress handler around its own: a handler that sends it
+    /// again (a retry) has the new attempt's bytes counted in ``HTTPBatch/progress`` (they hold at the first
+    /// attempt's count until they pass it).
     public var request: HTTPClientRequest
 }
 
@@ -85,6 +87,7 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
 
     private enum Command: Sendable {
         case start(Int, HTTPClientRequest)
+        case fetchSize(Int, HTTPClientRequest)
         case cancelRunning
         case end
     }
@@ -110,8 +113,9 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
     }
 
     /// Adds a request, also while the batch runs; it starts when a slot is free. Returns its id: 0 for the first
-    /// request added, then 1, 2, … in the order of the calls. A request added after the batch was cancelled or
-    /// finished is reported failed with `HTTPClientError.Code.cancelled`.
+    /// request added, then 1, 2, … in the order of the calls. A request added after ``finish()`` or
+    /// ``cancelAll()`` never runs: it is reported failed with `HTTPClientError.Code.cancelled` (through
+    /// ``HTTPBatchConfiguration/onEvent``, and in ``results`` unless that has already ended with the batch).
     @discardableResult
     public func add(_ request: HTTPClientRequest) -> Int {
         var id = 0
@@ -120,7 +124,7 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
             state.nextID += 1
             state.requests[id] = request
             state.progress.add(id, uploadTotal: request.body.map { $0.length } ?? 0)
-            return state.scheduler.add(id)
+            return state.scheduler.add(id, fetchesSize: fetchesSize(of: request))
         }
         return id
     }
@@ -148,11 +152,25 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
         let (dropped, ends) = state.withLock { state -> ([Int], Bool) in
             var dropped: [Int] = []
             var ends = false
-            for action in decide(&state) {
+            // A work list: a fetch that cannot run adds what its end decides (bounded: each fetch ends once).
+            var actions = decide(&state)
+            var next = 0
+            while next < actions.count {
+                let action = actions[next]
+                next += 1
                 switch action {
                 case .start(let id):
                     guard let request = state.requests[id] else { continue }
                     commandSink.yield(.start(id, request))
+                case .fetchSize(let id):
+                    // A member's `HEAD` goes ahead of the members waiting; it runs before its member starts. Its
+                    // request is there (a member is reported only after it ran or was dropped, and a drop cancels
+                    // its fetch); were it not, the fetch ends here, so that the batch can still end.
+                    guard let request = state.requests[id] else {
+                        actions += state.scheduler.sizeFetched(id)
+                        continue
+                    }
+                    commandSink.yield(.fetchSize(id, request))
                 case .cancelRunning:
                     commandSink.yield(.cancelRunning)
                 case .drop(let id):
@@ -163,19 +181,22 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
             }
             return (dropped, ends)
         }
-        for id in dropped { report(id, .failure(.cancelled)) }
+        for id in dropped { report(id, .failure(.cancelled), started: false) }
         if ends {
             commandSink.yield(.end)
             commandSink.finish()
         }
     }
 
-    private func report(_ id: Int, _ result: Result<Value, HTTPClientError>) {
+    /// `started`: false for a member that never ran, whose own progress handler then gets its final value
+    /// here (a `progressUpdates()` stream on it would never end otherwise).
+    private func report(_ id: Int, _ result: Result<Value, HTTPClientError>, started: Bool = true) {
         let request = state.withLock { state -> HTTPClientRequest? in
             state.progress.ended(id)
             return state.requests.removeValue(forKey: id)
         }
         guard let request else { return }
+        if !started { request.progressHandler?.report(.failedBeforeSending(request)) }
         switch result {
         case .success: configuration.onEvent?(.finished(id: id))
         case .failure(let error): configuration.onEvent?(.failed(id: id, error))
@@ -186,11 +207,15 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
     /// Runs the scheduler's decisions until the batch is over or the task is cancelled; members are children of
     /// this task group, so none outlives it.
     func run(client: HTTPClient, handler: @escaping @Sendable (HTTPBatchMember, HTTPClientResponse) async throws -> Value) async {
-        await withTaskGroup(of: Void.self) { members in
+        // Discarding: a finished member's task is freed at once (a plain group kept every one until `waitForAll`;
+        // results go out through `report`).
+        await withDiscardingTaskGroup { members in
             for await command in commands {
                 switch command {
                 case .start(let id, let request):
                     members.addTask { await self.runMember(id, request, client: client, handler: handler) }
+                case .fetchSize(let id, let request):
+                    members.addTask { await self.fetchSize(id, request, client: client) }
                 case .cancelRunning:
                     members.cancelAll()
                 case .end:
@@ -200,19 +225,36 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
             // Over, or cancelled: the stream ends when the consuming task is cancelled.
             if Task.isCancelled { cancelAll() }
             members.cancelAll()
-            await members.waitForAll()
         }
         // Members that never started, if the loop ended on cancellation before their drop was carried out.
         let left = state.withLock { Array($0.requests.keys) }
-        for id in left.sorted() { report(id, .failure(.cancelled)) }
+        for id in left.sorted() { report(id, .failure(.cancelled), started: false) }
         resultSink.finish()
+    }
+
+    /// Whether `request` is a member whose size is fetched with a `HEAD` first (accurate progress, `GET`).
+    private func fetchesSize(of request: HTTPClientRequest) -> Bool {
+        guard case .accurate(fetchesSizes: true) = configuration.progressMode else { return false }
+        return request.method == .get
+    }
+
+    /// A member's `HEAD`: its `Content-Length` (of a 200) counts in the batch's expected total before the member
+    /// runs. A failed or cancelled `HEAD` only leaves the size unknown.
+    private func fetchSize(_ id: Int, _ request: HTTPClientRequest, client: HTTPClient) async {
+        var head = request
+        head.method = .head
+        head.progressHandler = nil
+        if let response = try? await client.send(head), response.status.code == 200,
+           let size = response.headers[.contentLength].flatMap({ Int($0) }), size >= 0 {
+            state.withLock { $0.progress.sizeFound(id, download: size) }
+        }
+        carryOut { $0.scheduler.sizeFetched(id) }
     }
 
     private func runMember(
         _ id: Int, _ request: HTTPClientRequest, client: HTTPClient,
         handler: @escaping @Sendable (HTTPBatchMember, HTTPClientResponse) async throws -> Value
     ) async {
-        let member = HTTPBatchMember(id: id, request: request)
         configuration.onEvent?(.started(id: id))
         var request = request
         let own = request.progressHandler
@@ -228,16 +270,10 @@ public final class HTTPBatch<Value: Sendable>: Sendable {
             }
             onEvent?(.progress(id: id, progress, batch: batch))
         }
+        // With the batch's progress handler: a handler that sends it again (a retry) counts into the batch.
+        let member = HTTPBatchMember(id: id, request: request)
         let result: Result<Value, HTTPClientError>
         do {
-            if case .accurate(fetchesSizes: true) = configuration.progressMode, request.method == .get {
-                var head = request
-                head.method = .head
-                head.progressHandler = nil
-                let response = try await client.send(head)
-                let size = response.status.code == 200 ? response.headers[.contentLength].flatMap { Int($0) } : nil
-                state.withLock { $0.progress.sizeFound(id, download: size) }
-            }
             let response = try await client.send(request)
             onEvent?(.headReceived(id: id, status: response.status))
             result = .success(try await handler(member, response))

@@ -97,8 +97,9 @@ extension HTTPClient {
         /// ```
         public var cache: HTTPCache?
         /// The most bytes per second all of this client's requests may move together, both directions
-        /// (ASIHTTPRequest's `+setMaxBandwidthPerSecond:`); nil, the default, sets no limit. Change it while the
-        /// client runs with ``HTTPClient/maxBandwidthPerSecond``.
+        /// (ASIHTTPRequest's `+setMaxBandwidthPerSecond:`); nil, the default, sets no limit, and so does 0 or less
+        /// (curl's `--limit-rate 0`, ASIHTTPRequest's 0). Change it while the client runs with
+        /// ``HTTPClient/maxBandwidthPerSecond``.
         public var maxBandwidthPerSecond: Int?
         /// How long a request may poll its socket for the response head before it parks on the event loop; 100 µs
         /// by default, `.zero` never polls. At most 1 ms.
@@ -146,9 +147,6 @@ extension HTTPClient {
             }
             if let totalTimeout, totalTimeout <= .zero {
                 throw refuse("totalTimeout is \(totalTimeout); it must be positive (nil sets no deadline)")
-            }
-            if let maxBandwidthPerSecond, maxBandwidthPerSecond <= 0 {
-                throw refuse("maxBandwidthPerSecond is \(maxBandwidthPerSecond); it must be positive (nil sets no limit)")
             }
             guard idleTimeout >= .zero else { throw refuse("idleTimeout is \(idleTimeout); it must not be negative") }
             guard connectionAttemptDelay >= .milliseconds(10) else {

@@ -2,7 +2,9 @@ extension HTTPClient {
     /// The most bytes per second all of this client's requests may move together, uploads and downloads
     /// alike (ASIHTTPRequest's `+setMaxBandwidthPerSecond:`); nil for no limit. Starts at
     /// ``Configuration/maxBandwidthPerSecond``; a change is felt by running transfers within a twentieth of a
-    /// second's worth of bytes. A value of 0 or less removes the limit.
+    /// second's worth of bytes, and by one waiting for its turn within 250 ms (lowered, it does not make them
+    /// repay at the new rate what they ran up at the old one). A value of 0 or less removes the limit, as curl's
+    /// `--limit-rate 0` and ASIHTTPRequest's 0.
     ///
     /// ```swift
     /// client.maxBandwidthPerSecond = 4 << 20   // 4 MiB/s shared by everything the client moves

@@ -83,8 +83,8 @@ public final class HTTPClient: Sendable {
     /// a malformed or truncated response, cancellation. A response with any status (404, 500) is a
     /// successful round trip, not an error.
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
-        guard !isShutDown.load(ordering: .relaxed) else { throw HTTPClientError.shutdown }
-        if let configurationProblem { throw configurationProblem }
+        guard !isShutDown.load(ordering: .relaxed) else { throw Self.refused(request, .shutdown) }
+        if let configurationProblem { throw Self.refused(request, configurationProblem) }
         // One number per send: in every log line of the request (`ahttp.request`) and in its observer events.
         let requestID = requestIDs.add(1, ordering: .relaxed).newValue
         let observation = RequestObservation.make(for: request, requestID: requestID, observers: configuration.observers)
@@ -96,10 +96,10 @@ public final class HTTPClient: Sendable {
             Self.queued(request, observation: observation)
             do {
                 let response = try await chain(request)
-                if observation.observesProgress { observation.sendReturned() }
+                if observation.observesProgress { Self.returned(response, observation: observation) }
                 return response
             } catch {
-                if observation.observesProgress { observation.sendFailed() }
+                if observation.observesProgress { Self.threw(observation: observation) }
                 observation.sendThrew(error)
                 throw error
             }
@@ -115,6 +115,29 @@ public final class HTTPClient: Sendable {
         if let form = request[FormSummaryOption.self], formLogger.logLevel <= .debug {
             formLogger.debug("\(request.method) body: \(form.description)")
         }
+    }
+
+    /// `error`, after giving the request's progress handler the final value it waits for (a
+    /// `progressUpdates()` stream would never end): the send fails before it has an observation.
+    @inline(never)
+    private static func refused(_ request: HTTPClientRequest, _ error: HTTPClientError) -> HTTPClientError {
+        request.progressHandler?.report(.failedBeforeSending(request))
+        return error
+    }
+
+    /// The progress follows the returned response from now on; one the transport did not bring (a cache's) is
+    /// final at once, with its body's length when that is known.
+    @inline(never)
+    private static func returned(_ response: HTTPClientResponse, observation: RequestObservation) {
+        observation.updateProgress(at: .now) { tracker in
+            tracker.sendReturned(status: response.status.code, localBodyLength: response.knownBodyLength)
+        }
+    }
+
+    /// The progress ends, failed (the transport's own failure events leave it open while the chain may recover).
+    @inline(never)
+    private static func threw(observation: RequestObservation) {
+        observation.updateProgress(at: .now) { $0.sendThrew() }
     }
 
     @inline(never)

@@ -5,7 +5,8 @@ enum BandwidthLimitOption: HTTPRequestOption {
 
 extension HTTPClientRequest {
     /// The most bytes per second this request may move, both directions together, in addition to the client's
-    /// shared ``HTTPClient/maxBandwidthPerSecond`` (the stricter one wins). nil: only the client's limit.
+    /// shared ``HTTPClient/maxBandwidthPerSecond`` (the stricter one wins). nil, 0 or less: only the client's limit
+    /// (curl's `--limit-rate 0` and ASIHTTPRequest's 0 mean no limit too).
     ///
     /// Applied where bytes cross the socket: a throttled download is paced by reading slower, so TCP pushes back
     /// on the server and nothing unread piles up in memory. Each hop of a redirect starts its own allowance.
@@ -35,8 +36,9 @@ extension HTTPClientRequest {
     /// for await step in progress { print(step.bytesReceived, step.bytesExpectedToReceive ?? -1) }
     /// ```
     ///
-    /// The stream keeps only the newest value for a slow reader; the final one is never lost.
-    /// A request that is never sent never ends the stream.
+    /// The stream keeps only the newest value for a slow reader; the final one is never lost. Every send ends
+    /// it, also one that fails before the request leaves the client (``HTTPTransferProgress/didFail`` is then
+    /// set); a request that is never sent never ends the stream.
     public mutating func progressUpdates(
         minimumInterval: Duration = .milliseconds(100), minimumFraction: Double = 0.01
     ) -> AsyncStream<HTTPTransferProgress> {

@@ -7,6 +7,8 @@ final class BandwidthLimiter: Sendable {
     /// Bytes per second; 0 for no limit. Read without the lock on every I/O to skip the bucket.
     private let limit = Atomic<Int>(0)
     private let bucket = Locked<TokenBucket?>(nil)
+    /// Counts the changes of the limit: a transfer waiting for a grant made under an older limit asks again.
+    private let changes = Atomic<Int>(0)
 
     init(bytesPerSecond: Int?, now: ContinuousClock.Instant = .now) {
         setLimit(bytesPerSecond, now: now)
@@ -32,8 +34,12 @@ final class BandwidthLimiter: Sendable {
                 bucket!.setRate(value, now: now)
             }
             limit.store(value, ordering: .relaxed)
+            changes.add(1, ordering: .releasing)
         }
     }
+
+    /// Changes so far (``setLimit(_:now:)``); read before reserving, compared while waiting.
+    var generation: Int { changes.load(ordering: .acquiring) }
 
     /// A reservation, or nil when there is no limit.
     func reserve(upTo wanted: Int, now: ContinuousClock.Instant) -> TokenBucket.Reservation? {
@@ -97,8 +103,28 @@ final class TransferPacer: Sendable {
     var isLimited: Bool { limiter.isLimited || own?.isLimited == true }
 
     /// How many of `wanted` bytes may cross the socket now (at least 1), after waiting for their turn.
-    /// Waits no longer than the total deadline; a cancelled task stops waiting at once.
+    /// Waits no longer than the total deadline; a cancelled task stops waiting at once. A limit changed while it
+    /// waits (raised, removed, lowered) is felt within ``recheckInterval``: the grant is given back and asked for
+    /// again under the new limit, instead of waiting out a time worked out at the old rate.
     func allowance(upTo wanted: Int, deadlines: Deadlines) async throws(HTTPClientError) -> Int {
+        // Bounded: each new round follows a change of the limit; after 8 (a limit changed continuously) the
+        // last grant is waited out whatever happens.
+        for _ in 0..<8 {
+            if let granted = try await reserveAndWait(upTo: wanted, deadlines: deadlines, recheck: true) { return granted }
+        }
+        return try await reserveAndWait(upTo: wanted, deadlines: deadlines, recheck: false) ?? 1
+    }
+
+    /// The longest a waiting transfer sleeps before looking at the limit again: 250 ms, a quarter of curl's
+    /// one-second meter.
+    static let recheckInterval: Duration = .milliseconds(250)
+
+    /// One reservation and the wait for it; nil when the limit changed meanwhile (`recheck`) and the grant was
+    /// given back.
+    private func reserveAndWait(
+        upTo wanted: Int, deadlines: Deadlines, recheck: Bool
+    ) async throws(HTTPClientError) -> Int? {
+        let generations = (limiter.generation, own?.generation)
         let now = ContinuousClock.now
         var granted = wanted
         var notBefore = now
@@ -123,7 +149,20 @@ final class TransferPacer: Sendable {
                 try await total.sleepUntil()
                 throw HTTPClientError.timeout(.total, "the total deadline passed while the transfer was throttled")
             }
-            try await Task.sleep(until: notBefore, clock: .continuous)
+            // In steps, each ending at `notBefore` or a recheck: a loop that ends as time passes.
+            var limitChanged = false
+            while !limitChanged {
+                let step = recheck ? min(notBefore, ContinuousClock.now + Self.recheckInterval) : notBefore
+                try await Task.sleep(until: step, clock: .continuous)
+                if step >= notBefore { break }
+                limitChanged = limiter.generation != generations.0 || own?.generation != generations.1
+            }
+            if limitChanged {
+                let now = ContinuousClock.now
+                own?.refund(ownGranted, now: now)
+                limiter.refund(sharedGranted, now: now)
+                return nil
+            }
         } catch {
             let now = ContinuousClock.now
             own?.refund(ownGranted, now: now)

@@ -20,9 +20,12 @@ struct BandwidthMeter: Sendable {
 
     init(now: MonotonicTime) { origin = now }
 
+    /// The slot `now` falls in, never one before the newest slot seen: the meter is shared by tasks that read
+    /// the clock before taking its lock, so a time read earlier may arrive after a later one has moved the
+    /// window on (it then counts in the newest slot; a few microseconds' difference).
     private func slotNumber(_ now: MonotonicTime) -> Int64 {
-        guard now > origin else { return 0 }
-        return Int64((now.nanoseconds - origin.nanoseconds) / Self.slotNanoseconds)
+        guard now > origin else { return current }
+        return max(current, Int64((now.nanoseconds - origin.nanoseconds) / Self.slotNanoseconds))
     }
 
     /// Moves the window to `number`, emptying the slots it passed.
@@ -49,7 +52,9 @@ struct BandwidthMeter: Sendable {
         let number = slotNumber(now)
         advance(to: number)
         guard let first else { return 0 }
-        let slotsCovered = min(Int64(Self.slotCount), number - first + 1)
+        // At least one slot: `first` is never after `number` (slot numbers never go back), and a zero here
+        // divided into +inf and trapped in `Int(_:)`.
+        let slotsCovered = max(1, min(Int64(Self.slotCount), number - first + 1))
         let total = slots.reduce(0, +)
         return Int(Double(total) / (Double(slotsCovered) * 0.5))
     }

@@ -2,12 +2,19 @@
 /// all on failure) or a cancel, nothing more starts and the waiting members are dropped. A value returning
 /// actions, tested without requests or tasks.
 ///
-/// Valid sequences: any mix of `add`, `ended` (for a started member, once), `finishAdding` and `cancelAll`;
-/// once `.end` has been returned, nothing more.
+/// Size fetches (the `HEAD` requests of ``HTTPBatchProgress/Mode/accurate(fetchesSizes:)``) share the limit
+/// and go ahead of every waiting member, as ASINetworkQueue queued them first, and a member starts only after
+/// its own: the sizes are known before the downloads begin, so the batch's fraction does not fall as members
+/// start. (FIFO: a member whose size is still being fetched holds up those behind it.)
+///
+/// Valid sequences: any mix of `add`, `ended` (for a started member, once), `sizeFetched` (for a started
+/// fetch, once), `finishAdding` and `cancelAll`; once `.end` has been returned, nothing more.
 struct BatchScheduler: Sendable {
     enum Action: Equatable, Sendable {
         /// Start this member now.
         case start(Int)
+        /// Fetch this member's size now (its `HEAD`); answer with `sizeFetched`.
+        case fetchSize(Int)
         /// Cancel every running member (they end with a cancellation error).
         case cancelRunning
         /// This member will never run: report it cancelled.
@@ -21,6 +28,13 @@ struct BatchScheduler: Sendable {
     private var waiting: [Int] = []
     private var waitingStart = 0
     private(set) var running: Set<Int> = []
+    /// Size fetches queued (from `sizesStart` on) and running.
+    private var sizes: [Int] = []
+    private var sizesStart = 0
+    private(set) var fetching: Set<Int> = []
+    /// Members whose size fetch is queued or running: each waits for its own (ASIHTTPRequest made each `GET`
+    /// depend on its `HEAD`).
+    private var sizePending: Set<Int> = []
     private var addingFinished = false
     private(set) var isCancelled = false
     private var ended = false
@@ -32,11 +46,25 @@ struct BatchScheduler: Sendable {
 
     var waitingCount: Int { waiting.count - waitingStart }
 
-    mutating func add(_ id: Int) -> [Action] {
-        guard !ended else { return [.drop(id)] }
-        guard !isCancelled else { return [.drop(id)] }
+    /// A new member: it waits for a slot. After `finishAdding` or a cancel it is dropped, as ``HTTPBatch/add(_:)``
+    /// documents (it used to start while earlier members still ran, and once the batch had ended its result
+    /// came after `results` had finished). `fetchesSize`: its size is fetched first, ahead of the waiting members,
+    /// and it starts after that.
+    mutating func add(_ id: Int, fetchesSize: Bool = false) -> [Action] {
+        guard !ended, !addingFinished, !isCancelled else { return [.drop(id)] }
+        if fetchesSize {
+            sizes.append(id)
+            sizePending.insert(id)
+        }
         waiting.append(id)
         return startWhatFits()
+    }
+
+    /// A size fetch ended, with a size or not (it is never a member's failure).
+    mutating func sizeFetched(_ id: Int) -> [Action] {
+        guard fetching.remove(id) != nil else { return [] }
+        sizePending.remove(id)
+        return startWhatFits() + endIfDone()
     }
 
     /// A started member ended, well or not.
@@ -65,13 +93,27 @@ struct BatchScheduler: Sendable {
         var actions: [Action] = waiting[waitingStart...].map { .drop($0) }
         waiting = []
         waitingStart = 0
-        if !running.isEmpty { actions.insert(.cancelRunning, at: 0) }
+        sizes = []
+        sizesStart = 0
+        sizePending = []
+        if !running.isEmpty || !fetching.isEmpty { actions.insert(.cancelRunning, at: 0) }
         return actions
     }
 
     private mutating func startWhatFits() -> [Action] {
         var actions: [Action] = []
-        while !isCancelled, running.count < limit, waitingStart < waiting.count {
+        while !isCancelled, running.count + fetching.count < limit, sizesStart < sizes.count {
+            let id = sizes[sizesStart]
+            sizesStart += 1
+            fetching.insert(id)
+            actions.append(.fetchSize(id))
+        }
+        if sizesStart == sizes.count {
+            sizes = []
+            sizesStart = 0
+        }
+        while !isCancelled, running.count + fetching.count < limit, waitingStart < waiting.count,
+              !sizePending.contains(waiting[waitingStart]) {
             let id = waiting[waitingStart]
             waitingStart += 1
             running.insert(id)
@@ -85,7 +127,7 @@ struct BatchScheduler: Sendable {
     }
 
     private mutating func endIfDone() -> [Action] {
-        guard !ended, addingFinished, running.isEmpty, waitingStart >= waiting.count else { return [] }
+        guard !ended, addingFinished, running.isEmpty, fetching.isEmpty, waitingStart >= waiting.count else { return [] }
         ended = true
         return [.end]
     }

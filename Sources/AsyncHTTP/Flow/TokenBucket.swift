@@ -67,11 +67,14 @@ struct TokenBucket: Sendable {
         tokens = min(burst, tokens + Double(bytes))
     }
 
-    /// A new rate, from `now` on. Debt stays (it is bytes already moved); a fuller bucket than the new burst
-    /// allows is cut down to it.
+    /// A new rate, from `now` on. A fuller bucket than the new burst allows is cut down to it, and debt beyond
+    /// one ``quantum`` of the new rate is forgiven: repaid at the new rate, the debt of a fast rate stalled every
+    /// transfer for minutes (4 MiB/s of reservations lowered to 1 KiB/s: about 200 s without a byte). The
+    /// reservations that made it keep their times, so what was already granted at the old rate still goes at
+    /// it, and the next grant waits at most about two quanta's time.
     mutating func setRate(_ newRate: Int, now: ContinuousClock.Instant) {
         refill(now: now)
         rate = max(1, newRate)
-        tokens = min(tokens, burst)
+        tokens = min(max(tokens, -Double(quantum)), burst)
     }
 }

@@ -11,6 +11,15 @@ import HTTPTypes
 /// its highest point until the resend passes it. The bodies of redirect and authentication responses that the
 /// client follows (3xx with `Location`, 401, 407) are not counted: the download follows the response that
 /// ``HTTPClient/send(_:)`` returns.
+///
+/// A response that did not cross the wire (a fresh or stale copy from the ``HTTPClient/Configuration/cache``,
+/// the cache's own `504`) is reported whole and final as `send` returns it, as ASIHTTPRequest reported a cached
+/// response: its length (the body's, or its `Content-Length`) received of that length.
+///
+/// Every send ends with exactly one final value, also one that fails before it leaves the client (the client
+/// was shut down, its configuration is invalid) and a batch member that never started. A final value says how
+/// it ended: ``didFail`` is set when the transfer did not end normally, and the fractions then count only the
+/// bytes that moved.
 public struct HTTPTransferProgress: Sendable, Hashable {
     /// Request body bytes written to the connection.
     public var bytesSent: Int = 0
@@ -22,28 +31,43 @@ public struct HTTPTransferProgress: Sendable, Hashable {
     public var bytesExpectedToReceive: Int?
     /// This is the request's last value: its response body ended, failed or was dropped, or the request failed.
     public var isFinal = false
+    /// Set on the final value of a transfer that did not end normally: the send failed or was cancelled (also
+    /// before it left the client), or the response body failed part-way (a timeout, a closed connection, a
+    /// cancelled read). Not set while the transfer runs, nor when the body ended normally.
+    ///
+    /// A body dropped unread ends without it; its fractions still count only the bytes that moved when its
+    /// length is known.
+    public var didFail = false
 
     /// Creates a progress value; the client makes these, tests and custom bodies may too.
     public init(bytesSent: Int = 0, bytesExpectedToSend: Int? = nil, bytesReceived: Int = 0,
-                bytesExpectedToReceive: Int? = nil, isFinal: Bool = false) {
+                bytesExpectedToReceive: Int? = nil, isFinal: Bool = false, didFail: Bool = false) {
         self.bytesSent = bytesSent
         self.bytesExpectedToSend = bytesExpectedToSend
         self.bytesReceived = bytesReceived
         self.bytesExpectedToReceive = bytesExpectedToReceive
         self.isFinal = isFinal
+        self.didFail = didFail
     }
 
-    /// The fraction of the download done, 0…1; nil while its total is unknown (1 once final).
+    /// The fraction of the download done, 0…1: the bytes received of a known total, also in the final value
+    /// (a transfer that failed half-way stays at its half, as curl's meter does); nil while the total is
+    /// unknown, and 1 for a final value of unknown total that ended normally (a chunked body read to its end).
     public var downloadFraction: Double? {
-        if isFinal { return 1 }
-        guard let total = bytesExpectedToReceive else { return nil }
+        guard let total = bytesExpectedToReceive else { return isFinal && !didFail ? 1 : nil }
         return total == 0 ? 1 : min(1, Double(bytesReceived) / Double(total))
     }
 
-    /// The fraction of the upload done, 0…1; nil while its total is unknown.
+    /// The fraction of the upload done, 0…1, counted as ``downloadFraction``; nil while the total is unknown.
     public var uploadFraction: Double? {
-        guard let total = bytesExpectedToSend else { return isFinal ? 1 : nil }
+        guard let total = bytesExpectedToSend else { return isFinal && !didFail ? 1 : nil }
         return total == 0 ? 1 : min(1, Double(bytesSent) / Double(total))
+    }
+
+    /// The final value of a send that failed before any event of its own (the client was shut down, its
+    /// configuration is invalid, a batch member never started).
+    static func failedBeforeSending(_ request: HTTPClientRequest) -> HTTPTransferProgress {
+        HTTPTransferProgress(bytesExpectedToSend: request.body.map { $0.length } ?? 0, isFinal: true, didFail: true)
     }
 }
 
@@ -83,7 +107,7 @@ public struct HTTPProgressHandler: Sendable {
 /// Rules (see ``HTTPTransferProgress``): counts never go down; the bodies of responses the chain follows
 /// (redirects with a `Location`, 401, 407) are held apart and counted only if that response turns out to be
 /// the one `send` returned; the final value comes once, when the returned response's body ends, fails or is
-/// dropped, or when the send fails.
+/// dropped, when the send fails, or as `send` returns a response the transport did not bring (a cache's).
 struct TransferProgressTracker: Sendable {
     private(set) var progress: HTTPTransferProgress
     private let isHead: Bool
@@ -95,6 +119,8 @@ struct TransferProgressTracker: Sendable {
     private var returned = false
     /// The current response's body ended (or it had none that is still to come).
     private var responseEnded = false
+    /// The status of the last response head from the transport; nil when none came.
+    private var lastStatus: Int?
 
     init(method: HTTPRequest.Method, uploadTotal: Int?) {
         progress = HTTPTransferProgress(bytesExpectedToSend: uploadTotal)
@@ -125,6 +151,7 @@ struct TransferProgressTracker: Sendable {
         responseBytes = 0
         responseEnded = false
         let code = status.code
+        lastStatus = code
         responseIsInterim = code == 401 || code == 407 || ((300...399).contains(code) && code != 304 && hasLocation())
         if isHead || code == 204 || code == 304 || (100...199).contains(code) {
             responseTotal = 0
@@ -158,11 +185,22 @@ struct TransferProgressTracker: Sendable {
         return finish()
     }
 
-    /// `send` returned its response. Final at once if that response's body has already ended (it came with
-    /// the head).
-    mutating func sendReturned() -> Change {
+    /// `send` returned its response (`status`). Final at once if that response's body has already ended (it came
+    /// with the head), or if the response did not come from the transport: no head came, or the transport's
+    /// last was a `304` or a hop the chain follows and `send` returned another status (the cache's fresh or stale
+    /// copy, its `504`, a revalidated copy, a redirect's next hop from the cache). Such a response is reported whole (`localBodyLength`: its body's length when known),
+    /// as ASIHTTPRequest's `useDataFromCache` did: its body never crosses the wire, and reading it needs no meter.
+    mutating func sendReturned(status: Int? = nil, localBodyLength: @autoclosure () -> Int? = nil) -> Change {
         guard !progress.isFinal else { return .none }
         returned = true
+        // The last head the transport brought was a 304 the cache turned into its copy, or a hop the chain
+        // followed (a redirect whose next hop the cache answered): `send` returned something else.
+        if let status, lastStatus == nil || (lastStatus == 304 && status != 304) || (responseIsInterim && status != lastStatus) {
+            let length = isHead || status == 204 || status == 304 ? 0 : localBodyLength().map { max(0, $0) }
+            progress.bytesExpectedToReceive = length
+            progress.bytesReceived = max(progress.bytesReceived, length ?? 0)
+            return finish()
+        }
         var change = Change.none
         if responseIsInterim {
             responseIsInterim = false
@@ -172,12 +210,23 @@ struct TransferProgressTracker: Sendable {
         return change
     }
 
-    /// The send failed, or the returned response's body failed or was dropped unread.
-    mutating func ended() -> Change { finish() }
+    /// An exchange failed (the transport's `failed` event). The returned response's body: final, with
+    /// ``HTTPTransferProgress/didFail``. Before `send` has returned, the chain may still recover (a retry step
+    /// sends again, the cache serves its stale copy), so the end waits for ``sendThrew()`` or
+    /// ``sendReturned(status:localBodyLength:)``: a failure the chain recovered from made the progress final
+    /// (and failed) before the transfer that followed.
+    mutating func ended() -> Change {
+        guard returned else { return .none }
+        return finish(failed: true)
+    }
 
-    private mutating func finish() -> Change {
+    /// `send` threw: final, with ``HTTPTransferProgress/didFail``.
+    mutating func sendThrew() -> Change { finish(failed: true) }
+
+    private mutating func finish(failed: Bool = false) -> Change {
         guard !progress.isFinal else { return .none }
         progress.isFinal = true
+        progress.didFail = failed
         return .important
     }
 }
@@ -245,5 +294,19 @@ struct ProgressState: Sendable {
     ) -> HTTPTransferProgress? {
         let change = body(&tracker)
         return throttle.shouldReport(tracker.progress, change, now: now()) ? tracker.progress : nil
+    }
+}
+
+extension HTTPClientResponse {
+    /// The body's length when it is known without reading it: held in memory, or else its `Content-Length`
+    /// (for a response the transport did not bring, whose progress is reported whole: ``TransferProgressTracker``).
+    var knownBodyLength: Int? {
+        switch body.storage {
+        case .chunk(let chunk): return chunk.count
+        case .buffered(let chunks): return chunks.reduce(0) { $0 + $1.count }
+        case .connection, .sequence:
+            guard let value = headers[.contentLength], let length = Int(value), length >= 0 else { return nil }
+            return length
+        }
     }
 }

@@ -14,17 +14,15 @@ struct ThrottleMiddleware: HTTPClientMiddleware {
     var logger: Logger? = nil
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
-        guard let limit = request.maxBandwidthPerSecond else { return try await next(request) }
-        return try await next(try paced(request, limit: limit))
+        // 0 or less: no limit of its own, as nil (curl's `--limit-rate 0`; it used to fail the request).
+        guard let limit = request.maxBandwidthPerSecond, limit > 0 else { return try await next(request) }
+        return try await next(paced(request, limit: limit))
     }
 
-    /// `request` with a pacer of its own. Synchronous and not inlined, so its temporaries (the log line, the
-    /// error) stay on the thread's stack instead of in every request's async frame.
+    /// `request` with a pacer of its own. Synchronous and not inlined, so its temporaries (the log line) stay on
+    /// the thread's stack instead of in every request's async frame.
     @inline(never)
-    private func paced(_ request: HTTPClientRequest, limit: Int) throws(HTTPClientError) -> HTTPClientRequest {
-        guard limit > 0 else {
-            throw HTTPClientError(.invalidRequest, "maxBandwidthPerSecond is \(limit); it must be positive (nil for no limit of its own)")
-        }
+    private func paced(_ request: HTTPClientRequest, limit: Int) -> HTTPClientRequest {
         var request = request
         logger?.debug("request limited to \(limit) bytes/s", metadata: ["url": "\((try? HTTPURL(request.url))?.loggableDescription ?? HTTPURL.redacting(request.url))"])
         request[PacerOption.self] = flow.pacer(requestLimit: limit)
