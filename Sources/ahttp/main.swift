@@ -526,14 +526,21 @@ func applyCurlTransferDefaults(_ options: Options, to configuration: inout HTTPC
     // curl's). A stalled transfer is for -m, as in curl (--speed-limit/--speed-time are not supported).
     configuration.inactivityTimeout = nil
     // curl: 300 s to connect (DEFAULT_CONNECT_TIMEOUT) unless --connect-timeout, whose 0 means that default.
-    configuration.connectTimeout = .milliseconds(Int64((options.connectTimeout ?? 300) * 1000))
+    configuration.connectTimeout = flagDuration(options.connectTimeout ?? 300)
     // -m: the whole transfer; none (nil, or curl's -m 0) means no limit.
-    configuration.totalTimeout = options.maxTime.map { .milliseconds(Int64($0 * 1000)) }
+    configuration.totalTimeout = options.maxTime.map(flagDuration)
     configuration.redirectPolicy.followsRedirects = options.followRedirects
     // curl's default limit is 50 redirects (CURLOPT_MAXREDIRS in the tool).
     configuration.redirectPolicy.maxRedirects = options.maxRedirects ?? 50
     // curl's -L has no loop check: a loop ends at --max-redirs, with exit 47, as any other long chain.
     configuration.redirectPolicy.detectsLoops = false
+}
+
+/// A positive number of seconds from the command line as a `Duration`: at least 1 ns, so that `-m 0.0000001` is a
+/// very short limit rather than a zero the client refuses as a configuration error. (Seconds are at most
+/// ``maxSecondsInAFlag``, 1e9, so the nanoseconds fit in an `Int64`.)
+func flagDuration(_ seconds: Double) -> Duration {
+    .nanoseconds(max(1, Int64(seconds * 1e9)))
 }
 
 extension Options {

@@ -195,6 +195,9 @@ final class CommandLineParsingTests: XCTestCase {
         XCTAssertEqual(given.connectTimeout, .milliseconds(2500))
         XCTAssertEqual(given.totalTimeout, .seconds(9))
         XCTAssertNil(given.inactivityTimeout)
+        var tiny = HTTPClient.Configuration()
+        applyCurlTransferDefaults(try AhttpCommand.parse(["-m", "0.0000000001", "http://u/"]).options(), to: &tiny)
+        XCTAssertNoThrow(try tiny.validate(), "a tiny -m is a short limit, not a zero the client refuses")
     }
 
     /// The redirect policy of one request: only a POST becomes a GET on 301/302, and -X is kept on every hop.
