@@ -258,7 +258,7 @@ extension AhttpCommand {
         options.flow.parallel = curl.parallel
         if let text = curl.parallelMax {
             // curl (tool_getparam.c): above 300 is capped at 300, below 1 is its default, 50.
-            let count = try parseCount(text, "--parallel-max", range: Int.min...Int.max)
+            guard let count = Int(text) else { throw UsageError(message: "invalid --parallel-max '\(text)' (a whole number)") }
             options.flow.parallelMax = count < 1 ? 50 : min(count, 300)
         }
         options.flow.failEarly = curl.failEarly
