@@ -43,7 +43,8 @@ struct Ordered: ExpressibleByArgument, Sendable {
 
 /// A value option as curl reads it: the next argument whatever it looks like.
 private let curlValue = SingleValueParsingStrategy.unconditional
-private let curlValues = ArrayParsingStrategy.singleValue
+/// The same for a repeatable option (`-d -1 -H -x;`): `.singleValue` would take `-1` for an option.
+private let curlValues = ArrayParsingStrategy.unconditionalSingleValue
 
 struct HTTPArguments: ParsableArguments {
     @Option(name: [.customShort("X", allowingJoined: true), .customLong("request")], parsing: curlValue,
@@ -158,19 +159,28 @@ struct ConnectionArguments: ParsableArguments {
     @Option(name: .customLong("url"), parsing: curlValues, help: ArgumentHelp("A URL to fetch (as a plain argument).", valueName: "URL"))
     var url: [Ordered] = []
     @Option(name: .customLong("connect-timeout"), parsing: curlValue,
-            help: ArgumentHelp("The most seconds to spend connecting (default 10).", valueName: "seconds"))
+            help: ArgumentHelp("The most seconds to spend connecting (default and 0: 300, as curl).", valueName: "seconds"))
     var connectTimeout: String?
     @Option(name: [.customShort("m", allowingJoined: true), .customLong("max-time")], parsing: curlValue,
-            help: ArgumentHelp("The most seconds for each whole transfer.", valueName: "seconds"))
+            help: ArgumentHelp("The most seconds for each whole transfer (0: no limit).", valueName: "seconds"))
     var maxTime: String?
     @Option(name: .customLong("limit-rate"), parsing: curlValue,
-            help: ArgumentHelp("Bytes per second for each transfer, with K, M or G.", valueName: "speed"))
+            help: ArgumentHelp("Bytes per second for each transfer, with K, M or G (0: no limit).", valueName: "speed"))
     var limitRate: String?
     @Option(name: .customLong("unix-socket"), parsing: curlValue, help: ArgumentHelp("Connect through this Unix socket.", valueName: "path"))
     var unixSocket: String?
     @Option(name: .customLong("abstract-unix-socket"), parsing: curlValue,
             help: ArgumentHelp("Connect through this abstract Unix socket.", valueName: "name"))
     var abstractUnixSocket: String?
+    @Flag(name: [.customShort("N"), .customLong("no-buffer")],
+          help: "Accepted for curl's sake: ahttp writes each part of the body as it arrives, unbuffered.")
+    var noBuffer = false
+    @Option(name: .customLong("proto"), parsing: curlValue,
+            help: ArgumentHelp("The protocols allowed for the URLs: curl's list ('=https', '-http', '-all,https').", valueName: "protocols"))
+    var proto: String?
+    @Option(name: .customLong("proto-redir"), parsing: curlValue,
+            help: ArgumentHelp("The protocols a redirect may go to (default: http, https).", valueName: "protocols"))
+    var protoRedir: String?
     @Option(name: .customLong("happy-eyeballs-timeout-ms"), parsing: curlValue,
             help: ArgumentHelp("Milliseconds before the next address is tried (at least 10; default 250).", valueName: "ms"))
     var happyEyeballsTimeout: String?
@@ -223,6 +233,10 @@ struct TLSArguments: ParsableArguments {
     var cert: String?
     @Option(name: .customLong("key"), parsing: curlValue, help: ArgumentHelp("The client certificate's private key (PEM, unencrypted).", valueName: "key"))
     var key: String?
+    @Flag(name: .customLong("tlsv1.2"), help: "TLS 1.2 or later (the default).")
+    var tlsv12 = false
+    @Flag(name: .customLong("tlsv1.3"), help: "TLS 1.3 or later.")
+    var tlsv13 = false
 }
 
 struct ProxyArguments: ParsableArguments {
@@ -256,6 +270,8 @@ struct VerboseArguments: ParsableArguments {
     var traceASCII: String?
     @Flag(name: [.customShort("#"), .customLong("progress-bar")], help: "A progress bar instead of the meter.")
     var progressBar = false
+    @Flag(name: .customLong("no-progress-meter"), help: "No progress meter; errors and warnings still shown (unlike -s).")
+    var noProgressMeter = false
 }
 
 struct CurlArguments: ParsableArguments {
@@ -264,6 +280,10 @@ struct CurlArguments: ParsableArguments {
     var config: [String] = []
     @Flag(name: [.customShort("q"), .customLong("disable")], help: "Accepted for curl's sake: ahttp reads no .curlrc.")
     var disable = false
+    @Flag(name: [.customShort("g"), .customLong("globoff")], help: "Accepted for curl's sake: ahttp does not glob URLs ({a,b}, [1-3]).")
+    var globoff = false
+    @Flag(name: .customShort("V"), help: "Show the version and exit (as --version).")
+    var showVersion = false
     @Flag(name: [.customShort("Z"), .customLong("parallel")], help: "Run the URLs at once.")
     var parallel = false
     @Option(name: .customLong("parallel-max"), parsing: curlValue, help: ArgumentHelp("At most this many at once with -Z (default 50).", valueName: "num"))
@@ -273,6 +293,10 @@ struct CurlArguments: ParsableArguments {
     @Option(name: .customLong("retry"), parsing: curlValue,
             help: ArgumentHelp("Retry timeouts, failed lookups and 408/429/500/502/503/504 this many times.", valueName: "num"))
     var retry: String?
+    @Flag(name: .customLong("retry-connrefused"), help: "With --retry, a refused connection is retried too.")
+    var retryConnrefused = false
+    @Flag(name: .customLong("retry-all-errors"), help: "With --retry, every failure is retried (with -f, every HTTP error too).")
+    var retryAllErrors = false
     @Option(name: .customLong("retry-delay"), parsing: curlValue, help: ArgumentHelp("Seconds between retries (default: 1 s, doubling).", valueName: "seconds"))
     var retryDelay: String?
     @Option(name: .customLong("retry-max-time"), parsing: curlValue, help: ArgumentHelp("No retry after this many seconds.", valueName: "seconds"))

@@ -134,12 +134,21 @@ func applyBodies(_ options: Options, to request: inout HTTPClientRequest) throws
     if let path = bodies.uploadFile {
         request.body = try .file(path == "-" ? "/dev/stdin" : path)  // curl: -T - reads stdin
         request.method = .put
-        // curl: a URL ending in '/' gets the file's name appended.
-        if request.url.hasSuffix("/"), path != "-" {
+        // curl: a URL ending in '/', or with no path at all (`http://host`), gets the file's name appended.
+        if path != "-", let base = uploadDirectoryURL(request.url) {
             let name = path.split(separator: "/").last.map(String.init) ?? path
-            request.url += URLEncodedForm.percentEncoded(name).replacingOccurrences(of: "+", with: "%20")
+            request.url = base + URLEncodedForm.percentEncoded(name).replacingOccurrences(of: "+", with: "%20")
         }
     }
+}
+
+/// `url` ready for -T's file name when it names a directory (ends in '/') or no path at all (then with the '/'
+/// added), else nil. A URL with a query or fragment keeps it as it is.
+func uploadDirectoryURL(_ url: String) -> String? {
+    if url.hasSuffix("/") { return url }
+    guard let schemeEnd = Substring(url).range(of: "://") else { return nil }
+    let rest = url[schemeEnd.upperBound...]
+    return rest.contains(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ? nil : url + "/"
 }
 
 func isSpecialFile(_ path: String) -> Bool {

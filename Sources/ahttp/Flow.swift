@@ -18,7 +18,7 @@ struct FlowOptions {
     var progressBar = false
     /// -Z: the URLs run at once, up to `parallelMax`.
     var parallel = false
-    /// --parallel-max: 50, curl's default (curl allows at most 300).
+    /// --parallel-max: 50, curl's default; as curl, more than 300 is 300 and less than 1 is the default.
     var parallelMax = 50
     /// --fail-early: with -Z, the first failed transfer stops the others.
     var failEarly = false
@@ -28,10 +28,16 @@ struct FlowOptions {
     var retryDelay: Double?
     /// --retry-max-time: no retry starts after this many seconds since the first attempt; nil: no limit.
     var retryMaxTime: Double?
+    /// --retry-connrefused: a connection that could not be made is retried too (the library does not tell a
+    /// refused connection from an unreachable host: both are `connectFailed`).
+    var retryConnectionRefused = false
+    /// --retry-all-errors: every failed transfer is retried; with -f, every status of 400 or more too.
+    var retryAllErrors = false
 }
 
 /// curl's `--limit-rate` units: a number with an optional K, M or G suffix (powers of 1024), case-insensitive.
-func parseRate(_ text: String) throws -> Int {
+/// nil for 0, which is curl's "no limit".
+func parseRate(_ text: String) throws -> Int? {
     var digits = Substring(text)
     var multiplier = 1.0
     switch text.last?.lowercased() {
@@ -42,10 +48,11 @@ func parseRate(_ text: String) throws -> Int {
     default: break
     }
     if multiplier != 1 || text.last?.lowercased() == "b" { digits = digits.dropLast() }
-    guard let value = Double(digits), value > 0, value * multiplier < Double(Int.max) else {
+    guard let value = Double(digits), value >= 0, value * multiplier < Double(Int.max) else {
         throw UsageError(message: "invalid --limit-rate '\(text)' (a number of bytes per second, with K, M or G)")
     }
-    return max(1, Int(value * multiplier))
+    // curl: 0 means no limit.
+    return value == 0 ? nil : max(1, Int(value * multiplier))
 }
 
 /// The longest time a flag may name, in seconds: 10⁹ (about 31 years). `Double` also reads `inf`, `nan` and
@@ -78,7 +85,7 @@ func parseCount(_ text: String, _ flag: String, range: ClosedRange<Int>) throws 
 
 extension Options {
     /// The progress display, if any: `-#`, or curl's meter when the body goes to a file; never with `-s`.
-    var showsProgress: Bool { !silent && (flow.progressBar || output != nil) }
+    var showsProgress: Bool { !silent && !noProgressMeter && (flow.progressBar || output != nil) }
 
     /// Sets what --limit-rate and the progress display need on a request.
     func prepareFlow(_ request: inout HTTPClientRequest) {
@@ -131,7 +138,9 @@ func retrying<Result>(
         do {
             let result = try await attempt()
             let (code, retryAfterValue) = status(result)
-            guard isTransientStatus(code), mayRetry() else { return result }
+            // --retry-all-errors: with -f (or --fail-with-body) any refused status is an error to retry, as curl.
+            let isError = isTransientStatus(code) || (options.flow.retryAllErrors && code >= 400 && (options.fail || options.failWithBody))
+            guard isError, mayRetry() else { return result }
             if let retryAfter = retryAfterValue.flatMap(retryAfterSeconds) {
                 // As curl: a Retry-After that would end past --retry-max-time stops the retries, with its warning.
                 if let maxTime = options.flow.retryMaxTime, maxTime > 0, elapsedSeconds(since: start) + retryAfter > maxTime {
@@ -147,13 +156,30 @@ func retrying<Result>(
             }
             warnRetry("HTTP error", wait: wait, left: retriesLeft, options: options)
             // A response is dropped here: a small body is drained for reuse, a big one closes the connection.
-        } catch let error as HTTPClientError where (error.code == .timeout || error.code == .dnsFailure) && mayRetry() {
+        } catch let error as HTTPClientError where isRetriedFailure(error.code, options.flow) && mayRetry() {
             wait = backoff
-            warnRetry(error.code == .timeout ? "timeout" : "name lookup failed", wait: wait, left: retriesLeft, options: options)
+            let problem = switch error.code {
+            case .timeout: "timeout"
+            case .dnsFailure: "name lookup failed"
+            case .connectFailed: "connection refused"
+            default: "error"
+            }
+            warnRetry(problem, wait: wait, left: retriesLeft, options: options)
         }
         retriesLeft -= 1
         if options.flow.retryDelay == nil { backoff = min(backoff * 2, 600) }
         try await Task.sleep(for: .milliseconds(Int64(wait * 1000)))
+    }
+}
+
+/// The failures --retry tries again: a timeout and a failed name lookup (curl's transient ones), a failed connect
+/// with --retry-connrefused, and anything but a cancellation with --retry-all-errors.
+func isRetriedFailure(_ code: HTTPClientError.Code, _ flow: FlowOptions) -> Bool {
+    switch code {
+    case .timeout, .dnsFailure: true
+    case .connectFailed: flow.retryConnectionRefused || flow.retryAllErrors
+    case .cancelled, .shutdown: false
+    default: flow.retryAllErrors
     }
 }
 
@@ -187,6 +213,8 @@ struct ParallelJob {
     var request: HTTPClientRequest
     var destination: Destination
     var shownURL: String
+    /// `%{urlnum}`: the URL's place on the command line, from 0.
+    var urlNumber = 0
 }
 
 /// What one `-Z` transfer brought back: its head, and where its body went. A file or a device got it as it
@@ -295,6 +323,7 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
                 guard let job = byID[member.id] else { continue }
                 var outcome = TransferOutcome(effectiveURL: job.shownURL, method: job.request.method.rawValue, status: nil,
                                               bodyBytes: 0, exitCode: 0, errorMessage: "", outputFile: nil, verifyResult: 0)
+                outcome.urlNumber = job.urlNumber
                 switch member.result {
                 case .success(let body):
                     outcome.status = body.head.status.code
@@ -335,6 +364,9 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
                         printError(outcome.exitCode == 22 ? "(22) \(outcome.errorMessage)" : "\(HTTPURL.redacting(job.shownURL)): \(outcome.errorMessage)")
                     }
                     if status == 0 { status = outcome.exitCode }
+                    // --fail-early: any failure stops the rest, a status -f refuses (22) or a write error (23) too,
+                    // not only an error the batch saw (curl counts them all as the transfer's failure).
+                    if options.flow.failEarly { batch.cancelAll() }
                 }
                 if let format = options.writeOut {
                     var record = TransferRecorder.Record()
@@ -537,7 +569,8 @@ final class ProgressMeter: Sendable {
         guard let total = progress.bytesExpectedToReceive, total > 0 else {
             return progress.isFinal ? String(repeating: "#", count: width) + " 100.0%" : "#=#=# " + sizeText(progress.bytesReceived)
         }
-        let fraction = progress.isFinal ? 1 : min(1, Double(progress.bytesReceived) / Double(total))
+        // From the bytes, final or not: a transfer that failed half-way stays at its real percentage, as curl's bar.
+        let fraction = min(1, Double(progress.bytesReceived) / Double(total))
         let filled = Int(Double(width) * fraction)
         let tenths = Int((fraction * 1000).rounded())
         let percent = pad(String(tenths / 10) + "." + String(tenths % 10) + "%", 6)
@@ -593,7 +626,10 @@ final class ParallelMeter: Sendable {
         let progress = state.progress
         if bar {
             let width = max(10, terminalColumns() - 8)
-            let fraction = final ? 1 : progress.fractionCompleted
+            // From the bytes when their total is known: a failed transfer does not fill the bar (curl's stays put).
+            let fraction = progress.bytesExpectedToReceive > 0
+                ? min(1, Double(progress.bytesReceived) / Double(progress.bytesExpectedToReceive))
+                : (final ? 1 : progress.fractionCompleted)
             let tenths = Int((fraction * 1000).rounded())
             return String(repeating: "#", count: Int(Double(width) * fraction))
                 + String(repeating: " ", count: width - Int(Double(width) * fraction)) + " "

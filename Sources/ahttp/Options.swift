@@ -31,7 +31,16 @@ struct Options {
     var traceASCII: String?
     var insecure = false
     var caFile: String?
+    /// --tlsv1.2 / --tlsv1.3: the oldest TLS version accepted (the library's default, 1.2, otherwise).
+    var tlsMinimum: TLSConfiguration.Version?
+    /// --no-progress-meter: no meter or bar, errors still shown.
+    var noProgressMeter = false
+    /// --proto and --proto-redir: the schemes allowed for the URLs given and for redirects (of those ahttp speaks).
+    var protocols: Set<String> = ["http", "https"]
+    var redirectProtocols: Set<String> = ["http", "https"]
+    /// -m: nil (or curl's -m 0) for no limit.
     var maxTime: Double?
+    /// --connect-timeout: nil (or curl's 0) for curl's default, 300 s.
     var connectTimeout: Double?
     var writeOut: String?
     /// -A: nil keeps AsyncHTTP's User-Agent; "" sends none.
@@ -63,6 +72,8 @@ struct Options {
     /// -x, --socks5, --socks5-hostname: the proxy (the last one given wins, as curl).
     var proxy: ProxyConfiguration?
     var proxyUser: HTTPCredentials?
+    /// -x "": no proxy at all, the environment's neither (curl).
+    var proxyDisabled = false
     var noProxy: String?
     var certificate: String?
     var key: String?
@@ -139,6 +150,8 @@ extension AhttpCommand {
         let parts = post.form.map { ($0, false) } + post.formString.map { ($0, true) }
         options.bodies.formParts = try parts.sorted { $0.0.sequence < $1.0.sequence }.map { try parseFormPart($0.0.text, literal: $0.1) }
 
+        try checkOneRequestMethod()
+
         // --- upload
         options.bodies.uploadFile = upload.uploadFile
         if let text = upload.expect100Timeout {
@@ -155,7 +168,10 @@ extension AhttpCommand {
         options.dumpHeader = output.dumpHeader
         options.includeHeaders = output.include
         if let format = output.writeOut {
-            options.writeOut = format.hasPrefix("@") ? String(decoding: try readFile(String(format.dropFirst())), as: UTF8.self) : format
+            // curl: @FILE reads the format from a file, @- from standard input.
+            let path = format.dropFirst()
+            options.writeOut = format.hasPrefix("@") ? String(decoding: try readFile(path == "-" ? "/dev/stdin" : String(path)), as: UTF8.self)
+                : format
         }
         if let text = output.continueAt {
             guard text == "-" else { throw UsageError(message: "-C: only '-C -' (resume from the partial file) is supported") }
@@ -164,12 +180,14 @@ extension AhttpCommand {
 
         // --- connection and dns
         if let text = connection.maxTime {
-            let seconds = try parseSeconds(text, "--max-time", positive: true)
-            options.maxTime = seconds
+            // curl: 0 means no limit.
+            let seconds = try parseSeconds(text, "--max-time")
+            options.maxTime = seconds > 0 ? seconds : nil
         }
         if let text = connection.connectTimeout {
-            let seconds = try parseSeconds(text, "--connect-timeout", positive: true)
-            options.connectTimeout = seconds
+            // curl: 0 means its default (300 s).
+            let seconds = try parseSeconds(text, "--connect-timeout")
+            options.connectTimeout = seconds > 0 ? seconds : nil
         }
         if let text = connection.limitRate { options.flow.limitRate = try parseRate(text) }
         if let path = connection.unixSocket { options.unixSocket = .path(path) }
@@ -180,6 +198,8 @@ extension AhttpCommand {
             }
             options.happyEyeballsDelay = milliseconds
         }
+        if let text = connection.proto { options.protocols = try parseProtocols(text, "--proto") }
+        if let text = connection.protoRedir { options.redirectProtocols = try parseProtocols(text, "--proto-redir") }
         options.resolve = try dns.resolve.map { text in try targetOption { try ResolveOverride(text) } }
         options.connectTo = try dns.connectTo.map { text in try targetOption { try ConnectToOverride(text) } }
 
@@ -199,6 +219,7 @@ extension AhttpCommand {
         // --- tls
         options.insecure = tls.insecure
         options.caFile = tls.caCert
+        if tls.tlsv13 { options.tlsMinimum = .tls1_3 } else if tls.tlsv12 { options.tlsMinimum = .tls1_2 }
         if let text = tls.cert {
             guard !text.contains(":") else {
                 throw UsageError(message: "-E: encrypted keys (CERT:PASSWORD) are not supported; give an unencrypted key with --key")
@@ -211,7 +232,11 @@ extension AhttpCommand {
         let proxies = proxy.proxy.map { ($0, ProxyConfiguration.Kind?.none) } + proxy.socks5.map { ($0, .socks5) }
             + proxy.socks5Hostname.map { ($0, .socks5h) }
         if let (value, kind) = proxies.max(by: { $0.0.sequence < $1.0.sequence }) {
-            options.proxy = try parseProxy(value.text, kind: kind)
+            if value.text.isEmpty, kind == nil {
+                options.proxyDisabled = true  // curl: -x "" turns every proxy off, the environment's too
+            } else {
+                options.proxy = try parseProxy(value.text, kind: kind)
+            }
         }
         if let text = proxy.proxyUser { options.proxyUser = parseUser(text) }
         options.noProxy = proxy.noProxy
@@ -222,6 +247,7 @@ extension AhttpCommand {
         options.showError = verbose.showError
         options.traceASCII = verbose.traceASCII
         options.flow.progressBar = verbose.progressBar
+        options.noProgressMeter = verbose.noProgressMeter
 
         // --- curl
         // Config files are read before parsing (ConfigFile.swift); one the parser still saw came inside a group of
@@ -230,9 +256,15 @@ extension AhttpCommand {
             throw UsageError(message: "-K inside a group of short options (as in -sK) is not read; write it on its own: -s -K FILE")
         }
         options.flow.parallel = curl.parallel
-        if let text = curl.parallelMax { options.flow.parallelMax = try parseCount(text, "--parallel-max", range: 1...300) }
+        if let text = curl.parallelMax {
+            // curl (tool_getparam.c): above 300 is capped at 300, below 1 is its default, 50.
+            guard let count = Int(text) else { throw UsageError(message: "invalid --parallel-max '\(text)' (a whole number)") }
+            options.flow.parallelMax = count < 1 ? 50 : min(count, 300)
+        }
         options.flow.failEarly = curl.failEarly
         if let text = curl.retry { options.flow.retry = try parseCount(text, "--retry", range: 0...1_000_000) }
+        options.flow.retryConnectionRefused = curl.retryConnrefused
+        options.flow.retryAllErrors = curl.retryAllErrors
         if let text = curl.retryDelay { options.flow.retryDelay = try parseSeconds(text, "--retry-delay") }
         if let text = curl.retryMaxTime { options.flow.retryMaxTime = try parseSeconds(text, "--retry-max-time") }
 
@@ -246,6 +278,23 @@ extension AhttpCommand {
         return options
     }
 
+    /// curl's rule: -I (HEAD), -d and the other data options (POST; with -G the GET, or HEAD with -I, that carries
+    /// the data in its query), -F (a multipart POST) and -T (PUT) each choose the request, and two different
+    /// choices are a usage error (exit 2), not one silently winning. -X only renames the method.
+    func checkOneRequestMethod() throws {
+        let hasData = !(post.data.isEmpty && post.dataASCII.isEmpty && post.dataRaw.isEmpty && post.dataBinary.isEmpty
+            && post.dataURLEncode.isEmpty && post.json.isEmpty)
+        var chosen: [String] = []
+        func choose(_ name: String) { if !chosen.contains(name) { chosen.append(name) } }
+        if http.head { choose("HEAD (-I, --head)") }
+        if !post.form.isEmpty || !post.formString.isEmpty { choose("multipart formpost (-F, --form)") }
+        if hasData { choose(http.get ? (http.head ? "HEAD (-I, --head)" : "GET (-G, --get)") : "POST (-d, --data)") }
+        if upload.uploadFile != nil { choose("PUT (-T, --upload-file)") }
+        if chosen.count > 1 {
+            throw UsageError(message: "You can only select one HTTP request method! You asked for both \(chosen[0]) and \(chosen[1]).")
+        }
+    }
+
     /// -d, --data-ascii, --data-raw, --data-binary, --data-urlencode and --json, joined in the order given: with
     /// '&' as curl joins them, --json pieces with nothing between them. A --data-binary @FILE given first is
     /// streamed from disk (Bodies.swift).
@@ -257,7 +306,8 @@ extension AhttpCommand {
         var previous: Kind?
         for (index, (value, kind)) in items.enumerated() {
             let text = value.text
-            if index == 0, kind == .binary, text.hasPrefix("@"), text != "@-" {
+            // With -G the data goes into the URL's query: read it here, as any other data.
+            if index == 0, kind == .binary, text.hasPrefix("@"), text != "@-", !http.get {
                 options.bodies.dataBinaryFile = String(text.dropFirst())
                 previous = kind
                 continue
@@ -285,6 +335,39 @@ extension AhttpCommand {
             }
             previous = kind
         }
+    }
+}
+
+/// curl's protocol list (--proto, --proto-redir): comma-separated names, each after optional modifiers: `+` adds
+/// (the default), `-` removes, `=` allows only these; `all` is every protocol. Starts from every protocol; ahttp
+/// speaks http and https, so other names change nothing (curl ignores names it does not know, too).
+func parseProtocols(_ text: String, _ flag: String) throws -> Set<String> {
+    let spoken: Set<String> = ["http", "https"]
+    var allowed = spoken
+    for token in text.split(separator: ",") {
+        var name = Substring(token.trimmingCharacters(" "))
+        var modifier: Character = "+"
+        while let first = name.first, first == "+" || first == "-" || first == "=" {
+            modifier = first
+            name = name.dropFirst()
+        }
+        guard !name.isEmpty else { throw UsageError(message: "invalid \(flag) '\(text)'") }
+        let names: Set<String> = name.lowercased() == "all" ? spoken : [name.lowercased()]
+        switch modifier {
+        case "=": allowed = names
+        case "-": allowed.subtract(names)
+        default: allowed.formUnion(names)
+        }
+    }
+    return allowed.intersection(spoken)
+}
+
+extension Substring {
+    func trimmingCharacters(_ character: Character) -> Substring {
+        var text = self
+        while text.first == character { text = text.dropFirst() }
+        while text.last == character { text = text.dropLast() }
+        return text
     }
 }
 

@@ -31,10 +31,12 @@ struct TransferTarget {
         // curl: no scheme means http:// (it guesses others from the host name; ahttp speaks only http(s)).
         var url = raw.contains("://") ? raw : "http://" + raw
         if let (userinfo, range) = Self.userinfo(in: url) {
-            let credentials = parseUser(userinfo.split(separator: ":", maxSplits: 1).map { percentDecoded(String($0)) }
-                .joined(separator: ":"))
-            self.credentials = credentials
-            user = userinfo.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
+            // Split at the first ':' before decoding, and each half decoded on its own: a name with an encoded
+            // ':' (`a%3Ab:pw@`) is the name "a:b", not "a" with the password "b:pw".
+            let parts = userinfo.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            self.credentials = makeCredentials(user: percentDecoded(String(parts[0])),
+                                              password: parts.count > 1 ? percentDecoded(String(parts[1])) : "")
+            user = String(parts[0])
             url.removeSubrange(range)
         }
         var query: [String] = options.urlQuery

@@ -84,17 +84,25 @@ final class TransferRecorder: HTTPClientObserver {
     }
 }
 
-/// A -w value: curl writes numbers bare in %{json}, strings quoted.
+/// A -w value: curl writes numbers bare in %{json}, strings quoted, and a string it does not have as null.
 enum WriteOutValue {
     case string(String)
+    /// A string curl has no value for (no error message, no output file, no Content-Type, no redirect): nothing
+    /// in a format, `null` in %{json} (tool_writeout.c's writeString).
+    case unset
     case integer(Int)
+    /// A status code: three digits in a format (`000` for none), a number in %{json} (`0` for none), as curl's
+    /// writeLong writes %{http_code} and %{response_code}.
+    case statusCode(Int?)
     case seconds(Duration)
 
     /// As curl writes it in a format: times with six decimals (`0.001234`).
     var text: String {
         switch self {
         case .string(let text): text
+        case .unset: ""
         case .integer(let number): String(number)
+        case .statusCode(let code): code.map(threeDigits) ?? "000"
         case .seconds(let duration): secondsText(duration)
         }
     }
@@ -102,7 +110,9 @@ enum WriteOutValue {
     var json: String {
         switch self {
         case .string(let text): jsonString(text)
+        case .unset: "null"
         case .integer(let number): String(number)
+        case .statusCode(let code): String(code ?? 0)
         case .seconds(let duration): secondsText(duration)
         }
     }
@@ -148,6 +158,8 @@ struct TransferOutcome {
     var cacheStatus = ""
     /// The response's head, for a response no event reported (a cache hit).
     var finalHead: ReceivedHead?
+    /// `%{urlnum}`: the URL's place on the command line, from 0.
+    var urlNumber = 0
 }
 
 /// The variables -w knows, for one transfer.
@@ -163,22 +175,23 @@ func writeOutValues(_ outcome: TransferOutcome, _ record: TransferRecorder.Recor
         (300..<400).contains(head.status.code) ? head.headers[.location].flatMap { try? url?.resolving($0) } : nil
     }
     let (remoteHost, remotePort) = routeAddress(record.route)
+    func optional(_ text: String?) -> WriteOutValue { text.map { .string($0) } ?? .unset }
     var values: [(String, WriteOutValue)] = [
         ("cache_status", .string(outcome.cacheStatus)),
-        ("content_type", .string(head?.headers[.contentType] ?? "")),
-        ("errormsg", .string(outcome.errorMessage)),
+        ("content_type", optional(head?.headers[.contentType])),
+        ("errormsg", outcome.exitCode == 0 ? .unset : .string(outcome.errorMessage)),
         ("exitcode", .integer(Int(outcome.exitCode))),
-        ("filename_effective", .string(outcome.outputFile ?? "")),
-        ("http_code", .string(outcome.status.map(threeDigits) ?? "000")),
+        ("filename_effective", optional(outcome.outputFile)),
+        ("http_code", .statusCode(outcome.status)),
         ("http_version", .string(head.map { $0.version.minor == 0 && $0.version.major == 1 ? "1.0" : "\($0.version.major).\($0.version.minor)" } ?? "0")),
         ("method", .string(outcome.method)),
         ("num_connects", .integer(record.newConnections)),
         ("num_headers", .integer(head?.headers.count ?? 0)),
         ("num_redirects", .integer(record.redirects)),
-        ("redirect_url", .string(redirectURL.map { HTTPURL.redacting($0.description) } ?? "")),
+        ("redirect_url", optional(redirectURL.map { HTTPURL.redacting($0.description) })),
         ("remote_ip", .string(remoteHost)),
-        ("remote_port", .string(remotePort)),
-        ("response_code", .string(outcome.status.map(threeDigits) ?? "000")),
+        ("remote_port", .integer(remotePort)),
+        ("response_code", .statusCode(outcome.status)),
         ("scheme", .string(url?.scheme.uppercased() ?? "")),
         ("size_download", .integer(outcome.bodyBytes)),
         ("size_header", .integer(record.heads.reduce(0) { $0 + $1.text.utf8.count })),
@@ -196,6 +209,7 @@ func writeOutValues(_ outcome: TransferOutcome, _ record: TransferRecorder.Recor
         ("time_total", .seconds(total)),
         ("url", .string(outcome.effectiveURL)),
         ("url_effective", .string(outcome.effectiveURL)),
+        ("urlnum", .integer(outcome.urlNumber)),
     ]
     values.append(("json", .string("")))  // placeholder so %{json} is known; rendered in `formatWriteOut`
     values.append(("header_json", .string("")))
@@ -207,11 +221,12 @@ private func threeDigits(_ code: Int) -> String {
     return String(repeating: "0", count: max(0, 3 - text.count)) + text
 }
 
-/// `scheme://host:port` (the origin part of a route) → host and port.
-private func routeAddress(_ route: String) -> (String, String) {
+/// `scheme://host:port` (the origin part of a route) → host and port (0 when there was no connection, as curl's
+/// CURLINFO_PRIMARY_PORT).
+private func routeAddress(_ route: String) -> (String, Int) {
     let origin = route.split(separator: " ").first.map(String.init) ?? route
-    guard let url = try? HTTPURL(origin) else { return ("", "") }
-    return (url.host, String(url.port))
+    guard let url = try? HTTPURL(origin) else { return ("", 0) }
+    return (url.host, url.port)
 }
 
 /// `%{header_json}`: the last response head's fields, names lowercased, each name once with all its values in an
@@ -234,8 +249,9 @@ func headerJSON(_ head: ReceivedHead?) -> String {
 enum WriteOutStream { case stdout, stderr }
 
 /// Expands a -w format: `%{name}`, `%header{name}`, `%{json}`, `%{header_json}`, `%%`, and the escapes `\n`,
-/// `\r`, `\t`, `\\`. An unknown variable is left out with a warning on stderr, as curl does. Returns the pieces with
-/// the stream each goes to.
+/// `\r`, `\t`, `\\`; `%{onerror}` ends the format there unless the transfer failed (a non-zero `exitcode`). An
+/// unknown variable is left out with a warning on stderr, as curl does. Returns the pieces with the stream each
+/// goes to.
 func formatWriteOut(_ format: String, values: [(String, WriteOutValue)], head: ReceivedHead?) -> [(WriteOutStream, String)] {
     var pieces: [(WriteOutStream, String)] = []
     var stream = WriteOutStream.stdout
@@ -272,6 +288,11 @@ func formatWriteOut(_ format: String, values: [(String, WriteOutValue)], head: R
             switch name {
             case "stderr": flush(); stream = .stderr
             case "stdout": flush(); stream = .stdout
+            case "onerror":
+                // curl: the rest of the format is written only when the transfer failed.
+                if case .integer(let code) = table["exitcode"], code != 0 { break }
+                flush()
+                return pieces
             case "json":
                 current += "{" + values.filter { $0.0 != "json" && $0.0 != "header_json" }
                     .map { jsonString($0.0) + ":" + $0.1.json }.joined(separator: ",") + "}"

@@ -28,6 +28,11 @@ import Darwin
 func parseUser(_ text: String) -> HTTPCredentials {
     let (user, password) = text.firstIndex(of: ":").map { (String(text[..<$0]), String(text[text.index(after: $0)...])) }
         ?? (text, "")
+    return makeCredentials(user: user, password: password)
+}
+
+/// A user name and its password, the name's `DOMAIN\` (NTLM) split off.
+func makeCredentials(user: String, password: String) -> HTTPCredentials {
     if let slash = user.firstIndex(of: "\\") {
         return HTTPCredentials(username: String(user[user.index(after: slash)...]), password: password,
                                domain: String(user[..<slash]))
@@ -41,8 +46,48 @@ func parseProxy(_ text: String, kind: ProxyConfiguration.Kind?) throws -> ProxyC
         if kind == nil, !text.contains("://") { proxy.kind = .http }
         return proxy
     } catch {
-        throw UsageError(message: "invalid proxy '\(text)': \(error.message)")
+        // The value as given may hold a password (`user:secret@host:bad`): it is shown without its userinfo.
+        throw UsageError(message: "invalid proxy '\(redactingUserinfo(text))': \(error.message)")
     }
+}
+
+/// `[scheme://][userinfo@]rest` without its userinfo, for a message: a proxy value need not have a scheme, so
+/// ``HTTPURL/redacting(_:)`` (which looks for `scheme://user@`) would miss `user:secret@host`.
+func redactingUserinfo(_ text: String) -> String {
+    let start = Substring(text).range(of: "://")?.upperBound ?? text.startIndex
+    let authorityEnd = text[start...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? text.endIndex
+    guard let at = text[start..<authorityEnd].lastIndex(of: "@") else { return text }
+    return String(text[..<start]) + String(text[text.index(after: at)...])
+}
+
+/// `-U` without `-x`: curl gives the proxy user to whichever proxy it uses, the environment's too. The library
+/// reads the proxy variables when the client is made, so each one set (and valid) is rewritten here, before that,
+/// with the user in it (percent-encoded). A `DOMAIN\` in the user name stays part of the name.
+func addProxyUserToEnvironment(_ user: HTTPCredentials) {
+    let name = (user.domain.map { $0 + "\\" } ?? "") + user.username
+    let userinfo = percentEncodedUserinfo(name) + ":" + percentEncodedUserinfo(user.password) + "@"
+    for variable in ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] {
+        guard let raw = getenv(variable).map({ String(cString: $0) }), !raw.isEmpty,
+              let proxy = try? ProxyConfiguration(url: raw) else { continue }
+        let hostAndPort = proxy.description.dropFirst(proxy.kind.rawValue.utf8.count + 3)  // after "kind://"
+        setenv(variable, "\(proxy.kind.rawValue)://\(userinfo)\(hostAndPort)", 1)
+    }
+}
+
+/// Every byte but RFC 3986's unreserved ones percent-encoded: safe in a URL's user name or password.
+func percentEncodedUserinfo(_ text: String) -> String {
+    let hex = Array("0123456789ABCDEF".utf8)
+    var bytes: [UInt8] = []
+    for byte in text.utf8 {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            bytes.append(byte)
+        default:
+            bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+        }
+    }
+    return String(decoding: bytes, as: UTF8.self)
 }
 
 struct UsageError: Error {
@@ -201,6 +246,10 @@ func parseCommandLine(_ raw: [String]) -> CommandLineOutcome {
     do {
         let arguments = try expandConfigFiles(raw)
         command = try AhttpCommand.parse(arguments)
+        if command.curl.showVersion {  // curl's -V: the version, whatever else is on the line
+            printStdout((AhttpCommand.configuration.version) + "\nProtocols: http https\n")
+            return .exit(0)
+        }
     } catch let error as UsageError {
         printError(error.message)
         return .exit(error.exitCode)
@@ -239,15 +288,12 @@ func run() async -> Int32 {
     configuration.logger = WarningLog.logger(silent: options.silent)
     if options.insecure { configuration.tls.certificateVerification = false }
     if let caFile = options.caFile { configuration.tls.trustRoots = .file(caFile) }
-    if let maxTime = options.maxTime { configuration.totalTimeout = .milliseconds(Int64(maxTime * 1000)) }
-    if let connectTimeout = options.connectTimeout { configuration.connectTimeout = .milliseconds(Int64(connectTimeout * 1000)) }
+    if let minimum = options.tlsMinimum { configuration.tls.minimumVersion = minimum }
+    applyCurlTransferDefaults(options, to: &configuration)
     configuration.resolve = options.resolve
     configuration.connectTo = options.connectTo
     configuration.unixSocket = options.unixSocket
     if let delay = options.happyEyeballsDelay { configuration.connectionAttemptDelay = .milliseconds(delay) }
-    configuration.redirectPolicy.followsRedirects = options.followRedirects
-    // curl's default limit is 50 redirects (CURLOPT_MAXREDIRS in the tool).
-    configuration.redirectPolicy.maxRedirects = options.maxRedirects ?? 50
     configuration.compression.acceptsCompressedResponses = options.compressed
     if let agent = options.userAgent { configuration.userAgent = agent.isEmpty ? nil : agent }
     if options.headers.contains(where: { $0.remove && $0.name.lowercased() == "user-agent" }) { configuration.userAgent = nil }
@@ -267,13 +313,18 @@ func run() async -> Int32 {
     // As curl: credentials given with -u (or in a URL) go where the user sent them, plain http included.
     // (--oauth2-bearer too: curl sends the token wherever the user points it.)
     configuration.authentication.allowsBasicOverPlainHTTP = true
-    if var proxy = options.proxy {
+    if options.proxyDisabled {
+        configuration.proxy = .none  // curl's -x "": no proxy at all, the environment's neither
+    } else if var proxy = options.proxy {
         if let proxyUser = options.proxyUser { proxy.credentials = proxyUser }
         configuration.proxy = .proxy(proxy, bypass: options.noProxy ?? "")
-    } else if let noProxy = options.noProxy {
-        // --noproxy overrides no_proxy for the environment's proxies.
-        setenv("no_proxy", noProxy, 1)
-        unsetenv("NO_PROXY")
+    } else {
+        if let noProxy = options.noProxy {
+            // --noproxy overrides no_proxy for the environment's proxies.
+            setenv("no_proxy", noProxy, 1)
+            unsetenv("NO_PROXY")
+        }
+        if let proxyUser = options.proxyUser { addProxyUserToEnvironment(proxyUser) }
     }
     let recorder = TransferRecorder()
     configuration.observers.append(recorder)
@@ -303,6 +354,9 @@ func run() async -> Int32 {
             return error.exitCode
         }
     }
+    if options.redirectProtocols != ["http", "https"] {
+        configuration.middleware.append(RedirectProtocols(allowed: options.redirectProtocols))
+    }
     if options.flow.parallel, options.flow.retry > 0 {
         configuration.middleware.insert(RetryTransientFailures(options: options), at: 0)
     }
@@ -324,6 +378,13 @@ func run() async -> Int32 {
         if options.flow.failEarly, !options.flow.parallel, status != 0 { break }
         recorder.reset()
         let target = TransferTarget(rawURL, options: options)
+        if let scheme = RedirectProtocols.scheme(of: target.url), ["http", "https"].contains(scheme),
+           !options.protocols.contains(scheme) {
+            // curl's CURLE_UNSUPPORTED_PROTOCOL, before anything is sent.
+            if options.showsErrors { printError("\(HTTPURL.redacting(target.shown(target.url))): protocol \"\(scheme)\" is disabled by --proto") }
+            status = 1
+            continue
+        }
         var request = HTTPClientRequest(url: target.url)
         if options.headOnly { request.method = .head }
         if let data = options.data, !options.getWithQuery {
@@ -337,6 +398,9 @@ func run() async -> Int32 {
             continue
         }
         if let method = options.method { request.method = method }
+        if let policy = options.redirectPolicy(for: request.method, base: configuration.redirectPolicy) {
+            request.redirectPolicy = policy
+        }
         if request.headers[.accept] == nil { request.headers[.accept] = "*/*" }  // curl's default
         if let referer = options.referer { request.headers[.referer] = referer }
         if options.http10 { request.version = .http1_0 }
@@ -351,7 +415,8 @@ func run() async -> Int32 {
                 request.addHeader(header.name, header.value)
             }
         }
-        for cookies in options.cookieStrings { request.addHeader("Cookie", cookies) }
+        // curl: every -b NAME=VALUE in one Cookie field, joined with ';' (CURLOPT_COOKIE, tool_operate.c).
+        if !options.cookieStrings.isEmpty { request.addHeader("Cookie", options.cookieStrings.joined(separator: ";")) }
         if let user = target.credentials ?? options.user, options.awsSigV4 == nil {
             request.credentials = user
             request.authenticationSchemes = options.authSchemes
@@ -359,12 +424,13 @@ func run() async -> Int32 {
         }
         if let bearer = options.bearer { request.bearerToken = bearer }
         if let cachePolicy = options.cachePolicy { request.cachePolicy = cachePolicy }
+        request[RedirectProtocols.FirstURL.self] = request.url
         options.prepareFlow(&request)
         if options.flow.parallel {
             // Each URL keeps its own -o/-O, as without -Z (curl pairs them the same way).
             do {
                 parallelJobs.append(ParallelJob(request: request, destination: try target.destination(index: index, options: options),
-                                                shownURL: target.shown(target.url)))
+                                                shownURL: target.shown(target.url), urlNumber: index))
             } catch let error as UsageError {
                 if options.showsErrors { printError(error.message) }
                 status = error.exitCode == 2 ? 23 : error.exitCode
@@ -376,6 +442,7 @@ func run() async -> Int32 {
 
         var outcome = TransferOutcome(effectiveURL: target.shown(target.url), method: request.method.rawValue, status: nil,
                                       bodyBytes: 0, exitCode: 0, errorMessage: "", outputFile: nil, verifyResult: 0)
+        outcome.urlNumber = index
         var result: Int32 = 0
         do {
             let destination = try target.destination(index: index, options: options)
@@ -453,6 +520,66 @@ func run() async -> Int32 {
     return status
 }
 
+/// The client settings that make ahttp's transfers time out and follow redirects as curl's do.
+func applyCurlTransferDefaults(_ options: Options, to configuration: inout HTTPClient.Configuration) {
+    // curl has no inactivity timeout: a transfer may stay silent as long as -m allows (the library's 60 s is not
+    // curl's). A stalled transfer is for -m, as in curl (--speed-limit/--speed-time are not supported).
+    configuration.inactivityTimeout = nil
+    // curl: 300 s to connect (DEFAULT_CONNECT_TIMEOUT) unless --connect-timeout, whose 0 means that default.
+    configuration.connectTimeout = flagDuration(options.connectTimeout ?? 300)
+    // -m: the whole transfer; none (nil, or curl's -m 0) means no limit.
+    configuration.totalTimeout = options.maxTime.map(flagDuration)
+    configuration.redirectPolicy.followsRedirects = options.followRedirects
+    // curl's default limit is 50 redirects (CURLOPT_MAXREDIRS in the tool).
+    configuration.redirectPolicy.maxRedirects = options.maxRedirects ?? 50
+    // curl's -L has no loop check: a loop ends at --max-redirs, with exit 47, as any other long chain.
+    configuration.redirectPolicy.detectsLoops = false
+}
+
+/// A positive number of seconds from the command line as a `Duration`: at least 1 ns, so that `-m 0.0000001` is a
+/// very short limit rather than a zero the client refuses as a configuration error. (Seconds are at most
+/// ``maxSecondsInAFlag``, 1e9, so the nanoseconds fit in an `Int64`.)
+func flagDuration(_ seconds: Double) -> Duration {
+    .nanoseconds(max(1, Int64(seconds * 1e9)))
+}
+
+extension Options {
+    /// The redirect policy for a request sent with `method`, when it is not the client's (`base`): libcurl turns
+    /// only a POST into a GET on 301 and 302 (and anything on 303); every other method is sent again, with its
+    /// body (a -T PUT). `-X METHOD` is sent on every hop, 303 included, as curl sends its custom method.
+    func redirectPolicy(for method: HTTPRequest.Method, base: RedirectPolicy) -> RedirectPolicy? {
+        guard followRedirects else { return nil }
+        var policy = base
+        policy.keepsMethodOn301And302 = self.method != nil || method != .post
+        policy.keepsMethodOn303 = self.method != nil
+        return policy == base ? nil : policy
+    }
+}
+
+/// --proto-redir: a redirect hop to a scheme not in `allowed` fails with `redirectRefused` (exit 1, curl's
+/// CURLE_UNSUPPORTED_PROTOCOL) before it is sent. A user step, so it sees every hop the redirect step makes; a
+/// request at the URL the transfer started with (the first, or an authentication round there) was allowed by --proto.
+struct RedirectProtocols: HTTPClientMiddleware {
+    /// The URL ahttp sent first, set on each request.
+    enum FirstURL: HTTPRequestOption { static let defaultValue: String? = nil }
+
+    let allowed: Set<String>
+
+    func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+        if request.resendCount > 0, request.url != request[FirstURL.self], let scheme = Self.scheme(of: request.url),
+           !allowed.contains(scheme) {
+            throw HTTPClientError(.redirectRefused,
+                "refused to follow a redirect to \(HTTPURL.redacting(request.url)): protocol \"\(scheme)\" is disabled by --proto-redir")
+        }
+        return try await next(request)
+    }
+
+    /// The URL's scheme, lowercased; nil without one.
+    static func scheme(of url: String) -> String? {
+        Substring(url).range(of: "://").map { url[..<$0.lowerBound].lowercased() }
+    }
+}
+
 /// The heads to show for -i and -D: every head of the transfer (redirect hops and authentication rounds, as curl
 /// shows them), or the response's own when no event reported one (a cached response).
 func heads(_ record: TransferRecorder.Record, fallback: HTTPClientResponse?) -> String {
@@ -472,12 +599,23 @@ struct CommandLineCookieFiles: CookieStorage {
     var write: String?
 
     func load() throws -> [HTTPClient.Cookie] {
-        try read.flatMap { try NetscapeCookieFile(path: $0).load() }
+        // curl: `-b -` reads the cookies from standard input.
+        try read.flatMap { try NetscapeCookieFile(path: $0 == "-" ? "/dev/stdin" : $0).load() }
     }
 
     func save(_ cookies: [HTTPClient.Cookie]) throws {
         guard let write else { return }
-        try NetscapeCookieFile(path: write, includeSessionCookies: true).save(cookies)
+        guard write == "-" else {
+            try NetscapeCookieFile(path: write, includeSessionCookies: true).save(cookies)
+            return
+        }
+        // curl: `-c -` writes the cookies to standard output at the end. The library writes the format only to a
+        // file (atomically, mode 0600): a private temporary file, copied out and removed.
+        let directory = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let temporary = "\(directory)/ahttp-cookies-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { unlink(temporary) }
+        try NetscapeCookieFile(path: temporary, includeSessionCookies: true).save(cookies)
+        try writeAll(1, try readFile(temporary)[...])
     }
 }
 

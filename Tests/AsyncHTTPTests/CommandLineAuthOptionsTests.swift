@@ -54,4 +54,49 @@ final class CommandLineAuthOptionsTests: XCTestCase {
         XCTAssertEqual(result.status, 2)
         XCTAssertTrue(result.stderr.contains("invalid proxy"), result.stderr)
     }
+
+    /// A -x value that cannot be used is named in the error without its password.
+    func testABadProxyValueIsNamedWithoutItsPassword() throws {
+        for value in ["http://ann:s3cr3tpw@proxy.example:notaport", "ann:s3cr3tpw@proxy.example:notaport",
+                      "ftp://ann:s3cr3tpw@proxy.example:21"] {
+            let result = try ahttp(["-x", value, "http://127.0.0.1:1/"])
+            XCTAssertEqual(result.status, 2, result.stderr)
+            XCTAssertTrue(result.stderr.contains("invalid proxy"), result.stderr)
+            XCTAssertFalse(result.stderr.contains("s3cr3tpw"), "the password leaked: \(result.stderr)")
+        }
+    }
+
+    /// curl: `-x ""` turns off every proxy, the environment's too (ahttp refused it as an invalid proxy).
+    func testEmptyProxyTurnsOffTheEnvironmentsProxy() async throws {
+        let server = try await NIOTestServer()
+        // A proxy that refuses connections: a request through it fails.
+        let environment = ["http_proxy": "http://127.0.0.1:\(try unusedPort())", "NO_PROXY": ""]
+        let through = try runAhttp(["-s", "--resolve", "origin.test:\(server.port):127.0.0.1", "http://origin.test:\(server.port)/hello"],
+                                   environment: environment)
+        XCTAssertNotEqual(through.status, 0, "the environment's proxy is used without -x \"\": \(through.stderr)")
+        let direct = try runAhttp(["-s", "-x", "", "--resolve", "origin.test:\(server.port):127.0.0.1",
+                                   "http://origin.test:\(server.port)/hello"], environment: environment)
+        XCTAssertEqual(direct.status, 0, direct.stderr)
+        XCTAssertEqual(direct.stdout, "hello")
+        try await server.shutdown()
+    }
+
+    /// curl gives -U to whichever proxy it uses, the environment's too; ahttp dropped it without -x.
+    func testProxyUserGoesToTheEnvironmentsProxy() throws {
+        // The "proxy": a 407 asking for Basic first, then 200 to the request that answers it.
+        let proxy = try FaultServer(script: FaultScript { connection, request in
+            connection == 0 && request == 0
+                ? [.response("", status: "407 Proxy Authentication Required", headers: [#"Proxy-Authenticate: Basic realm="p""#])]
+                : [.response("through the proxy")]
+        })
+        defer { proxy.stop() }
+        let result = try runAhttp(["-s", "-U", "ann:p@ss word", "http://origin.invalid/x"],
+                                  environment: ["http_proxy": "http://127.0.0.1:\(proxy.port)"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "through the proxy")
+        let heads = proxy.requestHeads.joined(separator: "\n").lowercased()
+        // base64("ann:p@ss word")
+        XCTAssertTrue(heads.contains("proxy-authorization: basic " + Data("ann:p@ss word".utf8).base64EncodedString().lowercased()), heads)
+        XCTAssertTrue(heads.contains("get http://origin.invalid/x http/1.1"), heads)
+    }
 }

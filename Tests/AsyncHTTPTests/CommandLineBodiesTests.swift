@@ -139,4 +139,27 @@ final class CommandLineBodiesTests: XCTestCase {
         XCTAssertTrue(server.requestHeads.last?.contains("Range: bytes=700-") == true)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path), ["file.txt"])
     }
+
+    /// curl: with -G the data goes into the query, --data-binary @FILE's too. ahttp streamed the file as a POST.
+    func testGetWithDataBinaryFilePutsTheFileInTheQuery() async throws {
+        let server = try await NIOTestServer()
+        let file = try temporaryDirectory().appendingPathComponent("query.txt")
+        try Data("a=1&b=2".utf8).write(to: file)
+        let result = try runAhttp(["-s", "-G", "--data-binary", "@\(file.path)", "-d", "c=3", server.url("/headers")])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.hasPrefix("method: GET\ntarget: /headers?a=1&b=2&c=3\n"), result.stdout)
+        try await server.shutdown()
+    }
+
+    /// curl: -T FILE to a URL with no path (or one ending in '/') puts FILE's name at the end of the URL. ahttp only
+    /// did it for a trailing '/'.
+    func testUploadToAURLWithoutAPathAppendsTheFileName() async throws {
+        let server = try await NIOTestServer()
+        let file = try temporaryDirectory().appendingPathComponent("echo")  // the server's echoing route
+        try Data("sent".utf8).write(to: file)
+        let result = try runAhttp(["-s", "-w", " %{url_effective}", "-T", file.path, server.baseURL])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "sent \(server.baseURL)/echo")
+        try await server.shutdown()
+    }
 }

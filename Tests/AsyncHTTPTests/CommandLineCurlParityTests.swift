@@ -181,6 +181,9 @@ final class CommandLineCurlParityTests: XCTestCase {
             Row(name: "-H @file", arguments: agent + ["-s", "-H", "@headers.txt", "{httpbin}/headers"], inputs: ["headers.txt": "X-One: 1\nX-Two: 2\n"]),
             Row(name: "--url-query, encoded and '+' as is", arguments: agent + ["-s", "--url-query", "q=a b", "--url-query", "+raw=%41", "{httpbin}/get?x=1"]),
             Row(name: "-b NAME=VALUE", arguments: agent + ["-s", "-b", "flavour=oat; size=2", "{httpbin}/cookies"]),
+            Row(name: "several -b NAME=VALUE are one Cookie field", arguments: agent + ["-s", "-b", "a=1", "-b", "b=2", "{httpbin}/headers"]),
+            Row(name: "-G with --data-binary @file puts the file in the query", arguments: agent + ["-s", "-G", "--data-binary", "@q.txt", "{httpbin}/get"],
+                inputs: ["q.txt": "a=1&b=2"]),
             // AsyncHTTP decodes gzip and deflate; curl also offers br and zstd.
             Row(name: "--compressed", arguments: agent + ["-s", "--compressed", "{httpbin}/gzip"],
                 normalise: { $0.replacingOccurrences(of: #""Accept-Encoding": "[^"]*""#, with: "\"Accept-Encoding\": \"<codings>\"", options: .regularExpression) }),
@@ -267,9 +270,21 @@ final class CommandLineCurlParityTests: XCTestCase {
         let (curl, ahttp) = try runBoth(row, values: values)
         let curlJSON = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(curl.stdout.utf8)) as? [String: Any], curl.stdout)
         let ahttpJSON = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(ahttp.stdout.utf8)) as? [String: Any], ahttp.stdout)
+        // Typed: a number, a string and null are told apart (the values once matched as text while ahttp wrote
+        // "200" where curl writes 200, and "" where curl writes null).
+        func typed(_ value: Any?) -> String {
+            switch value {
+            case nil: "<none>"
+            case is NSNull: "null"
+            case let text as String: "string \(text)"
+            case let number as NSNumber: "number \(number)"
+            case let other?: "other \(other)"
+            }
+        }
         for key in ["http_code", "response_code", "num_connects", "size_download", "exitcode", "method", "url_effective",
-                    "num_redirects", "content_type", "scheme", "http_version", "ssl_verify_result", "num_headers"] {
-            XCTAssertEqual("\(ahttpJSON[key] ?? "<none>")", "\(curlJSON[key] ?? "<none>")", key)
+                    "num_redirects", "content_type", "scheme", "http_version", "ssl_verify_result", "num_headers", "errormsg",
+                    "filename_effective", "redirect_url", "urlnum", "remote_port"] {
+            XCTAssertEqual(typed(ahttpJSON[key]), typed(curlJSON[key]), key)
         }
         for key in ["time_connect", "time_appconnect", "time_starttransfer", "time_total", "speed_download"] {
             XCTAssertNotNil(ahttpJSON[key] as? NSNumber, "\(key) is a number: \(ahttp.stdout)")

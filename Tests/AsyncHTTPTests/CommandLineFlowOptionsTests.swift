@@ -299,4 +299,74 @@ final class CommandLineFlowOptionsTests: XCTestCase {
         if FileManager.default.fileExists(atPath: tool.path) { return tool.path }
         return directory.deletingLastPathComponent().appendingPathComponent("ahttp").path
     }
+
+    // MARK: curl's zeros, --fail-early with -f, the new options
+
+    /// curl: -m 0 is no limit and --connect-timeout 0 its default (both were usage errors); --limit-rate 0 no limit.
+    func testZeroTimeoutsAndRateMeanNoLimit() async throws {
+        let server = try await NIOTestServer()
+        let result = try ahttp(["-s", "-m", "0", "--connect-timeout", "0", "--limit-rate", "0", server.url("/hello")])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "hello")
+        try await server.shutdown()
+    }
+
+    /// curl's -f makes a 4xx a failed transfer (22), and --fail-early stops the other transfers on it. ahttp went on.
+    func testFailEarlyStopsOnAStatusThatFailRefuses() async throws {
+        let server = try await NIOTestServer()
+        let result = try ahttp(["-s", "-Z", "--parallel-max", "1", "--fail-early", "-f",
+                                server.url("/status/404"), server.url("/hello"), server.url("/hello")])
+        XCTAssertEqual(result.status, 22, result.stderr)
+        XCTAssertFalse(result.stdout.contains("hello"), "the transfers after the 404 did not run: \(result.stdout)")
+        try await server.shutdown()
+    }
+
+    /// --retry-connrefused: a refused connection is retried (without it, it is not).
+    func testRetryConnrefusedRetriesARefusedConnection() throws {
+        let url = "http://127.0.0.1:\(try unusedPort())/"
+        let retried = try ahttp(["--retry", "1", "--retry-delay", "0", "--retry-connrefused", url])
+        XCTAssertEqual(retried.status, 7, retried.stderr)
+        XCTAssertTrue(retried.stderr.contains("Will retry in 0 seconds. 1 retry left."), retried.stderr)
+        let notRetried = try ahttp(["--retry", "1", "--retry-delay", "0", url])
+        XCTAssertEqual(notRetried.status, 7)
+        XCTAssertFalse(notRetried.stderr.contains("Will retry"), notRetried.stderr)
+    }
+
+    /// --proto limits the URLs' schemes (exit 1, nothing sent), --proto-redir the redirects' (exit 1).
+    func testProtoAndProtoRedirRefuseSchemes() async throws {
+        let server = try await NIOTestServer()
+        let refused = try ahttp(["--proto", "=https", server.url("/hello")])
+        XCTAssertEqual(refused.status, 1, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("disabled by --proto"), refused.stderr)
+        XCTAssertEqual(server.requestsServed, 0)
+        let redirector = try FaultServer(script: FaultScript([[.response("", status: "302 Found", headers: ["Location: \(server.url("/hello"))"])]]))
+        defer { redirector.stop() }
+        let redirect = try ahttp(["-L", "--proto-redir", "=https", "http://127.0.0.1:\(redirector.port)/"])
+        XCTAssertEqual(redirect.status, 1, redirect.stderr)
+        XCTAssertTrue(redirect.stderr.contains("--proto-redir"), redirect.stderr)
+        XCTAssertEqual(server.requestsServed, 0)
+        let allowed = try ahttp(["-s", "-L", "--proto", "-all,http", "--proto-redir", "http", "http://127.0.0.1:\(redirector.port)/"])
+        XCTAssertEqual(allowed.stdout, "hello", allowed.stderr)
+        try await server.shutdown()
+    }
+
+    /// -#: a transfer that fails half-way leaves the bar at its real percentage, as curl's; it drew 100 %.
+    func testProgressBarOfAFailedTransferStaysAtItsPercentage() throws {
+        let server = try FaultServer(script: .closeMidBody)  // promises 100 bytes, sends 40
+        defer { server.stop() }
+        let result = try ahttp(["-#", "-o", temporaryFile(), "http://127.0.0.1:\(server.port)/"])
+        XCTAssertNotEqual(result.status, 0)
+        XCTAssertFalse(result.stderr.contains("100.0%"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("40.0%"), result.stderr)
+    }
+
+    /// %{urlnum} numbers the URLs from 0; `-w @-` reads the format from standard input.
+    func testWriteOutURLNumberAndFormatFromStandardInput() async throws {
+        let server = try await NIOTestServer()
+        let result = try runAhttpFeeding(["-s", "-o", "/dev/null", "-o", "/dev/null", "-w", "@-", server.url("/hello"), server.url("/hello")],
+                                         input: "%{urlnum}:%{http_code}\\n")
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout, "0:200\n1:200\n")
+        try await server.shutdown()
+    }
 }

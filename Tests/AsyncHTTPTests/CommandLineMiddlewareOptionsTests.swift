@@ -88,4 +88,78 @@ final class CommandLineMiddlewareOptionsTests: XCTestCase {
             XCTAssertFalse(result.stderr.contains(secret), "\(secret) leaked: \(result.stderr)")
         }
     }
+
+    // MARK: Against in-process servers
+
+    /// A server whose every answer is a redirect with `status` to `location`.
+    func redirector(_ status: String, to location: String) throws -> FaultServer {
+        let server = try FaultServer(script: FaultScript([[.response("", status: status, headers: ["Location: \(location)"])]]))
+        addTeardownBlock { server.stop() }
+        return server
+    }
+
+    /// curl: `-X METHOD` is sent on every hop, and libcurl turns only a POST into a GET on 301 and 302 (303: any
+    /// method but -X's). ahttp turned a DELETE or a -T PUT into a GET on 301.
+    func testLocationKeepsTheMethodAsCurl() async throws {
+        let server = try await NIOTestServer()
+        defer { Task { try? await server.shutdown() } }
+        let moved = try redirector("301 Moved Permanently", to: server.url("/headers"))
+        let deleted = try ahttp(["-s", "-L", "-X", "DELETE", "http://127.0.0.1:\(moved.port)/old"])
+        XCTAssertEqual(deleted.status, 0, deleted.stderr)
+        XCTAssertTrue(deleted.stdout.hasPrefix("method: DELETE\n"), deleted.stdout)
+
+        let seeOther = try redirector("303 See Other", to: server.url("/headers"))
+        let custom = try ahttp(["-s", "-L", "-X", "PATCH", "http://127.0.0.1:\(seeOther.port)/old"])
+        XCTAssertTrue(custom.stdout.hasPrefix("method: PATCH\n"), "-X is used on every hop, 303 too: \(custom.stdout)")
+
+        let posted = try ahttp(["-s", "-L", "-d", "a=1", "http://127.0.0.1:\(moved.port)/old"])
+        XCTAssertTrue(posted.stdout.hasPrefix("method: GET\n"), "a POST becomes a GET on 301, as libcurl: \(posted.stdout)")
+
+        let file = temporaryFile("upload.txt")
+        try Data("uploaded bytes".utf8).write(to: URL(fileURLWithPath: file))
+        let movedToEcho = try redirector("302 Found", to: server.url("/echo"))
+        let put = try ahttp(["-s", "-L", "-T", file, "http://127.0.0.1:\(movedToEcho.port)/up"])
+        XCTAssertEqual(put.status, 0, put.stderr)
+        XCTAssertEqual(put.stdout, "uploaded bytes", "-T's PUT is sent again with its body")
+    }
+
+    /// curl's -L has no loop check: a redirect to itself is followed until --max-redirs (exit 47). ahttp stopped at
+    /// the first repeat.
+    func testARedirectLoopIsFollowedUpToMaxRedirs() throws {
+        let server = try FaultServer(script: FaultScript([[.response("", status: "302 Found", headers: ["Location: /same"])]]))
+        defer { server.stop() }
+        let result = try ahttp(["-s", "-S", "-L", "--max-redirs", "3", "http://127.0.0.1:\(server.port)/same"])
+        XCTAssertEqual(result.status, 47, result.stderr)
+        XCTAssertTrue(result.stderr.contains("tooManyRedirects"), result.stderr)
+        XCTAssertEqual(server.requestsReceived, 4, "the first request and 3 redirects")
+    }
+
+    /// curl sends every -b NAME=VALUE in one Cookie field, joined with ';' (tool_operate.c).
+    func testSeveralCookieDataArgumentsAreOneCookieField() async throws {
+        let server = try await NIOTestServer()
+        defer { Task { try? await server.shutdown() } }
+        let result = try ahttp(["-s", "-b", "a=1", "-b", "b=2", server.url("/headers")])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let cookies = result.stdout.split(separator: "\n").filter { $0.lowercased().hasPrefix("cookie:") }
+        XCTAssertEqual(cookies, ["Cookie: a=1;b=2"], result.stdout)
+    }
+
+    /// curl: `-c -` writes the cookies to standard output at the end, `-b -` reads them from standard input.
+    func testCookieFilesDashAreStandardOutputAndInput() async throws {
+        let server = try await NIOTestServer()
+        defer { Task { try? await server.shutdown() } }
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: "-") }  // what the old code wrote
+        let line = "127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tfrom-stdin\n"
+        let read = try runAhttpFeeding(["-s", "-b", "-", server.url("/headers")], input: "# Netscape HTTP Cookie File\n" + line)
+        XCTAssertEqual(read.status, 0, read.stderr)
+        XCTAssertTrue(read.stdout.contains("Cookie: sid=from-stdin"), read.stdout)
+
+        let setter = try FaultServer(script: FaultScript([[.response("body", headers: ["Set-Cookie: token=abc; Path=/"])]]))
+        defer { setter.stop() }
+        let written = try ahttp(["-s", "-c", "-", "http://127.0.0.1:\(setter.port)/"])
+        XCTAssertEqual(written.status, 0, written.stderr)
+        XCTAssertTrue(written.stdout.hasPrefix("body# Netscape HTTP Cookie File"), written.stdout)
+        XCTAssertTrue(written.stdout.contains("\ttoken\tabc\n"), written.stdout)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "-"), "no file named '-'")
+    }
 }

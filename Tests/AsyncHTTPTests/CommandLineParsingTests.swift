@@ -47,15 +47,56 @@ final class CommandLineParsingTests: XCTestCase {
 
     func testWriteOutFormatsVariablesEscapesAndStreams() {
         let values: [(String, WriteOutValue)] = [
-            ("http_code", .string("200")), ("size_download", .integer(12)), ("time_total", .seconds(.milliseconds(1500))),
-            ("url_effective", .string("http://h/\"q\"")),
+            ("http_code", .statusCode(200)), ("size_download", .integer(12)), ("time_total", .seconds(.milliseconds(1500))),
+            ("url_effective", .string("http://h/\"q\"")), ("errormsg", .unset),
         ]
         let pieces = formatWriteOut("%{http_code} %{size_download} %{time_total}\\n%%%{stderr}err\\t%{stdout}%{json}",
                                     values: values, head: nil)
         XCTAssertEqual(pieces.map(\.0), [.stdout, .stderr, .stdout])
         XCTAssertEqual(pieces[0].1, "200 12 1.500000\n%")
         XCTAssertEqual(pieces[1].1, "err\t")
-        XCTAssertEqual(pieces[2].1, #"{"http_code":"200","size_download":12,"time_total":1.500000,"url_effective":"http://h/\"q\""}"#)
+        XCTAssertEqual(pieces[2].1,
+                       #"{"http_code":200,"size_download":12,"time_total":1.500000,"url_effective":"http://h/\"q\"","errormsg":null}"#)
+    }
+
+    /// curl's %{json}: http_code, response_code and remote_port are numbers; a string it does not have (no error, no
+    /// output file, no Content-Type, no redirect) is null. Types compared, not text.
+    func testWriteOutJSONTypesAreCurls() throws {
+        let outcome = TransferOutcome(effectiveURL: "http://h/", method: "GET", status: 204, bodyBytes: 0, exitCode: 0,
+                                      errorMessage: "", outputFile: nil, verifyResult: 0)
+        var record = TransferRecorder.Record()
+        record.route = "http://127.0.0.1:8080"
+        let text = try XCTUnwrap(formatWriteOut("%{json}", values: writeOutValues(outcome, record), head: nil).first?.1)
+        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], text)
+        for key in ["http_code", "response_code", "remote_port", "exitcode", "size_download", "urlnum"] {
+            XCTAssertTrue(json[key] is NSNumber && !(json[key] is String), "\(key) is a number: \(text)")
+        }
+        XCTAssertEqual(json["http_code"] as? Int, 204)
+        XCTAssertEqual(json["remote_port"] as? Int, 8080)
+        for key in ["errormsg", "filename_effective", "content_type", "redirect_url"] {
+            XCTAssertTrue(json[key] is NSNull, "\(key) is null: \(text)")
+        }
+        XCTAssertEqual(json["method"] as? String, "GET")
+        // In a plain format they are written as curl writes them: three digits, and nothing for an unset string.
+        let plain = formatWriteOut("%{http_code}|%{errormsg}|%{remote_port}", values: writeOutValues(outcome, record), head: nil)
+        XCTAssertEqual(plain.first?.1, "204||8080")
+        var failed = outcome
+        failed.status = nil
+        failed.exitCode = 7
+        failed.errorMessage = "connectFailed"
+        let failure = try XCTUnwrap(formatWriteOut("%{json}", values: writeOutValues(failed, TransferRecorder.Record()), head: nil).first?.1)
+        let failureJSON = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(failure.utf8)) as? [String: Any], failure)
+        XCTAssertEqual(failureJSON["http_code"] as? Int, 0, "no response: 0 (000 in a plain format)")
+        XCTAssertEqual(failureJSON["errormsg"] as? String, "connectFailed")
+        XCTAssertEqual(formatWriteOut("%{http_code}", values: writeOutValues(failed, TransferRecorder.Record()), head: nil).first?.1, "000")
+    }
+
+    /// curl's %{onerror}: the rest of the format is written only when the transfer failed.
+    func testOnErrorEndsTheFormatUnlessTheTransferFailed() {
+        XCTAssertEqual(formatWriteOut("done%{onerror} failed: %{exitcode}", values: [("exitcode", .integer(0))], head: nil).map(\.1),
+                       ["done"])
+        XCTAssertEqual(formatWriteOut("done%{onerror} failed: %{exitcode}", values: [("exitcode", .integer(7))], head: nil).map(\.1),
+                       ["done failed: 7"])
     }
 
     func testHeaderJSONGroupsValuesUnderLowercasedNames() {
@@ -98,6 +139,98 @@ final class CommandLineParsingTests: XCTestCase {
         options.getWithQuery = true
         options.data = Array("d=1".utf8)
         XCTAssertEqual(TransferTarget("http://h", options: options).url, "http://h/?d=1&x=1")
+    }
+
+    /// A name with an encoded ':' is one name: the userinfo is split at its first ':' before decoding.
+    func testURLUserNameWithAnEncodedColon() {
+        let target = TransferTarget("http://a%3Ab:p%3Aw@h/", options: Options())
+        XCTAssertEqual(target.credentials?.username, "a:b")
+        XCTAssertEqual(target.credentials?.password, "p:w")
+        XCTAssertEqual(target.url, "http://h/")
+        let domain = TransferTarget("http://CORP%5Cann:pw@h/", options: Options())
+        XCTAssertEqual(domain.credentials?.domain, "CORP", "DOMAIN\\user, as with -u")
+        XCTAssertEqual(domain.credentials?.username, "ann")
+    }
+
+    /// curl takes the next argument as the value of an option that has one, even when it begins with '-', for
+    /// repeatable options too (ArgumentParser's `.singleValue` took `-x` for the proxy option).
+    func testRepeatableOptionsTakeADashValue() throws {
+        let command = try AhttpCommand.parse(["-d", "-x", "-H", "-y", "-d", "-1", "http://u/"])
+        XCTAssertEqual(command.post.data.map(\.text), ["-x", "-1"])
+        XCTAssertEqual(command.http.headers, ["-y"])
+        XCTAssertTrue(command.proxy.proxy.isEmpty)
+        let options = try AhttpCommand.parse(["-b", "-", "--url-query", "-q", "-F", "-f=1", "http://u/"]).options()
+        XCTAssertEqual(options.cookieFiles, ["-"])
+        XCTAssertEqual(options.urlQuery, ["-q"])
+    }
+
+    /// curl: -m 0 is no limit, --connect-timeout 0 its default; --limit-rate 0 no limit; --parallel-max is
+    /// capped at 300 and below 1 is the default, 50. Each was a usage error.
+    func testZeroMeansNoLimitAsCurl() throws {
+        let options = try AhttpCommand.parse(["-m", "0", "--connect-timeout", "0", "--limit-rate", "0", "--parallel-max", "0",
+                                              "http://u/"]).options()
+        XCTAssertNil(options.maxTime)
+        XCTAssertNil(options.connectTimeout)
+        XCTAssertNil(options.flow.limitRate)
+        XCTAssertEqual(options.flow.parallelMax, 50)
+        XCTAssertEqual(try AhttpCommand.parse(["--parallel-max", "1000", "http://u/"]).options().flow.parallelMax, 300)
+        XCTAssertEqual(try AhttpCommand.parse(["--parallel-max", "7", "http://u/"]).options().flow.parallelMax, 7)
+        XCTAssertThrowsError(try AhttpCommand.parse(["-m", "-1", "http://u/"]).options())
+        XCTAssertThrowsError(try AhttpCommand.parse(["--limit-rate", "-5", "http://u/"]).options())
+    }
+
+    /// The timeouts ahttp gives the client are curl's: no inactivity timeout (the library's default is 60 s), 300 s
+    /// to connect unless --connect-timeout (the library's is 10 s), -m for the whole transfer; and -L follows a loop
+    /// up to --max-redirs.
+    func testTheClientGetsCurlsTimeouts() throws {
+        var configuration = HTTPClient.Configuration()
+        applyCurlTransferDefaults(try AhttpCommand.parse(["http://u/"]).options(), to: &configuration)
+        XCTAssertNil(configuration.inactivityTimeout)
+        XCTAssertEqual(configuration.connectTimeout, .seconds(300))
+        XCTAssertNil(configuration.totalTimeout)
+        XCTAssertFalse(configuration.redirectPolicy.detectsLoops)
+        XCTAssertEqual(configuration.redirectPolicy.maxRedirects, 50)
+        var given = HTTPClient.Configuration()
+        applyCurlTransferDefaults(try AhttpCommand.parse(["--connect-timeout", "2.5", "-m", "9", "http://u/"]).options(), to: &given)
+        XCTAssertEqual(given.connectTimeout, .milliseconds(2500))
+        XCTAssertEqual(given.totalTimeout, .seconds(9))
+        XCTAssertNil(given.inactivityTimeout)
+        var tiny = HTTPClient.Configuration()
+        applyCurlTransferDefaults(try AhttpCommand.parse(["-m", "0.0000000001", "http://u/"]).options(), to: &tiny)
+        XCTAssertNoThrow(try tiny.validate(), "a tiny -m is a short limit, not a zero the client refuses")
+    }
+
+    /// The redirect policy of one request: only a POST becomes a GET on 301/302, and -X is kept on every hop.
+    func testRedirectPolicyKeepsMethodsAsLibcurl() throws {
+        let base = RedirectPolicy()
+        let follow = try AhttpCommand.parse(["-L", "http://u/"]).options()
+        XCTAssertNil(follow.redirectPolicy(for: .post, base: base), "a POST: the library's own rules")
+        XCTAssertEqual(follow.redirectPolicy(for: .put, base: base)?.keepsMethodOn301And302, true)
+        XCTAssertEqual(follow.redirectPolicy(for: .put, base: base)?.keepsMethodOn303, false)
+        let custom = try AhttpCommand.parse(["-L", "-X", "POST", "http://u/"]).options()
+        XCTAssertEqual(custom.redirectPolicy(for: .post, base: base)?.keepsMethodOn301And302, true)
+        XCTAssertEqual(custom.redirectPolicy(for: .post, base: base)?.keepsMethodOn303, true)
+        XCTAssertNil(try AhttpCommand.parse(["-X", "DELETE", "http://u/"]).options().redirectPolicy(for: .delete, base: base),
+                     "without -L nothing to follow")
+    }
+
+    /// The options added for curl's sake parse; --proto's list works as curl's.
+    func testCurlOptionsAddedParse() throws {
+        let options = try AhttpCommand.parse(["--no-progress-meter", "-N", "-g", "--retry", "2", "--retry-connrefused",
+                                              "--retry-all-errors", "--tlsv1.3", "--proto", "=https", "--proto-redir", "-all,https",
+                                              "-o", "out", "http://u/"]).options()
+        XCTAssertTrue(options.noProgressMeter)
+        XCTAssertFalse(options.showsProgress, "--no-progress-meter: no meter even with -o")
+        XCTAssertTrue(options.flow.retryConnectionRefused && options.flow.retryAllErrors)
+        XCTAssertEqual(options.tlsMinimum, .tls1_3)
+        XCTAssertEqual(options.protocols, ["https"])
+        XCTAssertEqual(options.redirectProtocols, ["https"])
+        XCTAssertEqual(try parseProtocols("-http", "--proto"), ["https"])
+        XCTAssertEqual(try parseProtocols("-all,+http,ftp", "--proto"), ["http"])
+        XCTAssertEqual(try parseProtocols("all", "--proto"), ["http", "https"])
+        XCTAssertTrue(isRetriedFailure(.connectFailed, options.flow))
+        XCTAssertFalse(isRetriedFailure(.connectFailed, FlowOptions()))
+        XCTAssertTrue(isRetriedFailure(.timeout, FlowOptions()))
     }
 
     func testValuesKeepTheirOrderAcrossOptions() throws {

@@ -56,4 +56,58 @@ final class CommandLineToolTests: XCTestCase {
         XCTAssertEqual(result.status, 2)
         XCTAssertTrue(result.stderr.contains("unknown option"), result.stderr)
     }
+
+    /// curl: -I, -d, -F and -T each choose the request; two of them are a usage error (exit 2) before anything is
+    /// sent. ahttp sent a POST for `-I -d` and exited 26 for `-F` with `-d`.
+    func testTwoRequestMethodsAreAUsageError() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ahttp-\(UUID().uuidString).txt").path
+        try Data("x".utf8).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        for arguments in [["-I", "-d", "x"], ["-F", "a=b", "-d", "x"], ["-T", file, "-d", "x"], ["-I", "-T", file],
+                          ["-I", "-F", "a=b"], ["--json", "{}", "-F", "a=b"]] {
+            let result = try ahttp(arguments + [server.url("/headers")])
+            XCTAssertEqual(result.status, 2, "\(arguments): \(result.stderr)")
+            XCTAssertTrue(result.stderr.contains("You can only select one HTTP request method!"), "\(arguments): \(result.stderr)")
+            XCTAssertEqual(result.stdout, "", "\(arguments): nothing sent")
+        }
+        XCTAssertEqual(server.requestsServed, 0)
+        // -G makes the data a GET's (or with -I a HEAD's) query: one method, no conflict.
+        let head = try ahttp(["-s", "-G", "-I", "-d", "q=1", "-w", "%{method}", "-o", "/dev/null", server.url("/headers")])
+        XCTAssertEqual(head.status, 0, head.stderr)
+        XCTAssertEqual(head.stdout, "HEAD")
+    }
+
+    func testVersionFlagPrintsTheVersion() throws {
+        for flag in ["-V", "--version"] {
+            let result = try ahttp([flag])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertTrue(result.stdout.hasPrefix("ahttp "), result.stdout)
+        }
+    }
+}
+
+/// Runs `ahttp` with `input` on its standard input (for `-b -`, `-w @-`, `-d @-`).
+func runAhttpFeeding(_ arguments: [String], input: String) throws -> (status: Int32, stdout: String, stderr: String) {
+    let process = Process()
+    process.executableURL = ahttpExecutable()
+    process.arguments = arguments
+    var variables = ProcessInfo.processInfo.environment
+    for name in ["http_proxy", "https_proxy", "all_proxy", "no_proxy"] {
+        variables[name] = nil
+        variables[name.uppercased()] = nil
+    }
+    process.environment = variables
+    let inPipe = Pipe()
+    let out = Pipe()
+    let err = Pipe()
+    process.standardInput = inPipe
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    inPipe.fileHandleForWriting.write(Data(input.utf8))
+    try inPipe.fileHandleForWriting.close()
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
 }

@@ -14,7 +14,7 @@ import HTTPTypes
 /// The rules, and where they come from:
 /// - 301, 302 and 303 are followed with `GET` and no body (HEAD stays HEAD), as ASIHTTPRequest, Go and
 ///   browsers do; ``keepsMethodOn301And302`` keeps the method and body for 301 and 302 (RFC 9110 §15.4.2–3,
-///   ASIHTTPRequest's `shouldUseRFC2616RedirectBehaviour`).
+///   ASIHTTPRequest's `shouldUseRFC2616RedirectBehaviour`), and ``keepsMethodOn303`` for 303.
 /// - 307 and 308 keep the method and the body (RFC 9110 §15.4.8–9); a one-shot stream body cannot be sent
 ///   again and fails with `HTTPClientError.Code.bodyNotReplayable`.
 /// - `Location` is resolved against the URL that answered (RFC 3986 §5.2).
@@ -22,6 +22,8 @@ import HTTPTypes
 ///   `Cookie` (the cookie jar chooses afresh for the new host) and ``sensitiveHeaders`` are removed and stay
 ///   removed for the rest of the chain, as the Fetch standard does.
 /// - https → http is refused with `HTTPClientError.Code.redirectRefused` unless ``allowsHTTPSToHTTP``.
+/// - A hop to a (method, URL) already requested, with no `Set-Cookie` for the client's jar in between, is a
+///   loop: `HTTPClientError.Code.redirectLoop`, unless ``detectsLoops`` is off.
 public struct RedirectPolicy: Sendable, Hashable {
     /// Follow redirects at all (ASIHTTPRequest's `shouldRedirect`). When false, 3xx responses are returned.
     public var followsRedirects: Bool
@@ -30,8 +32,17 @@ public struct RedirectPolicy: Sendable, Hashable {
     public var maxRedirects: Int
     /// Keep the method and body on 301 and 302 instead of switching to `GET` (ASIHTTPRequest's
     /// `shouldUseRFC2616RedirectBehaviour`; what RFC 9110 intends, but not what browsers do). 303 always
-    /// switches to `GET`.
+    /// switches to `GET` unless ``keepsMethodOn303``.
     public var keepsMethodOn301And302: Bool
+    /// Keep the method and body on 303 See Other too, instead of switching to `GET` (HEAD stays HEAD either way).
+    /// Off by default: RFC 9110 §15.4.4 asks for `GET`, and Go, browsers and ASIHTTPRequest switch. curl's
+    /// `-X METHOD` sends its method on every hop whatever the status; `ahttp -X` turns this on for that.
+    public var keepsMethodOn303: Bool
+    /// Stop with `HTTPClientError.Code.redirectLoop` when a hop asks for a (method, URL) already requested with
+    /// nothing changed in between (the last rule above). On by default: a loop fails at once instead of after
+    /// ``maxRedirects`` requests. Off: only ``maxRedirects`` ends a loop, as curl's `-L` (which has no loop check)
+    /// and `ahttp -L` do.
+    public var detectsLoops: Bool
     /// Follow a redirect from https to plain http. Off: the downgrade would expose the next request
     /// (and its cookies of non-`Secure` kinds) to the network. curl and Go follow it; we refuse by default.
     public var allowsHTTPSToHTTP: Bool
@@ -43,11 +54,14 @@ public struct RedirectPolicy: Sendable, Hashable {
     /// Creates a policy; every parameter defaults to the value described on its property.
     public init(
         followsRedirects: Bool = true, maxRedirects: Int = 10, keepsMethodOn301And302: Bool = false,
-        allowsHTTPSToHTTP: Bool = false, sensitiveHeaders: Set<HTTPField.Name> = []
+        allowsHTTPSToHTTP: Bool = false, sensitiveHeaders: Set<HTTPField.Name> = [], keepsMethodOn303: Bool = false,
+        detectsLoops: Bool = true
     ) {
         self.followsRedirects = followsRedirects
         self.maxRedirects = maxRedirects
         self.keepsMethodOn301And302 = keepsMethodOn301And302
+        self.keepsMethodOn303 = keepsMethodOn303
+        self.detectsLoops = detectsLoops
         self.allowsHTTPSToHTTP = allowsHTTPSToHTTP
         self.sensitiveHeaders = sensitiveHeaders
     }
@@ -175,15 +189,17 @@ struct RedirectMiddleware: HTTPClientMiddleware {
             // the same page" is legitimate and browsers allow it), so it starts the bookkeeping afresh;
             // a server that sets a cookie on every hop still ends at `maxRedirects`. Without a jar for this
             // request the cookie changes nothing, and the loop is one.
-            var visited = visitedSoFar ?? [VisitKey(method: request.method, url: originalURL.description)]
-            if keepsCookies, current.usesCookieJar, response.headers.contains(.setCookie) { visited.removeAll() }
-            let key = VisitKey(method: step.method, url: step.url.description)
-            guard visited.insert(key).inserted else {
-                throw HTTPClientError(.redirectLoop,
-                    "redirect loop: \(currentURL.redactedDescription) redirected back to \(step.url.redactedDescription), already requested"
-                        + " (after \(history.count) redirects)")
+            if policy.detectsLoops {
+                var visited = visitedSoFar ?? [VisitKey(method: request.method, url: originalURL.description)]
+                if keepsCookies, current.usesCookieJar, response.headers.contains(.setCookie) { visited.removeAll() }
+                let key = VisitKey(method: step.method, url: step.url.description)
+                guard visited.insert(key).inserted else {
+                    throw HTTPClientError(.redirectLoop,
+                        "redirect loop: \(currentURL.redactedDescription) redirected back to \(step.url.redactedDescription), already requested"
+                            + " (after \(history.count) redirects)")
+                }
+                visitedSoFar = visited
             }
-            visitedSoFar = visited
             RequestObservation.current?.redirect(status: response.status.code, location: step.url.redactedDescription)
 
             var nextRequest = current
@@ -250,7 +266,7 @@ struct RedirectMiddleware: HTTPClientMiddleware {
         guard Self.isRedirect(code), let location = try singleLocation(of: response, from: base) else { return nil }
         let keepsMethod = switch code {
         case 307, 308: true
-        case 303: false
+        case 303: policy.keepsMethodOn303
         default: policy.keepsMethodOn301And302
         }
         let url = try resolve(location, against: base)
