@@ -363,7 +363,7 @@ final class CommandLineFlowOptionsTests: XCTestCase {
     /// %{urlnum} numbers the URLs from 0; `-w @-` reads the format from standard input.
     func testWriteOutURLNumberAndFormatFromStandardInput() async throws {
         let server = try await NIOTestServer()
-        let result = try runAhttpFeeding(["-s", "-o", "/dev/null", "-o", "/dev/null", "-w", "@-", server.url("/hello"), server.url("/hello")],
+        let result = try runAhttp(["-s", "-o", "/dev/null", "-o", "/dev/null", "-w", "@-", server.url("/hello"), server.url("/hello")],
                                          input: "%{urlnum}:%{http_code}\\n")
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(result.stdout, "0:200\n1:200\n")

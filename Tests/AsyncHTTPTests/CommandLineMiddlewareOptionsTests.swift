@@ -150,7 +150,7 @@ final class CommandLineMiddlewareOptionsTests: XCTestCase {
         defer { Task { try? await server.shutdown() } }
         addTeardownBlock { try? FileManager.default.removeItem(atPath: "-") }  // what the old code wrote
         let line = "127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tfrom-stdin\n"
-        let read = try runAhttpFeeding(["-s", "-b", "-", server.url("/headers")], input: "# Netscape HTTP Cookie File\n" + line)
+        let read = try runAhttp(["-s", "-b", "-", server.url("/headers")], input: "# Netscape HTTP Cookie File\n" + line)
         XCTAssertEqual(read.status, 0, read.stderr)
         XCTAssertTrue(read.stdout.contains("Cookie: sid=from-stdin"), read.stdout)
 

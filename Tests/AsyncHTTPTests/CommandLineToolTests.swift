@@ -85,29 +85,3 @@ final class CommandLineToolTests: XCTestCase {
         }
     }
 }
-
-/// Runs `ahttp` with `input` on its standard input (for `-b -`, `-w @-`, `-d @-`).
-func runAhttpFeeding(_ arguments: [String], input: String) throws -> (status: Int32, stdout: String, stderr: String) {
-    let process = Process()
-    process.executableURL = ahttpExecutable()
-    process.arguments = arguments
-    var variables = ProcessInfo.processInfo.environment
-    for name in ["http_proxy", "https_proxy", "all_proxy", "no_proxy"] {
-        variables[name] = nil
-        variables[name.uppercased()] = nil
-    }
-    process.environment = variables
-    let inPipe = Pipe()
-    let out = Pipe()
-    let err = Pipe()
-    process.standardInput = inPipe
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    inPipe.fileHandleForWriting.write(Data(input.utf8))
-    try inPipe.fileHandleForWriting.close()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
-}

@@ -2,8 +2,11 @@ import Foundation
 
 /// Runs the `ahttp` executable as a user would. `swift test` builds every product next to the test bundle.
 /// `environment` is added to (and overrides) the test process's own; every proxy variable is cleared first
-/// so that a proxy set on the machine cannot change what a test sees.
-func runAhttp(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
+/// so that a proxy set on the machine cannot change what a test sees. `input`, when given, is the tool's
+/// standard input (for `-b -`, `-w @-`, `-d @-`).
+func runAhttp(
+    _ arguments: [String], environment: [String: String] = [:], input: String? = nil
+) throws -> (status: Int32, stdout: String, stderr: String) {
     let process = Process()
     process.executableURL = ahttpExecutable()
     process.arguments = arguments
@@ -18,7 +21,13 @@ func runAhttp(_ arguments: [String], environment: [String: String] = [:]) throws
     let err = Pipe()
     process.standardOutput = out
     process.standardError = err
+    let inPipe = input.map { _ in Pipe() }
+    if let inPipe { process.standardInput = inPipe }
     try process.run()
+    if let inPipe, let input {
+        inPipe.fileHandleForWriting.write(Data(input.utf8))
+        try inPipe.fileHandleForWriting.close()
+    }
     let stdout = out.fileHandleForReading.readDataToEndOfFile()
     let stderr = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
