@@ -351,9 +351,10 @@ package struct HTTP1ResponseParser {
             // (100 Continue, 102 Processing, 103 Early Hints). They never have a body.
             interimBytes += sectionBytes
             if code == 100 { receivedContinue = true }
-            if interimBytes > Self.interimHeadBudget * limits.maxHeadBytes {
-                throw .malformedResponse(
-                    "interim 1xx responses went on for more than \(Self.interimHeadBudget * limits.maxHeadBytes) bytes")
+            // Saturating: `maxHeadBytes` may be set as high as `Int.max` to mean "no limit".
+            let (budget, overflow) = limits.maxHeadBytes.multipliedReportingOverflow(by: Self.interimHeadBudget)
+            if !overflow, interimBytes > budget {
+                throw .malformedResponse("interim 1xx responses went on for more than \(budget) bytes")
             }
             return .advanced(to: sectionEnd)
         }

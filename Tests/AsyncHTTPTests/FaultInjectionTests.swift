@@ -369,7 +369,7 @@ final class FaultInjectionTests: XCTestCase {
         let script = FaultScript(onAccept: { _ in [.send(Self.tooLarge), .hold] }, onRequest: { _, _ in [] })
         try await withFault(script, limit: .seconds(4)) { server, client in
             let start = ContinuousClock.now
-            let response = try await client.send(Self.upload("http://127.0.0.1:\(server.port)/", megabytes: 16))
+            let response = try await client.send(Self.upload("http://127.0.0.1:\(server.port)/", megabytes: 64))
             XCTAssertEqual(response.status.code, 413)
             XCTAssertLessThan(start.duration(to: .now), .seconds(3))
             let body = try await response.body.collect(upTo: 100)
@@ -450,7 +450,7 @@ final class FaultInjectionTests: XCTestCase {
                 XCTAssertEqual(dropped.status.code, 200)
             }
             var request = HTTPClientRequest(url: url)
-            request.timeout = .milliseconds(500)
+            request.timeout = .milliseconds(800) // the old drain held the only slot for 1 s
             let response = try await client.send(request)
             let body = try await response.body.collect(upTo: 100)
             XCTAssertEqual(body, Array("second".utf8))

@@ -431,6 +431,9 @@ final class HTTP1ResponseParserTests: XCTestCase {
         let endless = String(repeating: processing, count: 4 * 1024 / processing.utf8.count + 1)
         assertFails(endless + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", "interim 1xx responses went on for more than 4096 bytes",
                     limits: limits)
+        // A head limit of Int.max ("no limit") does not overflow the budget (it trapped).
+        limits.maxHeadBytes = .max
+        XCTAssertEqual(try parseAllWays(many + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", limits: limits).head.status.code, 200)
     }
 
     // MARK: - Status line

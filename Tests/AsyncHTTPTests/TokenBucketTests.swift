@@ -107,6 +107,18 @@ final class TokenBucketTests: XCTestCase {
         XCTAssertLessThan(start.duration(to: .now), .seconds(5))
     }
 
+    /// Setting the limit it already has changes nothing: the debt stays, and waiters are not told to ask again
+    /// (an app assigning the limit on each settings update forgave the debt every time, running over the limit).
+    func testSettingTheSameLimitAgainKeepsTheDebt() {
+        let limiter = BandwidthLimiter(bytesPerSecond: 1_000, now: t0)
+        for _ in 0..<600 { _ = limiter.reserve(upTo: 1 << 20, now: t0) }
+        let generation = limiter.generation
+        limiter.setLimit(1_000, now: t0)
+        XCTAssertEqual(limiter.generation, generation)
+        let next = limiter.reserve(upTo: 1 << 20, now: t0)
+        XCTAssertGreaterThan(t0.duration(to: next!.notBefore), .seconds(25), "30 s of debt at 1 kB/s is still owed")
+    }
+
     func testASmallRateGrantsSmallPieces() {
         var bucket = TokenBucket(rate: 100, now: t0)
         XCTAssertEqual(bucket.quantum, 5)

@@ -26,6 +26,9 @@ final class BandwidthLimiter: Sendable {
     func setLimit(_ bytesPerSecond: Int?, now: ContinuousClock.Instant = .now) {
         let value = max(0, bytesPerSecond ?? 0)
         bucket.withLock { bucket in
+            // The same limit again changes nothing: forgiving the debt and waking the waiters on every assignment
+            // (an app that sets the limit on each settings update) let transfers run several times over it.
+            guard value != limit.load(ordering: .relaxed) else { return }
             if value == 0 {
                 bucket = nil
             } else if bucket == nil {
