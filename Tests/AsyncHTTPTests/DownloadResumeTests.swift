@@ -243,6 +243,32 @@ final class DownloadResumeTests: XCTestCase {
         try await origin.shutdown()
     }
 
+    /// A download that fails after its body ended normally (here a 206 of unknown length that is short of the
+    /// file) ends its progress failed: the body's own final value is held until the download knows (it came
+    /// first, not failed, and the failure could no longer be told).
+    func testADownloadThatFailsAfterItsBodyEndsItsProgressFailed() async throws {
+        let origin = try await rangeOrigin("01234567890123456789", contentRange: "bytes 5-19/*", rangeBody: "56789")
+        let client = HTTPClient()
+        let destination = makeCacheDirectory() + "/file.bin"
+        try leavePartial(destination + ".part", "01234")
+        let seen = Locked<[HTTPTransferProgress]>([])
+        var request = HTTPClientRequest(url: origin.url("/file"))
+        request.progressHandler = HTTPProgressHandler { progress in seen.withLock { $0.append(progress) } }
+        do {
+            _ = try await client.download(request, to: destination, options: DownloadOptions(resume: true))
+            XCTFail("a short 206 was taken as the whole file")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .connectionClosed, "\(error)")
+        }
+        let values = seen.withLock { $0 }
+        XCTAssertEqual(values.filter(\.isFinal).count, 1, "\(values)")
+        XCTAssertEqual(values.last?.isFinal, true)
+        XCTAssertEqual(values.last?.didFail, true, "\(values)")
+        XCTAssertEqual(values.last?.bytesReceived, 10, "the 5 bytes kept and the 5 received")
+        await client.shutdown()
+        try await origin.shutdown()
+    }
+
     /// A destination refused before anything is sent (a directory) still ends the request's progress.
     func testARefusedDestinationEndsTheProgress() async throws {
         let client = HTTPClient()

@@ -6,7 +6,8 @@
 /// Each attempt reports through ``handler(round:)``. Its values are held until the download has decided what
 /// the response is (``decide(offset:)``): then they go on, with the bytes kept from the partial file added to
 /// the received count and to the total (a `206` counts only the rest). A response that is dropped for a start
-/// over (``startOver(round:)``) is hidden, its final value too. ``finish(with:)`` and ``close(failed:)`` make
+/// over (``startOver(round:)``) is hidden, its final value too. The decided round's final value waits for
+/// ``close(failed:)``, which knows whether the file was completed. ``finish(with:)`` and ``close(failed:)`` make
 /// sure the user gets a final value however the download ends, and nothing after it.
 ///
 /// Valid sequences: for each round, ``startOver(round:)`` (round 0 too, to begin), then at most one
@@ -28,6 +29,9 @@ final class ResumedDownloadProgress: Sendable {
         var held: HTTPTransferProgress?
         /// The newest value the user was given.
         var last: HTTPTransferProgress?
+        /// The decided round's final value, held until the download returns or throws (``close(failed:)``): the
+        /// file may still fail to be completed (a length that does not add up, a failed move into place).
+        var final: HTTPTransferProgress?
     }
 
     private let user: HTTPProgressHandler
@@ -86,7 +90,7 @@ final class ResumedDownloadProgress: Sendable {
         let out = state.withLock { state -> HTTPTransferProgress? in
             if case .closed = state.phase { return nil }
             // Held values (a send that threw before the response was decided on) are the attempt's own, unshifted.
-            var value = state.held ?? state.last ?? HTTPTransferProgress()
+            var value = state.final ?? state.held ?? state.last ?? HTTPTransferProgress()
             value.isFinal = true
             value.didFail = value.didFail || failed
             state.phase = .closed
@@ -112,10 +116,13 @@ final class ResumedDownloadProgress: Sendable {
         if let out { user.report(out) }
     }
 
-    private static func pass(_ progress: HTTPTransferProgress, offset: Int, _ state: inout State) -> HTTPTransferProgress {
+    private static func pass(_ progress: HTTPTransferProgress, offset: Int, _ state: inout State) -> HTTPTransferProgress? {
         let value = shifted(progress, by: offset)
+        if value.isFinal {
+            state.final = value
+            return nil
+        }
         state.last = value
-        if value.isFinal { state.phase = .closed }
         return value
     }
 
