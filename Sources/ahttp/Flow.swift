@@ -74,6 +74,14 @@ func retryAfterSeconds(_ value: String) -> Double? {
     return Double(min(seconds, 86_400))
 }
 
+/// A whole number of `unit` for `flag`, 0 to `maximum` (curl's `str2unum`: digits only, no sign, fraction or suffix).
+func parseWholeNumber(_ text: String, _ flag: String, _ unit: String, maximum: Int = .max) throws -> Int {
+    guard text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let value = Int(text), value <= maximum else {
+        throw UsageError(message: "invalid \(flag) '\(text)' (a whole number of \(unit))")
+    }
+    return value
+}
+
 func parseCount(_ text: String, _ flag: String, range: ClosedRange<Int>) throws -> Int {
     guard let count = Int(text), range.contains(count) else {
         throw UsageError(message: "invalid \(flag) '\(text)' (\(range.lowerBound)…\(range.upperBound))")
@@ -356,7 +364,7 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
                     // With --fail-early the others fail as cancelled: only the first failure is reported.
                     if options.flow.failEarly, error.code == .cancelled, status != 0 { continue }
                     outcome.exitCode = curlExitCode(error)
-                    outcome.errorMessage = "\(error)"
+                    outcome.errorMessage = options.message(for: error)
                     if error.code == .certificateInvalid { outcome.verifyResult = 1 }
                 }
                 if outcome.exitCode != 0 {
