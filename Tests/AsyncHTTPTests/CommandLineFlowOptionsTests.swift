@@ -435,4 +435,52 @@ final class CommandLineFlowOptionsTests: XCTestCase {
             XCTAssertTrue(result.stderr.hasPrefix("ahttp: invalid \(name) '\(value)' (a whole number of"), result.stderr)
         }
     }
+
+    // MARK: The meters of failed transfers
+
+    /// -# of a transfer of unknown length that fails ended full at 100.0% (only a body read to its end should);
+    /// -Z's bar with a download cut at 40 of 100 bytes read 100.0% once another transfer moved: the batch's
+    /// snapshots count a member that ended as complete whatever its length said.
+    func testTheBarOfAFailedTransferDoesNotReadComplete() throws {
+        let chunked = try FaultServer(script: .truncatedChunkedBody)
+        defer { chunked.stop() }
+        let single = try ahttp(["-#", "-o", "/dev/null", "http://127.0.0.1:\(chunked.port)/"])
+        XCTAssertEqual(single.status, 18, single.stderr)
+        XCTAssertFalse(single.stderr.contains("100.0%"), single.stderr)
+        XCTAssertTrue(single.stderr.contains("#=#=#"), single.stderr)
+        let cut = try FaultServer(script: .closeMidBody)
+        defer { cut.stop() }
+        let later = try FaultServer(script: FaultScript([[.sleep(ms: 300), .response(String(repeating: "z", count: 100))]]))
+        defer { later.stop() }
+        let parallel = try ahttp(["-Z", "-#", "-o", "/dev/null", "-o", "/dev/null",
+                                  "http://127.0.0.1:\(cut.port)/", "http://127.0.0.1:\(later.port)/"])
+        XCTAssertEqual(parallel.status, 18, parallel.stderr)
+        XCTAssertFalse(parallel.stderr.contains("100.0%"), parallel.stderr)
+        XCTAssertTrue(parallel.stderr.hasSuffix(" 70.0%\n"), "140 of 200 bytes: \(parallel.stderr)")
+    }
+
+    /// Batch snapshots may reach -Z's meter out of order: it keeps the newest (by sequence number), and counts what
+    /// each failed transfer of known length missed once, however often its final value comes.
+    func testTheParallelMeterKeepsTheNewestSnapshotAndEachDownloadsOwnCounts() {
+        let meter = ParallelMeter(bar: true, count: 2)
+        var newer = HTTPBatchProgress()
+        newer.sequenceNumber = 5
+        newer.requestsEnded = 1
+        var older = newer
+        older.sequenceNumber = 4
+        older.requestsEnded = 0
+        meter.event(.progress(id: 0, HTTPTransferProgress(bytesReceived: 50, bytesExpectedToReceive: 100), batch: newer))
+        meter.event(.progress(id: 1, HTTPTransferProgress(bytesReceived: 10), batch: older))
+        XCTAssertEqual(meter.shown.progress, newer, "an older snapshot that came late is not shown")
+        XCTAssertEqual(meter.shown.received, 60)
+        XCTAssertEqual(meter.shown.expected, 110, "a length not known yet counts as what came")
+        // A failed download keeps its length; one sent again holds at its highest count.
+        meter.event(.progress(id: 0, HTTPTransferProgress(bytesReceived: 40, bytesExpectedToReceive: 100, isFinal: true, didFail: true),
+                              batch: newer))
+        XCTAssertEqual(meter.shown.received, 60)
+        XCTAssertEqual(meter.shown.expected, 110)
+        meter.event(.progress(id: 1, HTTPTransferProgress(bytesReceived: 30, bytesExpectedToReceive: 30, isFinal: true), batch: newer))
+        XCTAssertEqual(meter.shown.received, 80)
+        XCTAssertEqual(meter.shown.expected, 130)
+    }
 }
