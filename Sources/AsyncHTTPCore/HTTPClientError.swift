@@ -80,6 +80,10 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
         case body = "reading the body"
         /// The request's total deadline (`HTTPClientRequest.timeout`) passed, whatever it was doing.
         case total = "total deadline"
+        /// The transfer moved too few bytes: fewer than a `LowSpeedLimit`'s `bytesPerSecond` on average over its
+        /// `duration` (curl's `--speed-limit` and `--speed-time`). Unlike the inactivity timeout, a trickle of
+        /// bytes does not keep the request alive.
+        case lowSpeed = "low speed"
     }
 
     /// What kind of failure this is.

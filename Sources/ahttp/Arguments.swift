@@ -167,6 +167,13 @@ struct ConnectionArguments: ParsableArguments {
     @Option(name: .customLong("limit-rate"), parsing: curlValue,
             help: ArgumentHelp("Bytes per second for each transfer, with K, M or G (0: no limit).", valueName: "speed"))
     var limitRate: String?
+    @Option(name: [.customShort("Y", allowingJoined: true), .customLong("speed-limit")], parsing: curlValue,
+            help: ArgumentHelp("Abort a transfer slower than this many bytes per second for --speed-time (default 30 s).",
+                               valueName: "speed"))
+    var speedLimit: String?
+    @Option(name: [.customShort("y", allowingJoined: true), .customLong("speed-time")], parsing: curlValue,
+            help: ArgumentHelp("Abort a transfer slower than --speed-limit (default 1) for this many seconds.", valueName: "seconds"))
+    var speedTime: String?
     @Option(name: .customLong("unix-socket"), parsing: curlValue, help: ArgumentHelp("Connect through this Unix socket.", valueName: "path"))
     var unixSocket: String?
     @Option(name: .customLong("abstract-unix-socket"), parsing: curlValue,

@@ -74,6 +74,14 @@ func retryAfterSeconds(_ value: String) -> Double? {
     return Double(min(seconds, 86_400))
 }
 
+/// A whole number of `unit` for `flag`, 0 to `maximum` (curl's `str2unum`: digits only, no sign, fraction or suffix).
+func parseWholeNumber(_ text: String, _ flag: String, _ unit: String, maximum: Int = .max) throws -> Int {
+    guard text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let value = Int(text), value <= maximum else {
+        throw UsageError(message: "invalid \(flag) '\(text)' (a whole number of \(unit))")
+    }
+    return value
+}
+
 func parseCount(_ text: String, _ flag: String, range: ClosedRange<Int>) throws -> Int {
     guard let count = Int(text), range.contains(count) else {
         throw UsageError(message: "invalid \(flag) '\(text)' (\(range.lowerBound)…\(range.upperBound))")
@@ -356,7 +364,7 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
                     // With --fail-early the others fail as cancelled: only the first failure is reported.
                     if options.flow.failEarly, error.code == .cancelled, status != 0 { continue }
                     outcome.exitCode = curlExitCode(error)
-                    outcome.errorMessage = "\(error)"
+                    outcome.errorMessage = options.message(for: error)
                     if error.code == .certificateInvalid { outcome.verifyResult = 1 }
                 }
                 if outcome.exitCode != 0 {
@@ -484,6 +492,12 @@ func elapsedSeconds(since start: ContinuousClock.Instant) -> Double {
     return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 }
 
+/// `a + b` for byte counts (never negative), `Int.max` where that would overflow: a `Content-Length` may be anything.
+func addingSaturated(_ a: Int, _ b: Int) -> Int {
+    let (sum, overflow) = a.addingReportingOverflow(b)
+    return overflow ? .max : sum
+}
+
 /// The width of the terminal on stderr; 80 when unknown.
 func terminalColumns() -> Int {
     var size = winsize()
@@ -549,10 +563,12 @@ final class ProgressMeter: Sendable {
         let averageUp = spent > 0 ? Int(Double(up) / spent) : 0
         var totalTime: Double? = nil
         var left: Double? = nil
-        if let downTotal, downTotal > 0, down > 0, !progress.isFinal {
+        // A failed transfer keeps its estimates: its time spent is not the time the whole took.
+        let completed = progress.isFinal && !progress.didFail
+        if let downTotal, downTotal > 0, down > 0, !completed {
             totalTime = spent * Double(downTotal) / Double(down)
             left = totalTime! - spent
-        } else if progress.isFinal {
+        } else if completed {
             totalTime = spent
         }
         let current = progress.isFinal ? Double(averageDown + averageUp) : speed
@@ -567,7 +583,9 @@ final class ProgressMeter: Sendable {
     private func barLine(_ progress: HTTPTransferProgress) -> String {
         let width = max(10, terminalColumns() - 8)
         guard let total = progress.bytesExpectedToReceive, total > 0 else {
-            return progress.isFinal ? String(repeating: "#", count: width) + " 100.0%" : "#=#=# " + sizeText(progress.bytesReceived)
+            // Unknown length: full only for a body read to its end; a failed one stays an open-ended count.
+            return progress.isFinal && !progress.didFail
+                ? String(repeating: "#", count: width) + " 100.0%" : "#=#=# " + sizeText(progress.bytesReceived)
         }
         // From the bytes, final or not: a transfer that failed half-way stays at its real percentage, as curl's bar.
         let fraction = min(1, Double(progress.bytesReceived) / Double(total))
@@ -582,8 +600,18 @@ final class ProgressMeter: Sendable {
 /// queued, time and speed.
 final class ParallelMeter: Sendable {
     private struct State {
+        /// The newest of the batch's snapshots (``HTTPBatchProgress/sequenceNumber``): they may arrive out of order.
         var progress = HTTPBatchProgress()
         var live = 0
+        /// Transfers that failed (or were cancelled).
+        var failed = 0
+        /// Each transfer's download as its own progress last said (bytes received, and expected: its length, or
+        /// what it received while that is unknown), and their sums. Kept here rather than read from the batch's
+        /// snapshots, which count a member that ended as complete whatever its length said: a download that failed
+        /// part-way filled the meter once another transfer moved.
+        var downloads: [Int: (received: Int, expected: Int)] = [:]
+        var received = 0
+        var expected = 0
         var lastShown: ContinuousClock.Instant?
         var headerShown = false
     }
@@ -602,8 +630,19 @@ final class ParallelMeter: Sendable {
         let line = state.withLock { state -> String? in
             switch event {
             case .started: state.live += 1
-            case .finished, .failed: state.live = max(0, state.live - 1)
-            case .progress(_, _, let batch): state.progress = batch
+            case .finished: state.live = max(0, state.live - 1)
+            case .failed:
+                state.live = max(0, state.live - 1)
+                state.failed += 1
+            case .progress(let id, let member, let batch):
+                if batch.sequenceNumber > state.progress.sequenceNumber { state.progress = batch }
+                // Counts never go down (a member its handler sends again holds at its highest, as in the batch).
+                let old = state.downloads[id] ?? (0, 0)
+                let received = max(old.received, member.bytesReceived)
+                let new = (received: received, expected: max(received, member.bytesExpectedToReceive ?? received))
+                state.downloads[id] = new
+                state.received = addingSaturated(state.received - old.received, new.received)
+                state.expected = addingSaturated(state.expected - old.expected, new.expected)
             case .headReceived: break
             }
             let now = ContinuousClock.now
@@ -622,14 +661,21 @@ final class ParallelMeter: Sendable {
         try? writeAll(2, Array(((tty ? "\r" : "") + line + "\n").utf8)[...])
     }
 
+    /// What the meter shows: the newest batch snapshot, and the downloads' bytes received and expected. For tests.
+    var shown: (progress: HTTPBatchProgress, received: Int, expected: Int) {
+        state.withLock { ($0.progress, $0.received, $0.expected) }
+    }
+
     private func render(_ state: inout State, final: Bool) -> String {
         let progress = state.progress
+        let received = state.received, expected = state.expected
         if bar {
             let width = max(10, terminalColumns() - 8)
             // From the bytes when their total is known: a failed transfer does not fill the bar (curl's stays put).
-            let fraction = progress.bytesExpectedToReceive > 0
-                ? min(1, Double(progress.bytesReceived) / Double(progress.bytesExpectedToReceive))
-                : (final ? 1 : progress.fractionCompleted)
+            // Unknown totals: at the end, the share of the transfers that did not fail.
+            let fraction = expected > 0
+                ? min(1, Double(received) / Double(expected))
+                : (final ? Double(max(0, count - state.failed)) / Double(max(1, count)) : progress.fractionCompleted)
             let tenths = Int((fraction * 1000).rounded())
             return String(repeating: "#", count: Int(Double(width) * fraction))
                 + String(repeating: " ", count: width - Int(Double(width) * fraction)) + " "
@@ -641,11 +687,11 @@ final class ParallelMeter: Sendable {
             text = "DL% UL%  Dled  Uled  Xfers  Live Total     Current  Left    Speed\n"
         }
         let spent = elapsedSeconds(since: start)
-        let speed = spent > 0 ? Int(Double(progress.bytesReceived + progress.bytesSent) / spent) : 0
-        let down = progress.bytesExpectedToReceive > 0 ? percentText(progress.bytesReceived, of: progress.bytesExpectedToReceive) : " --"
+        let speed = spent > 0 ? Int(Double(addingSaturated(received, progress.bytesSent)) / spent) : 0
+        let down = expected > 0 ? percentText(received, of: expected) : " --"
         let up = progress.bytesExpectedToSend > 0 ? percentText(progress.bytesSent, of: progress.bytesExpectedToSend) : " --"
         return text + [
-            down, up, " " + sizeText(progress.bytesReceived), sizeText(progress.bytesSent),
+            down, up, " " + sizeText(received), sizeText(progress.bytesSent),
             pad(String(progress.requestsEnded), 6), pad(String(final ? 0 : state.live), 5),
             clockText(final ? spent : nil), clockText(spent), clockText(final ? 0 : nil), sizeText(speed),
         ].joined(separator: " ")

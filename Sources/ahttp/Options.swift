@@ -42,6 +42,9 @@ struct Options {
     var maxTime: Double?
     /// --connect-timeout: nil (or curl's 0) for curl's default, 300 s.
     var connectTimeout: Double?
+    /// -Y/--speed-limit and -y/--speed-time as given (whole numbers, 0 or more); see ``lowSpeedLimit``.
+    var speedLimit: Int?
+    var speedTime: Int?
     var writeOut: String?
     /// -A: nil keeps AsyncHTTP's User-Agent; "" sends none.
     var userAgent: String?
@@ -190,6 +193,8 @@ extension AhttpCommand {
             options.connectTimeout = seconds > 0 ? seconds : nil
         }
         if let text = connection.limitRate { options.flow.limitRate = try parseRate(text) }
+        if let text = connection.speedLimit { options.speedLimit = try parseWholeNumber(text, "--speed-limit", "bytes per second") }
+        if let text = connection.speedTime { options.speedTime = try parseWholeNumber(text, "--speed-time", "seconds", maximum: Int(maxSecondsInAFlag)) }
         if let path = connection.unixSocket { options.unixSocket = .path(path) }
         if let name = connection.abstractUnixSocket { options.unixSocket = .abstract(name) }
         if let text = connection.happyEyeballsTimeout {

@@ -490,7 +490,7 @@ func run() async -> Int32 {
             }
         } catch let error as HTTPClientError {
             result = curlExitCode(error)
-            outcome.errorMessage = "\(error)"
+            outcome.errorMessage = options.message(for: error)
             if error.code == .certificateInvalid { outcome.verifyResult = 1 }
         } catch let error as UsageError {
             result = error.exitCode == 2 ? 23 : error.exitCode
@@ -523,8 +523,9 @@ func run() async -> Int32 {
 /// The client settings that make ahttp's transfers time out and follow redirects as curl's do.
 func applyCurlTransferDefaults(_ options: Options, to configuration: inout HTTPClient.Configuration) {
     // curl has no inactivity timeout: a transfer may stay silent as long as -m allows (the library's 60 s is not
-    // curl's). A stalled transfer is for -m, as in curl (--speed-limit/--speed-time are not supported).
+    // curl's). A stalled or trickling transfer is for -m and for -Y/-y, as in curl.
     configuration.inactivityTimeout = nil
+    configuration.lowSpeedLimit = options.lowSpeedLimit
     // curl: 300 s to connect (DEFAULT_CONNECT_TIMEOUT) unless --connect-timeout, whose 0 means that default.
     configuration.connectTimeout = flagDuration(options.connectTimeout ?? 300)
     // -m: the whole transfer; none (nil, or curl's -m 0) means no limit.
@@ -544,6 +545,27 @@ func flagDuration(_ seconds: Double) -> Duration {
 }
 
 extension Options {
+    /// -Y/--speed-limit and -y/--speed-time as curl reads them (tool_getparam.c): -Y alone checks over 30 s, -y alone
+    /// at 1 byte per second; a 0 for either turns the check off (libcurl checks only with both set).
+    var lowSpeedLimit: LowSpeedLimit? {
+        guard speedLimit != nil || speedTime != nil else { return nil }
+        let bytes = speedLimit ?? 1
+        let seconds = speedTime ?? 30
+        guard bytes > 0, seconds > 0 else { return nil }
+        return try? LowSpeedLimit(bytesPerSecond: bytes, duration: .seconds(seconds))
+    }
+
+    /// What ahttp says of a failed transfer (on standard error, and as %{errormsg}): the library's error, in curl's
+    /// words where a script may look for them.
+    func message(for error: HTTPClientError) -> String {
+        if error.timeoutPhase == .lowSpeed, let limit = lowSpeedLimit {
+            // curl's text (lib/speedcheck.c), seconds as a whole number as there.
+            return "Operation too slow. Less than \(limit.bytesPerSecond) bytes/sec transferred the last "
+                + "\(limit.duration.components.seconds) seconds"
+        }
+        return "\(error)"
+    }
+
     /// The redirect policy for a request sent with `method`, when it is not the client's (`base`): libcurl turns
     /// only a POST into a GET on 301 and 302 (and anything on 303); every other method is sent again, with its
     /// body (a -T PUT). `-X METHOD` is sent on every hop, 303 included, as curl sends its custom method.

@@ -1,5 +1,8 @@
+import AsyncHTTP
 import Foundation
 import XCTest
+
+@testable import ahttp
 
 /// `ahttp`'s --limit-rate, progress meter and -#, -Z with --parallel-max and --fail-early, and --retry, run as a
 /// user would: against nginx (throttling, the meter) and the in-process NIO server (connections, failures, retries).
@@ -368,5 +371,116 @@ final class CommandLineFlowOptionsTests: XCTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(result.stdout, "0:200\n1:200\n")
         try await server.shutdown()
+    }
+
+    // MARK: -Y/--speed-limit, -y/--speed-time
+
+    /// curl's low-speed abort: 50 bytes a second under -Y 1000 -y 1 ends with exit 28 and curl's message, on
+    /// standard error and in %{errormsg}, with -Z too. ahttp exited 2 on -Y (an unknown option).
+    func testSpeedLimitAbortsATrickleWithCurlsExitAndMessage() throws {
+        let server = try FaultServer(script: .dripBody(everyMs: 20))
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(server.port)/"
+        let message = "Operation too slow. Less than 1000 bytes/sec transferred the last 1 seconds"
+        let start = Date()
+        let result = try ahttp(["-sS", "-Y", "1000", "-y", "1", "-o", "/dev/null", "-w", "%{errormsg}", url])
+        XCTAssertEqual(result.status, 28, result.stderr)
+        XCTAssertEqual(result.stderr, "ahttp: \(url): \(message)\n")
+        XCTAssertEqual(result.stdout, message)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 2.5, "at the end of the 1 s window, not the 20 s trickle")
+        let parallel = try ahttp(["-sS", "-Z", "--speed-limit", "1000", "--speed-time", "1", "-o", "/dev/null", url])
+        XCTAssertEqual(parallel.status, 28, parallel.stderr)
+        XCTAssertTrue(parallel.stderr.contains(message), parallel.stderr)
+    }
+
+    /// -y alone checks at curl's 1 byte a second: a server that never answers is given up after -y seconds; a
+    /// quick answer under the same options passes.
+    func testSpeedTimeAloneGivesUpOnASilentServer() throws {
+        let silent = try FaultServer(script: .neverResponds)
+        defer { silent.stop() }
+        let result = try ahttp(["-sS", "-y", "1", "http://127.0.0.1:\(silent.port)/"])
+        XCTAssertEqual(result.status, 28, result.stderr)
+        XCTAssertTrue(result.stderr.contains("Operation too slow. Less than 1 bytes/sec transferred the last 1 seconds"), result.stderr)
+        let quick = try FaultServer(script: FaultScript { _, _ in [.response("hello")] })
+        defer { quick.stop() }
+        let fine = try ahttp(["-sS", "-Y", "1000", "-y", "1", "http://127.0.0.1:\(quick.port)/"])
+        XCTAssertEqual(fine.status, 0, fine.stderr)
+        XCTAssertEqual(fine.stdout, "hello")
+    }
+
+    /// curl's defaults (tool_getparam.c): -Y alone over 30 s, -y alone at 1 byte a second, 0 for either no check;
+    /// the client gets the limit.
+    func testSpeedOptionsTakeCurlsDefaults() throws {
+        func limit(_ arguments: [String]) throws -> LowSpeedLimit? {
+            var configuration = HTTPClient.Configuration()
+            applyCurlTransferDefaults(try AhttpCommand.parse(arguments + ["http://u/"]).options(), to: &configuration)
+            return configuration.lowSpeedLimit
+        }
+        XCTAssertNil(try limit([]))
+        XCTAssertEqual(try limit(["-Y", "500"]), try LowSpeedLimit(bytesPerSecond: 500, duration: .seconds(30)))
+        XCTAssertEqual(try limit(["-y", "7"]), try LowSpeedLimit(bytesPerSecond: 1, duration: .seconds(7)))
+        XCTAssertEqual(try limit(["--speed-time", "3", "--speed-limit", "2000"]), try LowSpeedLimit(bytesPerSecond: 2000, duration: .seconds(3)))
+        XCTAssertEqual(try limit(["-Y2000", "-y3"]), try LowSpeedLimit(bytesPerSecond: 2000, duration: .seconds(3)))
+        XCTAssertNil(try limit(["-Y", "0"]))
+        XCTAssertNil(try limit(["-y", "0"]))
+        XCTAssertNil(try limit(["-Y", "100", "-y", "0"]))
+    }
+
+    func testBadSpeedValuesAreUsageErrors() throws {
+        for (flag, value) in [("-Y", "-1"), ("-Y", "1.5"), ("-Y", "fast"), ("-Y", ""), ("-Y", "1k"), ("-Y", "99999999999999999999"),
+                              ("-y", "+3"), ("-y", "2e3"), ("-y", "1000000001")] {
+            let result = try ahttp([flag, value, "http://127.0.0.1:1/"])
+            XCTAssertEqual(result.status, 2, "\(flag) '\(value)': \(result.stderr)")
+            let name = flag == "-Y" ? "--speed-limit" : "--speed-time"
+            XCTAssertTrue(result.stderr.hasPrefix("ahttp: invalid \(name) '\(value)' (a whole number of"), result.stderr)
+        }
+    }
+
+    // MARK: The meters of failed transfers
+
+    /// -# of a transfer of unknown length that fails ended full at 100.0% (only a body read to its end should);
+    /// -Z's bar with a download cut at 40 of 100 bytes read 100.0% once another transfer moved: the batch's
+    /// snapshots count a member that ended as complete whatever its length said.
+    func testTheBarOfAFailedTransferDoesNotReadComplete() throws {
+        let chunked = try FaultServer(script: .truncatedChunkedBody)
+        defer { chunked.stop() }
+        let single = try ahttp(["-#", "-o", "/dev/null", "http://127.0.0.1:\(chunked.port)/"])
+        XCTAssertEqual(single.status, 18, single.stderr)
+        XCTAssertFalse(single.stderr.contains("100.0%"), single.stderr)
+        XCTAssertTrue(single.stderr.contains("#=#=#"), single.stderr)
+        let cut = try FaultServer(script: .closeMidBody)
+        defer { cut.stop() }
+        let later = try FaultServer(script: FaultScript([[.sleep(ms: 300), .response(String(repeating: "z", count: 100))]]))
+        defer { later.stop() }
+        let parallel = try ahttp(["-Z", "-#", "-o", "/dev/null", "-o", "/dev/null",
+                                  "http://127.0.0.1:\(cut.port)/", "http://127.0.0.1:\(later.port)/"])
+        XCTAssertEqual(parallel.status, 18, parallel.stderr)
+        XCTAssertFalse(parallel.stderr.contains("100.0%"), parallel.stderr)
+        XCTAssertTrue(parallel.stderr.hasSuffix(" 70.0%\n"), "140 of 200 bytes: \(parallel.stderr)")
+    }
+
+    /// Batch snapshots may reach -Z's meter out of order: it keeps the newest (by sequence number), and counts what
+    /// each failed transfer of known length missed once, however often its final value comes.
+    func testTheParallelMeterKeepsTheNewestSnapshotAndEachDownloadsOwnCounts() {
+        let meter = ParallelMeter(bar: true, count: 2)
+        var newer = HTTPBatchProgress()
+        newer.sequenceNumber = 5
+        newer.requestsEnded = 1
+        var older = newer
+        older.sequenceNumber = 4
+        older.requestsEnded = 0
+        meter.event(.progress(id: 0, HTTPTransferProgress(bytesReceived: 50, bytesExpectedToReceive: 100), batch: newer))
+        meter.event(.progress(id: 1, HTTPTransferProgress(bytesReceived: 10), batch: older))
+        XCTAssertEqual(meter.shown.progress, newer, "an older snapshot that came late is not shown")
+        XCTAssertEqual(meter.shown.received, 60)
+        XCTAssertEqual(meter.shown.expected, 110, "a length not known yet counts as what came")
+        // A failed download keeps its length; one sent again holds at its highest count.
+        meter.event(.progress(id: 0, HTTPTransferProgress(bytesReceived: 40, bytesExpectedToReceive: 100, isFinal: true, didFail: true),
+                              batch: newer))
+        XCTAssertEqual(meter.shown.received, 60)
+        XCTAssertEqual(meter.shown.expected, 110)
+        meter.event(.progress(id: 1, HTTPTransferProgress(bytesReceived: 30, bytesExpectedToReceive: 30, isFinal: true), batch: newer))
+        XCTAssertEqual(meter.shown.received, 80)
+        XCTAssertEqual(meter.shown.expected, 130)
     }
 }

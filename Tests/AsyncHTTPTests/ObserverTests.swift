@@ -173,6 +173,25 @@ final class ObserverTests: XCTestCase {
         XCTAssertEqual(kinds.last, "failed invalidRequest", "\(kinds)")
         XCTAssertEqual(kinds.filter { $0.hasPrefix("failed") }.count, 1, "exactly one failed event: \(kinds)")
     }
+
+    /// A body dropped part-way ends its progress as failed (`didFail`): it ended as a normal end, so a download
+    /// dropped at 6 of 11 bytes read as a transfer that had ended well. The test fails on the old code.
+    func testABodyDroppedPartWayEndsItsProgressAsFailed() async throws {
+        let seen = Locked<[HTTPTransferProgress]>([])
+        var request = HTTPClientRequest(url: server.baseURL + "/slow-body?ms=2000")
+        request.progressHandler = HTTPProgressHandler { progress in seen.withLock { $0.append(progress) } }
+        func readTheFirstPartAndDrop() async throws {
+            let response = try await client.send(request)
+            var iterator = response.body.makeAsyncIterator()
+            let first = try await iterator.next()
+            XCTAssertEqual(first.map { String(decoding: $0, as: UTF8.self) }, "part1-")
+        }
+        try await readTheFirstPartAndDrop()
+        let final = try XCTUnwrap(seen.withLock { $0 }.last)
+        XCTAssertEqual(final, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 6, bytesExpectedToReceive: 11,
+                                                   isFinal: true, didFail: true))
+        XCTAssertEqual(seen.withLock { $0 }.filter(\.isFinal).count, 1)
+    }
 }
 
 /// The fixes named by the house issue: bad configuration and a second concurrent reader are typed errors.

@@ -72,6 +72,48 @@ final class RedirectMiddlewareTests: XCTestCase {
         XCTAssertNil(peer.requests[1].body)
     }
 
+    /// `keepsMethodOn303` (ahttp's -X): the method and the body go on to a 303's target, and the body's headers
+    /// with them; 301 and 302 keep following `keepsMethodOn301And302` alone, and HEAD stays HEAD.
+    func testKeepsMethodOn303KeepsMethodAndBodyOn303Only() async throws {
+        let policy = RedirectPolicy(keepsMethodOn303: true)
+        let see = ScriptedPeer([.redirect(303, to: "/see"), .init(.ok)])
+        _ = try await see.send(post("http://a.test/form"), through: redirect(policy))
+        XCTAssertEqual(see.requests[1].method, .post)
+        let body = try await bodyBytes(see.requests[1].body)
+        XCTAssertEqual(body, Array("name=pen".utf8))
+        XCTAssertEqual(see.requests[1].headers[.contentType], "application/x-www-form-urlencoded")
+        for code in [301, 302] {
+            let peer = ScriptedPeer([.redirect(code, to: "/moved"), .init(.ok)])
+            _ = try await peer.send(post("http://a.test/form"), through: redirect(policy))
+            XCTAssertEqual(peer.requests[1].method, .get, "\(code): not this switch's business")
+            XCTAssertNil(peer.requests[1].body, "\(code)")
+        }
+        var head = HTTPClientRequest(url: "http://a.test/x")
+        head.method = .head
+        let headPeer = ScriptedPeer([.redirect(303, to: "/y"), .init(.ok)])
+        _ = try await headPeer.send(head, through: redirect(policy))
+        XCTAssertEqual(headPeer.requests[1].method, .head)
+        // Both switches: every 3xx that is followed keeps the method, as curl's -X.
+        let both = RedirectPolicy(keepsMethodOn301And302: true, keepsMethodOn303: true)
+        for code in [301, 302, 303, 307, 308] {
+            let peer = ScriptedPeer([.redirect(code, to: "/next"), .init(.ok)])
+            _ = try await peer.send(post("http://a.test/form"), through: redirect(both))
+            XCTAssertEqual(peer.requests[1].method, .post, "\(code)")
+        }
+    }
+
+    /// The two switches added for ahttp leave the defaults as they were: 303 becomes a GET, loops are detected.
+    func testNewSwitchesDefaultToThePreviousBehaviour() {
+        let policy = RedirectPolicy()
+        XCTAssertFalse(policy.keepsMethodOn303)
+        XCTAssertTrue(policy.detectsLoops)
+        XCTAssertFalse(policy.keepsMethodOn301And302)
+        XCTAssertEqual(policy.maxRedirects, 10)
+        XCTAssertEqual(HTTPClient.Configuration().redirectPolicy, policy)
+        XCTAssertFalse(RedirectPolicy.disabled.followsRedirects)
+        XCTAssertTrue(RedirectPolicy.disabled.detectsLoops)
+    }
+
     func test307And308KeepMethodAndBody() async throws {
         for code in [307, 308] {
             let peer = ScriptedPeer([.redirect(code, to: "/elsewhere"), .init(.created)])
@@ -199,6 +241,31 @@ final class RedirectMiddlewareTests: XCTestCase {
         await assertThrowsHTTPError(.redirectLoop) {
             try await peer.send(HTTPClientRequest(url: "http://a.test/self"), through: self.redirect())
         }
+    }
+
+    /// `detectsLoops` off (curl's -L, ahttp): a loop is followed, and only `maxRedirects` ends it.
+    func testWithoutLoopDetectionALoopRunsToMaxRedirects() async throws {
+        let policy = RedirectPolicy(maxRedirects: 4, detectsLoops: false)
+        let pingPong = ScriptedPeer { request, _ in
+            request.url.hasSuffix("/a") ? .redirect(302, to: "/b") : .redirect(302, to: "/a")
+        }
+        await assertThrowsHTTPError(.tooManyRedirects) {
+            try await pingPong.send(HTTPClientRequest(url: "http://a.test/a"), through: self.redirect(policy))
+        }
+        XCTAssertEqual(pingPong.requests.map(\.url), ["http://a.test/a", "http://a.test/b", "http://a.test/a", "http://a.test/b",
+                                                      "http://a.test/a"], "the original and 4 redirects, revisits included")
+        let itself = ScriptedPeer { _, _ in .redirect(301, to: "/self") }
+        await assertThrowsHTTPError(.tooManyRedirects) {
+            try await itself.send(HTTPClientRequest(url: "http://a.test/self"), through: self.redirect(policy))
+        }
+        XCTAssertEqual(itself.requests.count, 5)
+        // A loop that ends within the limit is simply followed to its answer.
+        let comesBack = ScriptedPeer { _, index in
+            index < 2 ? .redirect(302, to: "/start") : .init(.ok)
+        }
+        let response = try await comesBack.send(HTTPClientRequest(url: "http://a.test/start"), through: redirect(policy))
+        XCTAssertEqual(response.status, .ok)
+        XCTAssertEqual(response.history.count, 2)
     }
 
     func testRevisitingAURLAfterASetCookieIsNotALoop() async throws {

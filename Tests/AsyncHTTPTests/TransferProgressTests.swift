@@ -97,6 +97,55 @@ final class TransferProgressTests: XCTestCase {
         XCTAssertEqual(tracker.bodyReceived(10), .none)
     }
 
+    /// A body dropped before its end ends the progress as failed, unless every byte of its known length had come;
+    /// one the chain drops before `send` returns (a followed redirect's) ends nothing. It ended as a normal end.
+    func testABodyDroppedPartWayEndsFailedUnlessAllItsBytesHadCome() {
+        func observe(_ steps: (RequestObservation) -> Void) -> [HTTPTransferProgress] {
+            let values = Locked<[HTTPTransferProgress]>([])
+            let observation = RequestObservation.make(
+                requestID: 1, observers: [], handler: HTTPProgressHandler { progress in values.withLock { $0.append(progress) } },
+                method: .get, uploadTotal: 0)
+            steps(observation)
+            return values.withLock { $0 }
+        }
+        let partWay = observe { observation in
+            observation.updateProgress(at: t0) { $0.headReceived(status: .ok, bodyLength: 100, hasLocation: false) }
+            observation.updateProgress(at: t0) { $0.sendReturned() }
+            observation.updateProgress(at: t0) { $0.bodyReceived(30) }
+            observation.bodyDropped()
+        }
+        XCTAssertEqual(partWay.last, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 30, bytesExpectedToReceive: 100,
+                                                          isFinal: true, didFail: true))
+        XCTAssertEqual(partWay.last?.downloadFraction, 0.3)
+        let unknownLength = observe { observation in
+            observation.updateProgress(at: t0) { $0.headReceived(status: .ok, bodyLength: nil, hasLocation: false) }
+            observation.updateProgress(at: t0) { $0.sendReturned() }
+            observation.updateProgress(at: t0) { $0.bodyReceived(30) }
+            observation.bodyDropped()
+        }
+        XCTAssertEqual(unknownLength.last?.didFail, true)
+        XCTAssertNil(unknownLength.last?.downloadFraction, "not 1: it did not end")
+        let allBytesIn = observe { observation in
+            observation.updateProgress(at: t0) { $0.headReceived(status: .ok, bodyLength: 100, hasLocation: false) }
+            observation.updateProgress(at: t0) { $0.sendReturned() }
+            observation.updateProgress(at: t0) { $0.bodyReceived(100) }
+            observation.bodyDropped()  // the reader stopped before asking for the end
+        }
+        XCTAssertEqual(allBytesIn.last, HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 100, bytesExpectedToReceive: 100,
+                                                             isFinal: true))
+        let redirectBody = observe { observation in
+            observation.updateProgress(at: t0) { $0.headReceived(status: .found, bodyLength: 50, hasLocation: true) }
+            observation.updateProgress(at: t0) { $0.bodyReceived(10) }
+            observation.bodyDropped()  // the redirect step drops it and follows
+            observation.updateProgress(at: t0) { $0.headReceived(status: .ok, bodyLength: 5, hasLocation: false) }
+            observation.updateProgress(at: t0) { $0.bodyReceived(5) }
+            observation.updateProgress(at: t0) { $0.finished() }
+            observation.updateProgress(at: t0) { $0.sendReturned() }
+        }
+        XCTAssertEqual(redirectBody.filter(\.isFinal), [HTTPTransferProgress(bytesExpectedToSend: 0, bytesReceived: 5,
+                                                                             bytesExpectedToReceive: 5, isFinal: true)])
+    }
+
     func testATransferThatFailsHalfWayReportsHowFarItGotNotAHundredPercent() {
         var tracker = TransferProgressTracker(method: .get, uploadTotal: 0)
         _ = tracker.headReceived(status: .ok, bodyLength: 100, hasLocation: false)

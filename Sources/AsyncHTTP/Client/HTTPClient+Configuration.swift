@@ -14,6 +14,11 @@ extension HTTPClient {
         /// A deadline for each whole request, from `send` until its last body byte. None by default,
         /// since downloads can legitimately take hours; set it per request with ``HTTPClientRequest/timeout``.
         public var totalTimeout: Duration?
+        /// The slowest a transfer may move its bytes before it fails with a timeout in phase
+        /// ``HTTPClientError/TimeoutPhase/lowSpeed`` (curl's `--speed-limit` and `--speed-time`; see
+        /// ``LowSpeedLimit``). nil, the default, sets none, as curl and URLSession: a trickle is ended only by
+        /// ``totalTimeout``. A request's own ``HTTPClientRequest/lowSpeedLimit`` replaces it.
+        public var lowSpeedLimit: LowSpeedLimit?
         /// How often an idempotent request with a replayable body is retried after a timeout
         /// (ASIHTTPRequest's `numberOfTimesToRetryOnTimeout`, default 0 there too).
         public var retriesOnTimeout = 0

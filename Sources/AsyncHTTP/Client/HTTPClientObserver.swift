@@ -211,14 +211,20 @@ struct RequestObservation: Sendable {
         updateProgress(at: .now) { $0.sendReturned() }
     }
 
-    /// `send`'s chain threw: the progress is over.
-    func sendFailed() {
-        updateProgress(at: .now) { $0.ended() }
-    }
-
     /// A response body was dropped before its end (not an observer event: the connection is drained or closed).
+    ///
+    /// The returned response's progress ends final and failed (``HTTPTransferProgress/didFail``) unless every byte
+    /// of a known length had arrived: its bytes did not all come, so it must not read as complete, as URLSession
+    /// ends a task cancelled part-way with an error (`NSURLErrorCancelled`) and a cancelled `Progress`. A body the
+    /// chain drops before `send` returns (a redirect's, a challenge's) ends only that response, as before.
     func bodyDropped() {
-        updateProgress(at: .now) { $0.finished() }
+        updateProgress(at: .now) { tracker in
+            if let total = tracker.progress.bytesExpectedToReceive, tracker.progress.bytesReceived >= total {
+                return tracker.finished()  // whole: only the end of the body was not read
+            }
+            let change = tracker.ended()  // final and failed once `send` has returned, else nothing
+            return change == .none ? tracker.finished() : change
+        }
     }
 
     private func timings() -> HTTPClientEvent.Timings {

@@ -103,3 +103,24 @@ extension HTTPClientRequest {
         init(_ value: Value) { self.value = value }
     }
 }
+
+/// The transport's option: this request's low-speed limit, in place of the client's.
+enum LowSpeedLimitOption: HTTPRequestOption {
+    static let defaultValue: LowSpeedLimit? = nil
+}
+
+extension HTTPClientRequest {
+    /// The slowest this request may move its bytes before it fails with a ``HTTPClientError/Code/timeout`` in
+    /// phase ``HTTPClientError/TimeoutPhase/lowSpeed`` (curl's `--speed-limit` and `--speed-time`); nil, the
+    /// default, takes the client's ``HTTPClient/Configuration/lowSpeedLimit``. See ``LowSpeedLimit`` for what
+    /// counts.
+    ///
+    /// ```swift
+    /// var request = HTTPClientRequest(url: "https://example.com/big.iso")
+    /// request.lowSpeedLimit = try LowSpeedLimit(bytesPerSecond: 1_000, duration: .seconds(30))
+    /// ```
+    public var lowSpeedLimit: LowSpeedLimit? {
+        get { self[LowSpeedLimitOption.self] }
+        set { self[LowSpeedLimitOption.self] = newValue }
+    }
+}

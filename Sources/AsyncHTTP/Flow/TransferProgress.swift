@@ -35,8 +35,8 @@ public struct HTTPTransferProgress: Sendable, Hashable {
     /// before it left the client), or the response body failed part-way (a timeout, a closed connection, a
     /// cancelled read). Not set while the transfer runs, nor when the body ended normally.
     ///
-    /// A body dropped unread ends without it; its fractions still count only the bytes that moved when its
-    /// length is known.
+    /// A response body dropped before its end sets it too, unless every byte of its known length had arrived (as
+    /// URLSession ends a task cancelled part-way with an error): its bytes did not all come.
     public var didFail = false
 
     /// Creates a progress value; the client makes these, tests and custom bodies may too.

@@ -45,6 +45,9 @@ final class HTTP1Connection: @unchecked Sendable {
     var pacer: TransferPacer? {
         didSet { if pacedCredit > 0 { oldValue?.refund(pacedCredit); pacedCredit = 0 } }
     }
+    /// The low-speed limit of the current lease's request and its window, nil for none; set by the transport for
+    /// each attempt. Looked at only when the connection waits for the socket (``waitUntil(_:deadline:phase:)``).
+    var lowSpeed: LowSpeedWatch?
     /// What is left of the pacer's last grant. It is used up, over as many reads or writes as it takes, before
     /// the next reservation: each transfer sharing a limit moves a whole grant per turn, whatever its socket
     /// buffer holds at the moment (refunding a short read's rest let the transfer with the fullest buffer win).
@@ -193,7 +196,7 @@ final class HTTP1Connection: @unchecked Sendable {
             if interest == .writable {
                 try await waitToWrite(until: deadline, phase: phase)
             } else {
-                try await socket.waitUntil(interest, deadline: deadline, phase: phase)
+                try await waitUntil(interest, deadline: deadline, phase: phase)
             }
             return 0
         case .failed(let error):
@@ -213,13 +216,13 @@ final class HTTP1Connection: @unchecked Sendable {
         while true {
             let check = MonotonicTime.now + Self.earlyResponseCheck
             if let deadline, deadline <= check {
-                try await socket.waitUntil(.writable, deadline: deadline, phase: phase)
+                try await waitUntil(.writable, deadline: deadline, phase: phase)
                 return
             }
             do {
-                try await socket.waitUntil(.writable, deadline: check, phase: phase)
+                try await waitUntil(.writable, deadline: check, phase: phase)
                 return
-            } catch where error.code == .timeout {
+            } catch where error.code == .timeout && error.timeoutPhase != .lowSpeed {
                 guard earlyHead == nil, socket.pendingInput() == .bytes, let head = parseEarlyHead() else { continue }
                 earlyHead = head
                 throw HTTPClientError(.ioFailure, "stopped sending the request body: the server answered before reading it")
@@ -530,7 +533,7 @@ final class HTTP1Connection: @unchecked Sendable {
                 try await awaitReadable(deadlines: deadlines, phase: phase)
             case .wait(.writable):
                 let (deadline, timeoutPhase) = deadlines.next(phase)
-                try await socket.waitUntil(.writable, deadline: deadline, phase: timeoutPhase)
+                try await waitUntil(.writable, deadline: deadline, phase: timeoutPhase)
             case .failed(let error):
                 throw error
             }
@@ -550,7 +553,7 @@ final class HTTP1Connection: @unchecked Sendable {
         // the queueing behind them, not the server (and the two clock reads are saved on the busiest path).
         let transfers = phase == .head && busyPoll.limit > 0 ? NetworkActivity.inProcess : Int.max
         guard transfers <= 1 else {
-            try await socket.waitUntil(.readable, deadline: deadline, phase: timeoutPhase)
+            try await waitUntil(.readable, deadline: deadline, phase: timeoutPhase)
             return
         }
         let start = MonotonicTime.now
@@ -564,8 +567,55 @@ final class HTTP1Connection: @unchecked Sendable {
                 return
             }
         }
-        try await socket.waitUntil(.readable, deadline: deadline, phase: timeoutPhase)
+        try await waitUntil(.readable, deadline: deadline, phase: timeoutPhase)
         busyPoll.observe(wait: start.nanoseconds(to: .now))
+    }
+
+    /// Waits until the socket is ready for `interest`, or `deadline` (a timeout names `phase`). Every wait of a
+    /// request goes through here (the wait for `100 Continue` excepted: it is the client's choice, and ends by
+    /// itself): with a low-speed limit, the limit's window is looked at before it and it ends at the window's end
+    /// at the latest. Without one this costs one test of ``lowSpeed``.
+    @inline(__always)
+    nonisolated(nonsending) private func waitUntil(
+        _ interest: IOInterest, deadline: MonotonicTime?, phase: HTTPClientError.TimeoutPhase
+    ) async throws(HTTPClientError) {
+        if lowSpeed == nil {
+            try await socket.waitUntil(interest, deadline: deadline, phase: phase)
+        } else {
+            try await waitWatchingSpeed(interest, deadline: deadline, phase: phase)
+        }
+    }
+
+    /// ``waitUntil(_:deadline:phase:)`` under a low-speed limit: the wait ends at `deadline` or when the waits of
+    /// the limit's window add up to its duration, whichever comes first; at the window's end the window is judged
+    /// (``LowSpeedWatch/beforeWait(bytesMoved:)`` fails the transfer, or starts a new window and the wait goes on).
+    /// Kept out of the callers' frames (an async function's frame holds all its paths' locals).
+    @inline(never)
+    nonisolated(nonsending) private func waitWatchingSpeed(
+        _ interest: IOInterest, deadline: MonotonicTime?, phase: HTTPClientError.TimeoutPhase
+    ) async throws(HTTPClientError) {
+        // Bounded: each round but the last waits out a window's rest, so time moves on; a window that ends with too
+        // few bytes throws, and `deadline` (when there is one) ends the wait with its own timeout.
+        while var watch = lowSpeed {
+            let left = try watch.beforeWait(bytesMoved: machine.requestBytesWritten + parser.bytesReceived)
+            let start = MonotonicTime.now
+            let windowEnd = start.adding(nanoseconds: left)
+            lowSpeed = watch
+            if let deadline, deadline <= windowEnd {
+                defer { lowSpeed?.waited(nanoseconds: start.nanoseconds(to: .now)) }
+                try await socket.waitUntil(interest, deadline: deadline, phase: phase)
+                return
+            }
+            do {
+                try await socket.waitUntil(interest, deadline: windowEnd, phase: .lowSpeed)
+                lowSpeed?.waited(nanoseconds: start.nanoseconds(to: .now))
+                return
+            } catch where error.code == .timeout {
+                // The window's time is up (the event loop's timer may fire a little before the clock says so).
+                lowSpeed?.waited(nanoseconds: max(left, start.nanoseconds(to: .now)))
+            }
+        }
+        try await socket.waitUntil(interest, deadline: deadline, phase: phase)
     }
 
     /// Peeks at the socket (`recv` with `MSG_PEEK`, which takes nothing) until bytes or the peer's close show, or

@@ -27,6 +27,8 @@ final class HTTP1Transport: Sendable {
         /// The client's `--resolve`, `--connect-to` and Unix socket settings.
         var targets = ConnectionTargets()
         var expectContinue: ExpectContinuePolicy = .default
+        /// The client's low-speed limit; a request's own replaces it.
+        var lowSpeedLimit: LowSpeedLimit? = nil
     }
 
     private let settings: Settings
@@ -65,7 +67,7 @@ final class HTTP1Transport: Sendable {
                 connectionLogger: configuration.logger(for: .persistentConnections),
                 targets: ConnectionTargets(resolve: configuration.resolve, connectTo: configuration.connectTo,
                                            unixSocket: configuration.unixSocket),
-                expectContinue: configuration.expectContinue),
+                expectContinue: configuration.expectContinue, lowSpeedLimit: configuration.lowSpeedLimit),
             pool: ConnectionPool(limit: limit, idleTimeout: configuration.idleTimeout,
                                  logger: configuration.logger(for: .persistentConnections), now: now),
             connector: Connector(
@@ -162,7 +164,8 @@ final class HTTP1Transport: Sendable {
                                            expectContinue: request.expectContinue ?? settings.expectContinue)
         return RoundTrip(
             request: request, url: url, key: key, absoluteForm: absoluteForm, deadlines: deadlines,
-            flow: AttemptFlow(pacer: request[PacerOption.self] ?? flow.sharedPacer, transfer: flow.activity.begin()),
+            flow: AttemptFlow(pacer: request[PacerOption.self] ?? flow.sharedPacer, transfer: flow.activity.begin(),
+                              lowSpeedLimit: request.lowSpeedLimit ?? settings.lowSpeedLimit),
             pin: request.connectionPin, prepared: prepared, fresh: !request.persistentConnection,
             timeoutRetries: request.retriesOnTimeout ?? settings.retriesOnTimeout)
     }
@@ -232,6 +235,7 @@ final class HTTP1Transport: Sendable {
         }
         let connection = lease.connection
         connection.pacer = flow.pacer
+        connection.lowSpeed = flow.lowSpeedLimit.map(LowSpeedWatch.init)  // each attempt's window starts afresh
         if let observation { Self.observeAcquired(connection, key: key, observation: observation) }
         do throws(HTTPClientError) {
             try connection.startRequest(method: request.method, persistent: request.persistentConnection)
@@ -383,9 +387,11 @@ extension HTTPClient.Configuration {
     }
 }
 
-/// What one `roundTrip` hands each attempt for its bytes: the pacer the connection consults, and the token
-/// that counts the exchange in flight (ended by the response body, or when the round trip fails).
+/// What one `roundTrip` hands each attempt for its bytes: the pacer the connection consults, the token
+/// that counts the exchange in flight (ended by the response body, or when the round trip fails), and the
+/// low-speed limit the connection enforces.
 struct AttemptFlow: Sendable {
     let pacer: TransferPacer
     let transfer: NetworkActivity.Transfer
+    let lowSpeedLimit: LowSpeedLimit?
 }
