@@ -468,9 +468,13 @@ final class CompressionMiddlewareTests: XCTestCase {
         XCTAssertTrue(error?.message.contains("206") ?? false, error?.message ?? "")
 
         // No content at all: nothing to decode, nothing to refuse.
-        let empty = ScriptedPeer([.init(.noContent, headers: HTTPFields([("Content-Encoding", "br")]))])
-        let none = try await empty.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
-        let text = try await none.text(upTo: 100)
-        XCTAssertEqual(text, "")
+        var head = HTTPClientRequest(url: "http://a.test/")
+        head.method = .head
+        for (request, status) in [(HTTPClientRequest(url: "http://a.test/"), HTTPResponse.Status.noContent), (head, .ok)] {
+            let empty = ScriptedPeer([.init(status, headers: HTTPFields([("Content-Encoding", "br")]))])
+            let none = try await empty.send(request, through: compression())
+            let text = try await none.text(upTo: 100)
+            XCTAssertEqual(text, "", "\(request.method) \(status)")
+        }
     }
 }

@@ -48,7 +48,7 @@ public struct HTTPClientResponse: Sendable {
     /// Whether the server sent the body with a content coding (`Content-Encoding` other than `identity`),
     /// ASIHTTPRequest's `isResponseCompressed`. When AsyncHTTP decoded it, the body yields the decoded bytes
     /// and the `Content-Encoding` and `Content-Length` fields are gone (they described the encoded body);
-    /// when `Content-Encoding` is still there, the body is still encoded.
+    /// when `Content-Encoding` is still there, the body is still encoded (``text(upTo:)`` inflates gzip and deflate).
     public var isCompressed = false
     /// What the client's ``HTTPClient/Configuration/cache`` did for this response: `hit`, `miss`,
     /// `revalidated` or `stale` (see ``HTTPCacheStatus``); nil when no cache took part (no cache configured,
@@ -91,7 +91,8 @@ public struct HTTPClientResponse: Sendable {
     /// server used codings unasked or stacked them, `gzip, gzip`) is inflated here when every coding is `gzip` or
     /// `deflate`, within the client's decompression limits (``CompressionPolicy``); any other coding (`br`, `zstd`)
     /// fails with `HTTPClientError.Code.decompressionFailed` naming it, and so does a coded 206 (a slice of the
-    /// coded bytes cannot be inflated on its own): the coded bytes are never passed off as text.
+    /// coded bytes cannot be inflated on its own): the coded bytes are never passed off as text. An empty body (a
+    /// HEAD's) is "".
     ///
     /// The encoding (see ``TextEncoding/decode(_:contentType:fallback:)``) is a byte order mark's, else the
     /// `Content-Type` charset, else UTF-8 if the bytes are valid UTF-8, else the fallback: ISO-8859-1 unless
@@ -109,7 +110,17 @@ public struct HTTPClientResponse: Sendable {
 
     /// ``text(upTo:)`` with an explicit fallback encoding.
     public func text(upTo maxBytes: Int, fallback: TextDecodingFallback) async throws -> String {
-        let body = headers.contains(.contentEncoding) ? try decodedForText() : self.body
+        var body = self.body
+        if headers.contains(.contentEncoding) {
+            switch decodedForText() {
+            case .success(let decoded):
+                body = decoded
+            case .failure(let error):
+                // Empty (a HEAD's body): nothing was coded, nothing to refuse.
+                guard try await body.collect(upTo: maxBytes).isEmpty else { throw error }
+                return ""
+            }
+        }
         let bytes = try await body.collect(upTo: maxBytes)
         return try TextEncoding.decodeChecked(bytes, contentType: contentTypeForText, fallback: fallback)
     }
@@ -118,30 +129,30 @@ public struct HTTPClientResponse: Sendable {
     /// (``TextEncoding`` takes the last media type, as the WHATWG's "extract a MIME type" does).
     private var contentTypeForText: String? { headers[.contentType] }
 
-    /// ``body`` with the content codings still listed in `Content-Encoding` undone, for ``text(upTo:)``; throws
+    /// ``body`` with the content codings still listed in `Content-Encoding` undone, for ``text(upTo:)``; the error
     /// for a coding zlib cannot undo, or for a coded 206.
-    private func decodedForText() throws(HTTPClientError) -> Body {
+    private func decodedForText() -> Result<Body, HTTPClientError> {
         let codings = CompressionMiddleware.contentCodings(headers)
         // No content to decode (RFC 9110 §6.4.1; a HEAD's body is empty and inflates to nothing).
-        guard !codings.isEmpty, status.code != 204, status.code != 304 else { return body }
+        guard !codings.isEmpty, status.code != 204, status.code != 304 else { return .success(body) }
         let listed = codings.joined(separator: ", ")
         guard status.code != 206 else {
-            throw HTTPClientError(.decompressionFailed,
+            return .failure(HTTPClientError(.decompressionFailed,
                 "a 206 with Content-Encoding '\(listed)' is a slice of the coded bytes and cannot be decoded as text;"
-                    + " read its bytes from body")
+                    + " read its bytes from body"))
         }
         let limits = decompressionLimits?.limits ?? DecompressionLimits()
         var decoded = body
         // Applied in the order listed: undone last first (RFC 9110 §8.4).
         for token in codings.reversed() {
             guard let coding = ContentCoding(token: token) else {
-                throw HTTPClientError(.decompressionFailed,
+                return .failure(HTTPClientError(.decompressionFailed,
                     "the body is still coded with '\(token)' (Content-Encoding '\(listed)'), which AsyncHTTP cannot"
-                        + " decode (only gzip and deflate); read its bytes from body")
+                        + " decode (only gzip and deflate); read its bytes from body"))
             }
             decoded = Body(inflating: InflatingBody(compressed: decoded, coding: coding, limits: limits, recorder: nil))
         }
-        return decoded
+        return .success(decoded)
     }
 }
 
