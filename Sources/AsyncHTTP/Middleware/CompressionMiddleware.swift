@@ -47,7 +47,8 @@ public struct CompressionPolicy: Sendable, Hashable {
 ///
 /// Responses are decoded only when this middleware sent the `Accept-Encoding` itself, as Go's transport
 /// does: a caller who sets `Accept-Encoding` by hand gets the bytes as the server sent them (and
-/// ``HTTPClientResponse/isCompressed`` says whether they are encoded).
+/// ``HTTPClientResponse/isCompressed`` says whether they are encoded). So are stacked codings, a 206, and a content
+/// coding under a transfer coding; ``HTTPClientResponse/text(upTo:)`` inflates what is left coded in gzip or deflate.
 ///
 /// A decoded response loses its `Content-Encoding` and `Content-Length` fields, since neither describes
 /// the body it now carries (Go does the same and sets `Uncompressed`; URLSession keeps both, so its
