@@ -413,4 +413,68 @@ final class CompressionMiddlewareTests: XCTestCase {
         let defaultText = try await plain.text(upTo: 100)
         XCTAssertEqual(defaultText, "\u{93}hi\u{94}", "ISO-8859-1 by default, as ASIHTTPRequest")
     }
+
+    // MARK: Text of a body left coded
+
+    /// A caller who copied a browser's `Accept-Encoding` gets the coded bytes from `body`, but `text()` inflates
+    /// them (the old code decoded the gzip bytes as ISO-8859-1 and returned them with no error).
+    func testTextInflatesABodyLeftCodedForACallersAcceptEncoding() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/")
+        request.headers[.acceptEncoding] = "gzip, deflate, br"
+        let response = try await ScriptedPeer([try gzipReply(sample)]).send(request, through: compression())
+        XCTAssertEqual(response.headers[.contentEncoding], "gzip")
+        let text = try await response.text(upTo: 1 << 20)
+        XCTAssertEqual(text, String(decoding: sample, as: UTF8.self))
+    }
+
+    /// `gzip, gzip` (left coded by the step, as Go does) is undone twice, last coding first; `maxBytes` counts
+    /// the decoded bytes.
+    func testTextUndoesStackedCodingsAndCountsDecodedBytes() async throws {
+        let twice = try encoded(try encoded(sample, .gzip), .deflate)
+        let peer = ScriptedPeer([.init(.ok, headers: HTTPFields([("Content-Encoding", "gzip, deflate")]), body: twice)])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        XCTAssertEqual(response.headers[.contentEncoding], "gzip, deflate")
+        let text = try await response.text(upTo: 1 << 20)
+        XCTAssertEqual(text, String(decoding: sample, as: UTF8.self))
+
+        let limited = ScriptedPeer([.init(.ok, headers: HTTPFields([("Content-Encoding", "gzip, deflate")]), body: twice)])
+        let small = try await limited.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        await assertThrowsHTTPError(.bodyLimitExceeded) { try await small.text(upTo: twice.count + 1) }
+    }
+
+    /// The client's decompression limits hold for a body `text()` inflates.
+    func testTextOfABodyLeftCodedKeepsTheDecompressionLimits() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/")
+        request.headers[.acceptEncoding] = "gzip"
+        let policy = CompressionPolicy(maxDecompressedBytes: 10_000, maxDecompressionRatio: nil)
+        let response = try await ScriptedPeer([try gzipReply(sample)]).send(request, through: compression(policy))
+        let error = await assertThrowsHTTPError(.bodyLimitExceeded) { try await response.text(upTo: 1 << 20) }
+        XCTAssertTrue(error?.message.contains("10000") ?? false, error?.message ?? "")
+    }
+
+    /// A coding zlib cannot undo is an error naming it, and so is a coded 206: never coded bytes passed off as text.
+    func testTextOfABodyInACodingItCannotUndoFailsNamingIt() async throws {
+        for coding in ["br", "zstd", "gzip, br"] {
+            let peer = ScriptedPeer([.init(.ok, headers: HTTPFields([("Content-Encoding", coding)]), body: [0x1B, 0x02, 0x03])])
+            let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+            let error = await assertThrowsHTTPError(.decompressionFailed) { try await response.text(upTo: 100) }
+            XCTAssertTrue(error?.message.contains("'\(coding.hasPrefix("gzip") ? "br" : coding)'") ?? false, error?.message ?? "")
+        }
+        let compressed = try encoded(sample, .gzip)
+        let partial = ScriptedPeer([.init(.partialContent, headers: HTTPFields([("Content-Encoding", "gzip")]),
+                                          body: Array(compressed.prefix(100)))])
+        let response = try await partial.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        let error = await assertThrowsHTTPError(.decompressionFailed) { try await response.text(upTo: 1 << 20) }
+        XCTAssertTrue(error?.message.contains("206") ?? false, error?.message ?? "")
+
+        // No content at all: nothing to decode, nothing to refuse.
+        var head = HTTPClientRequest(url: "http://a.test/")
+        head.method = .head
+        for (request, status) in [(HTTPClientRequest(url: "http://a.test/"), HTTPResponse.Status.noContent), (head, .ok)] {
+            let empty = ScriptedPeer([.init(status, headers: HTTPFields([("Content-Encoding", "br")]))])
+            let none = try await empty.send(request, through: compression())
+            let text = try await none.text(upTo: 100)
+            XCTAssertEqual(text, "", "\(request.method) \(status)")
+        }
+    }
 }

@@ -66,7 +66,7 @@ final class TextDecodingTests: XCTestCase {
 
     func testCharsetNameIgnoresSurroundingWhitespaceAndRejectsUnknownNames() {
         XCTAssertEqual(TextEncoding(charset: " utf-8\t"), .utf8)
-        XCTAssertNil(TextEncoding(charset: "shift_jis"))
+        XCTAssertNil(TextEncoding(charset: "shift_jis"), "decoded by LegacyCharset instead")
         XCTAssertNil(TextEncoding(charset: "utf-32"))
         XCTAssertNil(TextEncoding(charset: "utf 8"))
         XCTAssertNil(TextEncoding(charset: ""))
@@ -144,46 +144,66 @@ final class TextDecodingTests: XCTestCase {
     // MARK: - Choosing the encoding
 
     private func decode(_ bytes: [UInt8], _ contentType: String?, fallback: TextDecodingFallback = TextDecodingFallback())
-        -> (text: String, encoding: TextEncoding)
+        -> String
     {
-        TextEncoding.decodeReportingEncoding(bytes, contentType: contentType, fallback: fallback)
+        TextEncoding.decode(bytes, contentType: contentType, fallback: fallback)
     }
 
     func testDeclaredCharsetWinsOverContent() {
         let utf8Bytes = Array("é".utf8)  // C3 A9
-        XCTAssertEqual(decode(utf8Bytes, "text/plain; charset=iso-8859-1").text, "Ã©")
-        XCTAssertEqual(decode([0x93, 0x94], "text/plain; charset=cp1252").text, "“”")
-        XCTAssertEqual(decode([0x00, 0x41], "text/plain; charset=utf-16be").text, "A")
+        XCTAssertEqual(decode(utf8Bytes, "text/plain; charset=iso-8859-1"), "Ã©")
+        XCTAssertEqual(decode([0x93, 0x94], "text/plain; charset=cp1252"), "“”")
+        XCTAssertEqual(decode([0x00, 0x41], "text/plain; charset=utf-16be"), "A")
         XCTAssertEqual(TextEncoding.decode(utf8Bytes, contentType: "text/plain; charset=UTF-8"), "é")
     }
 
-    func testDeclaredCharsetWinsOverBOMButAMatchingBOMIsStripped() {
-        let bomUTF8: [UInt8] = [0xEF, 0xBB, 0xBF, 0x61]
-        XCTAssertEqual(decode(bomUTF8, "text/plain; charset=utf-8").text, "a")
-        XCTAssertEqual(decode(bomUTF8, "text/plain; charset=iso-8859-1").text, "ï»¿a")
+    /// WHATWG "decode": a byte order mark wins over the label (the old code decoded the BOM as ISO-8859-1, "ï»¿a").
+    func testByteOrderMarkWinsOverTheDeclaredCharsetAndIsStripped() {
+        let bomUTF8: [UInt8] = [0xEF, 0xBB, 0xBF, 0x61, 0xC3, 0xA9]
+        XCTAssertEqual(decode(bomUTF8, "text/plain; charset=utf-8"), "aé")
+        XCTAssertEqual(decode(bomUTF8, "text/plain; charset=iso-8859-1"), "aé")
+        XCTAssertEqual(decode([0xFF, 0xFE, 0x41, 0x00], "text/plain; charset=windows-1252"), "A")
+        XCTAssertEqual(decode([0xFE, 0xFF, 0x00, 0x41], "text/plain; charset=utf-16le"), "A")
     }
 
     func testWithoutCharsetABOMDecides() {
-        XCTAssertEqual(decode([0xEF, 0xBB, 0xBF, 0x68, 0xC3, 0xA9], nil).text, "hé")
-        XCTAssertEqual(decode([0xEF, 0xBB, 0xBF, 0x68, 0xC3, 0xA9], nil).encoding, .utf8)
-        XCTAssertEqual(decode([0xFE, 0xFF, 0x00, 0x68, 0x00, 0xE9], "text/plain").text, "hé")
-        XCTAssertEqual(decode([0xFE, 0xFF, 0x00, 0x68], "text/plain").encoding, .utf16BE)
-        XCTAssertEqual(decode([0xFF, 0xFE, 0x68, 0x00, 0xE9, 0x00], nil).text, "hé")
-        XCTAssertEqual(decode([0xFF, 0xFE, 0x68, 0x00], nil).encoding, .utf16LE)
+        XCTAssertEqual(decode([0xEF, 0xBB, 0xBF, 0x68, 0xC3, 0xA9], nil), "hé")
+        XCTAssertEqual(decode([0xFE, 0xFF, 0x00, 0x68, 0x00, 0xE9], "text/plain"), "hé")
+        XCTAssertEqual(decode([0xFF, 0xFE, 0x68, 0x00, 0xE9, 0x00], nil), "hé")
     }
 
     func testWithoutCharsetOrBOMValidUTF8IsUTF8() {
-        XCTAssertEqual(decode(Array("naïve ☃".utf8), "application/json").text, "naïve ☃")
-        XCTAssertEqual(decode(Array("naïve ☃".utf8), "application/json").encoding, .utf8)
-        XCTAssertEqual(decode(Array("ascii".utf8), nil).encoding, .utf8)
-        XCTAssertEqual(decode([], nil).text, "")
+        XCTAssertEqual(decode(Array("naïve ☃".utf8), "application/json"), "naïve ☃")
+        XCTAssertEqual(decode(Array("naïve ☃".utf8), nil), "naïve ☃")
+        XCTAssertEqual(decode([], nil), "")
+    }
+
+    /// RFC 8259 §8.1: JSON is UTF-8 whatever charset the server names (the old code decoded it as ISO-8859-1).
+    func testJSONIsAlwaysUTF8() {
+        let bytes = Array(#"{"name":"José"}"#.utf8)
+        XCTAssertEqual(decode(bytes, "application/json; charset=iso-8859-1"), #"{"name":"José"}"#)
+        XCTAssertEqual(decode(bytes, "application/problem+json; charset=windows-1252"), #"{"name":"José"}"#)
+        XCTAssertEqual(decode(bytes, "APPLICATION/JSON;charset=us-ascii"), #"{"name":"José"}"#)
+        XCTAssertEqual(decode([0x4A, 0xE9], "application/json"), "J\u{FFFD}", "invalid UTF-8 is U+FFFD, not a fallback")
+        XCTAssertEqual(decode([0x4A, 0xE9], "text/json; charset=iso-8859-1"), "Jé", "text/json is not the JSON media type")
+    }
+
+    /// Two Content-Type fields are joined with ", " by HTTPFields: the WHATWG reads the last media type, keeping
+    /// an earlier charset of the same type (the old code read "latin1, text/html" as the charset).
+    func testSeveralContentTypesAreReadAsTheWHATWGDoes() {
+        let latin1: [UInt8] = [0x63, 0x61, 0x66, 0xE9]  // "café" in ISO-8859-1, invalid UTF-8
+        XCTAssertEqual(decode(Array("é".utf8), "text/plain; charset=iso-8859-1, text/html; charset=utf-8"), "é")
+        XCTAssertEqual(decode(latin1, "text/html; charset=utf-8, text/plain; charset=windows-1252"), "café")
+        XCTAssertEqual(decode(Array("é".utf8), "text/html; charset=iso-8859-1, text/html"), "Ã©", "same type keeps it")
+        XCTAssertEqual(decode(Array("é".utf8), "text/plain; charset=iso-8859-1, text/html"), "é", "another type drops it")
+        XCTAssertEqual(decode(Array("é".utf8), "text/html; charset=iso-8859-1, */*"), "Ã©", "*/* is skipped")
+        XCTAssertEqual(decode(Array("é".utf8), #"text/html; x="a,b"; charset=iso-8859-1"#), "Ã©", "a quoted comma")
+        XCTAssertEqual(TextEncoding.mediaType(fromContentType: "text/plain, application/json").isJSON, true)
     }
 
     func testInvalidUTF8WithoutCharsetFallsBackToISOLatin1ByDefault() {
         let latin1: [UInt8] = [0x63, 0x61, 0x66, 0xE9, 0x20, 0x93]  // "café " + 0x93
-        let result = decode(latin1, "text/html")
-        XCTAssertEqual(result.encoding, .isoLatin1)
-        XCTAssertEqual(result.text.unicodeScalars.map(\.value), [0x63, 0x61, 0x66, 0xE9, 0x20, 0x93])
+        XCTAssertEqual(decode(latin1, "text/html").unicodeScalars.map(\.value), [0x63, 0x61, 0x66, 0xE9, 0x20, 0x93])
         XCTAssertEqual(TextEncoding.decode(latin1, contentType: nil, fallback: TextDecodingFallback()), "café \u{93}")
     }
 
@@ -195,11 +215,57 @@ final class TextDecodingTests: XCTestCase {
     }
 
     func testUnknownDeclaredCharsetFallsBackTheSameWay() {
-        XCTAssertEqual(decode(Array("日本".utf8), "text/plain; charset=x-unknown").encoding, .utf8)
-        XCTAssertEqual(decode([0xFF, 0xFE, 0x41, 0x00], "text/plain; charset=x-unknown").text, "A")
-        XCTAssertEqual(decode([0xE9], "text/plain; charset=shift_jis").encoding, .isoLatin1)
-        XCTAssertEqual(
-            decode([0xE9], "text/plain; charset=bogus", fallback: TextDecodingFallback(encoding: .windows1252)).encoding,
-            .windows1252)
+        XCTAssertEqual(decode(Array("日本".utf8), "text/plain; charset=x-unknown"), "日本")
+        XCTAssertEqual(decode([0xFF, 0xFE, 0x41, 0x00], "text/plain; charset=x-unknown"), "A")
+        XCTAssertEqual(decode([0xE9], "text/plain; charset=bogus"), "é")
+        XCTAssertEqual(decode([0x93], "text/plain; charset=bogus", fallback: TextDecodingFallback(encoding: .windows1252)), "“")
+        XCTAssertEqual(decode([0x93], #"text/plain; charset="../../x""#, fallback: TextDecodingFallback(encoding: .windows1252)), "“")
+    }
+
+    // MARK: - Legacy charsets
+
+    /// Declared legacy charsets are decoded (by the platform's iconv); the old code ignored them and gave mojibake.
+    func testLegacyCharsetsAreDecoded() throws {
+        // "日本語" in Shift_JIS, "Привет" in windows-1251 and KOI8-R, "Łódź" in ISO-8859-2, "€" in ISO-8859-15,
+        // "한국" in EUC-KR, "中文" in GBK, "中文" in Big5, "日本" in EUC-JP.
+        let cases: [(String, [UInt8], String)] = [
+            ("Shift_JIS", [0x93, 0xFA, 0x96, 0x7B, 0x8C, 0xEA], "日本語"),
+            ("windows-1251", [0xCF, 0xF0, 0xE8, 0xE2, 0xE5, 0xF2], "Привет"),
+            ("koi8-r", [0xF0, 0xD2, 0xC9, 0xD7, 0xC5, 0xD4], "Привет"),
+            ("ISO-8859-2", [0xA3, 0xF3, 0x64, 0xBC], "Łódź"),
+            ("iso-8859-15", [0xA4], "€"),
+            ("EUC-KR", [0xC7, 0xD1, 0xB1, 0xB9], "한국"),
+            ("gbk", [0xD6, 0xD0, 0xCE, 0xC4], "中文"),
+            ("gb2312", [0xD6, 0xD0, 0xCE, 0xC4], "中文"),
+            ("big5", [0xA4, 0xA4, 0xA4, 0xE5], "中文"),
+            ("euc-jp", [0xC6, 0xFC, 0xCB, 0xDC], "日本"),
+        ]
+        for (charset, bytes, text) in cases {
+            XCTAssertEqual(decode(bytes, "text/html; charset=\(charset)"), text, charset)
+            XCTAssertEqual(try TextEncoding.decodeChecked(bytes, contentType: "text/plain;charset=\(charset)",
+                                                          fallback: TextDecodingFallback()), text, charset)
+        }
+    }
+
+    func testLegacyCharsetsReplaceWhatTheyCannotDecode() {
+        // 0x81 0x20 is no Shift_JIS character; a lead byte at the very end is cut short.
+        XCTAssertEqual(decode([0x61, 0x81, 0x20, 0x62, 0x93], "text/plain; charset=shift_jis"), "a\u{FFFD} b\u{FFFD}")
+        XCTAssertEqual(decode([], "text/plain; charset=shift_jis"), "")
+    }
+
+    /// A charset this client knows of but the platform cannot decode is an error naming it, not a guess.
+    func testAKnownCharsetThePlatformCannotDecodeIsAnError() throws {
+        let table = ["x-test-legacy": ["NO-SUCH-CHARSET-HERE"]]
+        let outcome = [UInt8]([0x41]).withUnsafeBufferPointer {
+            LegacyCharset.decode($0, charset: "X-Test-Legacy", table: table)
+        }
+        guard case .unsupported = outcome else { return XCTFail("\(outcome)") }
+        let unknown = [UInt8]([0x41]).withUnsafeBufferPointer { LegacyCharset.decode($0, charset: "x-nothing", table: table) }
+        guard case .unknown = unknown else { return XCTFail("\(unknown)") }
+        XCTAssertThrowsError(try TextEncoding.decodeChecked([0x41], contentType: "text/plain; charset=x-test-legacy",
+                                                            fallback: TextDecodingFallback(), legacyNames: table)) { error in
+            XCTAssertEqual((error as? HTTPClientError)?.code, .malformedResponse)
+            XCTAssertTrue("\(error)".contains("x-test-legacy"), "\(error)")
+        }
     }
 }

@@ -633,4 +633,26 @@ final class ZlibStreamTests: XCTestCase {
         XCTAssertNil(ContentCoding(token: "br"))
         XCTAssertNil(ContentCoding(token: "identity"))
     }
+
+    // MARK: - Output buffer
+
+    /// The compression middleware's body inflates into the arrays it hands out: its inflater makes no 64 KiB buffer
+    /// of its own (every decoded response allocated one, unused); a caller of `decompress(_:emit:)` still gets one.
+    /// (`hasOutputBuffer` is new: this test does not compile against the old code, which always allocated.)
+    func testInflatingIntoTheCallersArrayMakesNoBufferOfItsOwn() throws {
+        let text = [UInt8](String(repeating: "lazy buffers, ", count: 2000).utf8)
+        let gzip = zlibCompress(text, windowBits: 31)
+        let inflater = Inflater(encoding: .gzip)
+        var array = [UInt8](repeating: 0, count: text.count + 16)
+        let step = try gzip.withUnsafeBytes { input in try array.withUnsafeMutableBytes { try inflater.decompress(input, into: $0) } }
+        XCTAssertEqual(Array(array[..<step.produced]), text)
+        XCTAssertFalse(inflater.hasOutputBuffer)
+        try inflater.finish()
+
+        let emitting = Inflater(encoding: .gzip)
+        var decoded: [UInt8] = []
+        try gzip.withUnsafeBytes { input in try emitting.decompress(input) { decoded += $0 } }
+        XCTAssertEqual(decoded, text)
+        XCTAssertTrue(emitting.hasOutputBuffer)
+    }
 }

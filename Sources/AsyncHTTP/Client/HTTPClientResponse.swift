@@ -48,7 +48,7 @@ public struct HTTPClientResponse: Sendable {
     /// Whether the server sent the body with a content coding (`Content-Encoding` other than `identity`),
     /// ASIHTTPRequest's `isResponseCompressed`. When AsyncHTTP decoded it, the body yields the decoded bytes
     /// and the `Content-Encoding` and `Content-Length` fields are gone (they described the encoded body);
-    /// when `Content-Encoding` is still there, the body is still encoded.
+    /// when `Content-Encoding` is still there, the body is still encoded (``text(upTo:)`` inflates gzip and deflate).
     public var isCompressed = false
     /// What the client's ``HTTPClient/Configuration/cache`` did for this response: `hit`, `miss`,
     /// `revalidated` or `stale` (see ``HTTPCacheStatus``); nil when no cache took part (no cache configured,
@@ -58,6 +58,10 @@ public struct HTTPClientResponse: Sendable {
     var rawBodyRecorder: RawBodyRecorder?
     /// What ``text(upTo:)`` falls back to; set by the redirect middleware from the request or client.
     var textDecodingFallback = TextDecodingFallback()
+    /// The limits ``text(upTo:)`` inflates a body still carrying `Content-Encoding` with (the defaults when nil); set
+    /// by the compression step from the client's ``CompressionPolicy`` when the response has a `Content-Encoding`.
+    /// A reference the step made once, so that a response grows by a pointer, not by the limits.
+    var decompressionLimits: DecompressionLimits.Shared?
 
     /// Creates a response: for middleware that answers without the network (a cache, a test double).
     public init(status: HTTPResponse.Status, headers: HTTPFields = [:], version: HTTPVersion = .http1_1,
@@ -83,11 +87,19 @@ public struct HTTPClientResponse: Sendable {
     /// Reads the body and decodes it as text, failing with `HTTPClientError.Code.bodyLimitExceeded` past
     /// `maxBytes` (counted after decompression).
     ///
-    /// The encoding is the `Content-Type` charset if it names one AsyncHTTP knows (UTF-8, ISO-8859-1,
-    /// Windows-1252, UTF-16 and its BE/LE forms, US-ASCII), else a byte order mark's, else UTF-8 if the bytes
-    /// are valid UTF-8, else the fallback: ISO-8859-1 unless ``HTTPClientRequest/textDecodingFallback`` or
-    /// ``HTTPClient/Configuration/textDecodingFallback`` says otherwise. Never fails on the bytes themselves:
-    /// what cannot be decoded becomes U+FFFD.
+    /// A body still coded (its `Content-Encoding` is still there: the request set its own `Accept-Encoding`, or the
+    /// server used codings unasked or stacked them, `gzip, gzip`) is inflated here when every coding is `gzip` or
+    /// `deflate`, within the client's decompression limits (``CompressionPolicy``); any other coding (`br`, `zstd`)
+    /// fails with `HTTPClientError.Code.decompressionFailed` naming it, and so does a coded 206 (a slice of the
+    /// coded bytes cannot be inflated on its own): the coded bytes are never passed off as text. An empty body (a
+    /// HEAD's) is "".
+    ///
+    /// The encoding (see ``TextEncoding/decode(_:contentType:fallback:)``) is a byte order mark's, else the
+    /// `Content-Type` charset, else UTF-8 if the bytes are valid UTF-8, else the fallback: ISO-8859-1 unless
+    /// ``HTTPClientRequest/textDecodingFallback`` or ``HTTPClient/Configuration/textDecodingFallback`` says
+    /// otherwise. JSON (`application/json`, `+json`) is always UTF-8 (RFC 8259 §8.1). A declared charset this
+    /// platform cannot decode (see ``TextEncoding``) fails with `HTTPClientError.Code.malformedResponse` naming it
+    /// rather than guessing; an unknown name is ignored, as browsers do. What cannot be decoded becomes U+FFFD.
     ///
     /// ```swift
     /// let page = try await client.send(request).text(upTo: 1 << 20)
@@ -98,8 +110,49 @@ public struct HTTPClientResponse: Sendable {
 
     /// ``text(upTo:)`` with an explicit fallback encoding.
     public func text(upTo maxBytes: Int, fallback: TextDecodingFallback) async throws -> String {
+        var body = self.body
+        if headers.contains(.contentEncoding) {
+            switch decodedForText() {
+            case .success(let decoded):
+                body = decoded
+            case .failure(let error):
+                // Empty (a HEAD's body): nothing was coded, nothing to refuse.
+                guard try await body.collect(upTo: maxBytes).isEmpty else { throw error }
+                return ""
+            }
+        }
         let bytes = try await body.collect(upTo: maxBytes)
-        return TextEncoding.decode(bytes, contentType: headers[.contentType], fallback: fallback)
+        return try TextEncoding.decodeChecked(bytes, contentType: contentTypeForText, fallback: fallback)
+    }
+
+    /// The `Content-Type` that decides the charset: each field's value, joined with ", " when there are several
+    /// (``TextEncoding`` takes the last media type, as the WHATWG's "extract a MIME type" does).
+    private var contentTypeForText: String? { headers[.contentType] }
+
+    /// ``body`` with the content codings still listed in `Content-Encoding` undone, for ``text(upTo:)``; the error
+    /// for a coding zlib cannot undo, or for a coded 206.
+    private func decodedForText() -> Result<Body, HTTPClientError> {
+        let codings = CompressionMiddleware.contentCodings(headers)
+        // No content to decode (RFC 9110 §6.4.1; a HEAD's body is empty and inflates to nothing).
+        guard !codings.isEmpty, status.code != 204, status.code != 304 else { return .success(body) }
+        let listed = codings.joined(separator: ", ")
+        guard status.code != 206 else {
+            return .failure(HTTPClientError(.decompressionFailed,
+                "a 206 with Content-Encoding '\(listed)' is a slice of the coded bytes and cannot be decoded as text;"
+                    + " read its bytes from body"))
+        }
+        let limits = decompressionLimits?.limits ?? DecompressionLimits()
+        var decoded = body
+        // Applied in the order listed: undone last first (RFC 9110 §8.4).
+        for token in codings.reversed() {
+            guard let coding = ContentCoding(token: token) else {
+                return .failure(HTTPClientError(.decompressionFailed,
+                    "the body is still coded with '\(token)' (Content-Encoding '\(listed)'), which AsyncHTTP cannot"
+                        + " decode (only gzip and deflate); read its bytes from body"))
+            }
+            decoded = Body(inflating: InflatingBody(compressed: decoded, coding: coding, limits: limits, recorder: nil))
+        }
+        return .success(decoded)
     }
 }
 
@@ -130,15 +183,26 @@ extension HTTPClientResponse {
         }
 
         let storage: Storage
+        /// For a body inflated as it is read (the compression step's), the coded body under it: a body nobody reads
+        /// (a redirect's, a challenge's) is drained through it, without inflating (``undecoded``).
+        let coded: Coded?
+
+        /// Holds the coded body by reference (a body cannot hold a body).
+        final class Coded: Sendable {
+            let body: Body
+            init(_ body: Body) { self.body = body }
+        }
 
         /// An empty body.
         public init() {
             storage = .buffered([])
+            coded = nil
         }
 
         /// A body held in memory.
         public init(bytes: [UInt8]) {
             storage = bytes.isEmpty ? .buffered([]) : .chunk(bytes[...])
+            coded = nil
         }
 
         /// A body produced by any sequence of chunks: middleware uses this to wrap a body
@@ -148,10 +212,30 @@ extension HTTPClientResponse {
                 var iterator = chunks.makeAsyncIterator()
                 return ChunkIterator { try await iterator.next() }
             })
+            coded = nil
         }
 
         init(storage: Storage) {
             self.storage = storage
+            coded = nil
+        }
+
+        /// `inflating`'s decoded bytes, remembering the coded body under it (``undecoded``).
+        init(inflating: InflatingBody) {
+            storage = .sequence({
+                var iterator = inflating.makeAsyncIterator()
+                return ChunkIterator { try await iterator.next() }
+            })
+            coded = Coded(inflating.compressed)
+        }
+
+        /// The body under any inflating the compression step put over it: the bytes as they came, to be dropped.
+        /// A redirect's or a challenge's body is drained through this, so its drain limit counts the bytes on the
+        /// connection and nothing is inflated for nobody.
+        var undecoded: Body {
+            var body = self
+            while let coded = body.coded { body = coded.body }
+            return body
         }
 
         /// Reads the body's chunks in order.

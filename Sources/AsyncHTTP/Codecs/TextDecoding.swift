@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 // Turning a response body into a String: which charset, and the decoders for the few that matter.
 //
 // Bulk conversions only: each decoder writes UTF-8 straight into the new String's storage
@@ -102,21 +110,120 @@ public enum TextEncoding: Sendable, Hashable {
         return nil
     }
 
-    /// Decodes a body to a String, choosing the encoding in this order:
+    /// Decodes a body to a String, choosing the encoding in this order (the WHATWG Encoding Standard's, with
+    /// HTTP's defaults):
     ///
-    /// 1. the `charset` of `contentType`, if it names an encoding listed here;
-    /// 2. else a byte order mark: UTF-8 (EF BB BF), UTF-16BE (FE FF), UTF-16LE (FF FE);
-    /// 3. else UTF-8, if the bytes are valid UTF-8 (so ASCII, too);
-    /// 4. else `fallback.encoding` — ISO-8859-1 unless configured, which is ASIHTTPRequest's
+    /// 1. a byte order mark: UTF-8 (EF BB BF), UTF-16BE (FE FF), UTF-16LE (FF FE), whatever the charset says
+    ///    (WHATWG "decode": a BOM wins over the label);
+    /// 2. UTF-8 for JSON (`application/json`, any `+json`): RFC 8259 §8.1 allows nothing else;
+    /// 3. the `charset` of `contentType`, if it names an encoding listed here, or a legacy one the platform's
+    ///    `iconv` decodes (Shift_JIS, EUC-JP, GBK, GB18030, Big5, EUC-KR, KOI8-R, windows-1250…1258,
+    ///    ISO-8859-2…16, …);
+    /// 4. else UTF-8, if the bytes are valid UTF-8 (so ASCII, too);
+    /// 5. else `fallback.encoding` — ISO-8859-1 unless configured, which is ASIHTTPRequest's
     ///    `defaultResponseEncoding` and also what HTTP/1.1 once made the default (RFC 2616 §3.7.1).
     ///
-    /// An unknown declared charset is treated as no charset. A declared charset wins over a BOM
-    /// (the WHATWG Encoding Standard lets the BOM win); a BOM that matches the declared encoding is
-    /// still stripped. Never fails: undecodable bytes become U+FFFD.
+    /// When `contentType` holds several media types (several `Content-Type` fields, joined with ", "), the
+    /// charset is the WHATWG's: the last media type's, or an earlier one's of the same type. An unknown
+    /// charset name is treated as no charset, as browsers do; so, here, is a known one this platform cannot
+    /// decode (``HTTPClientResponse/text(upTo:)`` throws for that instead). Never fails: undecodable bytes
+    /// become U+FFFD.
     public static func decode(
         _ bytes: [UInt8], contentType: String?, fallback: TextDecodingFallback = TextDecodingFallback()
     ) -> String {
-        decodeReportingEncoding(bytes, contentType: contentType, fallback: fallback).text
+        (try? decodeChecked(bytes, contentType: contentType, fallback: fallback, refusesUnsupported: false))
+            ?? fallback.encoding.decode(bytes)
+    }
+
+    /// ``decode(_:contentType:fallback:)`` that throws `HTTPClientError.Code.malformedResponse` naming a declared
+    /// charset it knows of but cannot decode here (rather than passing a guess off as the text).
+    static func decodeChecked(
+        _ bytes: [UInt8], contentType: String?, fallback: TextDecodingFallback, refusesUnsupported: Bool = true,
+        legacyNames: [String: [String]] = LegacyCharset.iconvNames
+    ) throws(HTTPClientError) -> String {
+        let result: Result<String, HTTPClientError> = bytes.withUnsafeBufferPointer { buffer in
+            if let bomEncoding = byteOrderMarkEncoding(buffer) { return .success(bomEncoding.decode(buffer)) }
+            var json = false
+            var charset: String?
+            if let contentType { (json, charset) = mediaType(fromContentType: contentType) }
+            if json { return .success(TextEncoding.utf8.decode(buffer)) }
+            if let charset {
+                if let declared = TextEncoding(charset: charset) { return .success(declared.decode(buffer)) }
+                switch LegacyCharset.decode(buffer, charset: charset, table: legacyNames) {
+                case .decoded(let text): return .success(text)
+                case .unknown: break
+                case .unsupported:
+                    if refusesUnsupported {
+                        return .failure(HTTPClientError(.malformedResponse,
+                            "the body's charset '\(charset.prefix(40))' (Content-Type) cannot be decoded on this platform;"
+                                + " read its bytes from body"))
+                    }
+                }
+            }
+            if let text = String(validating: buffer, as: UTF8.self) { return .success(text) }
+            return .success(fallback.encoding.decode(buffer))
+        }
+        return try result.get()
+    }
+
+    /// Whether `contentType` is JSON, and its charset, as the WHATWG's "extract a MIME type" reads a value that
+    /// may join several fields: media types are split at commas outside quoted strings; a later one replaces an
+    /// earlier one, and keeps the earlier one's charset only when it is the same type and names none. `*/*`
+    /// (an invalid type) is skipped.
+    static func mediaType(fromContentType contentType: String) -> (isJSON: Bool, charset: String?) {
+        // The common case: one media type, no comma at all.
+        guard contentType.utf8.contains(UInt8(ascii: ",")) else {
+            return (isJSON(essence(of: Substring(contentType))), charset(fromContentType: contentType))
+        }
+        var essenceSoFar: String?
+        var charsetSoFar: String?
+        for part in splitOutsideQuotes(contentType) {
+            let type = essence(of: part)
+            guard type.contains("/"), type != "*/*" else { continue }
+            let partCharset = charset(fromContentType: String(part))
+            if type != essenceSoFar {
+                essenceSoFar = type
+                charsetSoFar = partCharset
+            } else if let partCharset {
+                charsetSoFar = partCharset
+            }
+        }
+        return (essenceSoFar.map(isJSON) ?? false, charsetSoFar)
+    }
+
+    /// The lowercased `type/subtype` of one media type, without parameters or surrounding whitespace.
+    private static func essence(of mediaType: Substring) -> String {
+        let head = mediaType.prefix { $0 != ";" }
+        return String(head.trimmingWhitespace()).lowercased()
+    }
+
+    /// RFC 8259 §8.1: JSON exchanged between systems is UTF-8. `application/json` and any `+json` (RFC 6839 §3.1).
+    private static func isJSON(_ essence: String) -> Bool {
+        essence == "application/json" || (essence.hasSuffix("+json") && essence.contains("/"))
+    }
+
+    /// `value` split at the commas outside quoted strings (whose `\` escapes are skipped over).
+    private static func splitOutsideQuotes(_ value: String) -> [Substring] {
+        var parts: [Substring] = []
+        var start = value.startIndex
+        var index = value.startIndex
+        var quoted = false
+        while index < value.endIndex {
+            let character = value[index]
+            if quoted, character == "\\" {
+                index = value.index(after: index)
+                if index < value.endIndex { index = value.index(after: index) }
+                continue
+            }
+            if character == "\"" { quoted.toggle() }
+            if !quoted, character == "," {
+                parts.append(value[start..<index])
+                start = value.index(after: index)
+            }
+            index = value.index(after: index)
+        }
+        parts.append(value[start...])
+        return parts
     }
 
     /// Decodes `bytes` in this encoding, stripping a matching byte order mark.
@@ -125,26 +232,6 @@ public enum TextEncoding: Sendable, Hashable {
     }
 
     // MARK: - Internals
-
-    /// ``decode(_:contentType:fallback:)``, also saying which encoding it chose.
-    static func decodeReportingEncoding(
-        _ bytes: [UInt8], contentType: String?, fallback: TextDecodingFallback
-    ) -> (text: String, encoding: TextEncoding) {
-        bytes.withUnsafeBufferPointer { buffer in
-            if let contentType, let charset = charset(fromContentType: contentType),
-                let declared = TextEncoding(charset: charset)
-            {
-                return (declared.decode(buffer), declared)
-            }
-            if let bomEncoding = byteOrderMarkEncoding(buffer) {
-                return (bomEncoding.decode(buffer), bomEncoding)
-            }
-            if let text = String(validating: buffer, as: UTF8.self) {
-                return (text, .utf8)
-            }
-            return (fallback.encoding.decode(buffer), fallback.encoding)
-        }
-    }
 
     private static func byteOrderMarkEncoding(_ bytes: UnsafeBufferPointer<UInt8>) -> TextEncoding? {
         if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { return .utf8 }
@@ -303,4 +390,124 @@ public struct TextDecodingFallback: Sendable, Hashable {
     public init(encoding: TextEncoding = .isoLatin1) {
         self.encoding = encoding
     }
+}
+
+/// The legacy charsets AsyncHTTP has no decoder of its own for (CJK, Cyrillic, Central European, …), decoded by
+/// the C library's `iconv` (glibc's, musl's, or Darwin's libiconv): their tables are large, and the platform already
+/// carries them. Only ``TextEncoding/decode(_:contentType:fallback:)`` comes here, once a body has been read.
+enum LegacyCharset {
+    enum Outcome {
+        case decoded(String)
+        /// A charset this client knows of (a WHATWG encoding's label) that `iconv` here cannot decode.
+        case unsupported
+        /// A name neither this table nor `iconv` knows: ignored, as browsers ignore an unknown label.
+        case unknown
+    }
+
+    /// Decodes `bytes` from `charset` to a String; what `iconv` cannot convert becomes U+FFFD.
+    static func decode(
+        _ bytes: UnsafeBufferPointer<UInt8>, charset: String, table: [String: [String]] = iconvNames
+    ) -> Outcome {
+        let label = String(charset.utf8.prefix(64).filter { $0 != 0x20 && $0 != 0x09 }.map { Character(UnicodeScalar($0)) })
+            .lowercased()
+        let known = table[label]
+        // A known label first in the WHATWG's superset (shift_jis is windows-31j there), then as named; an unknown
+        // one as named, if iconv happens to know it (utf-32, say).
+        // An unknown name goes to iconv only if it looks like a charset name (letters, digits, "-_.:").
+        let plausible = !label.isEmpty && label.utf8.allSatisfy { byte in
+            (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F || byte == 0x2E
+                || byte == 0x3A
+        }
+        for name in (known ?? []) + (plausible ? [label] : []) {
+            if let text = convert(bytes, from: name) { return .decoded(text) }
+        }
+        return known == nil ? .unknown : .unsupported
+    }
+
+    /// Converts with `iconv`, or nil when it cannot open a conversion from `name`.
+    private static func convert(_ bytes: UnsafeBufferPointer<UInt8>, from name: String) -> String? {
+        let descriptor = iconv_open("UTF-8", name)
+        guard descriptor != UnsafeMutableRawPointer(bitPattern: -1) else { return nil }
+        defer { iconv_close(descriptor) }
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return "" }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(bytes.count * 2 + 16)
+        var output = [UInt8](repeating: 0, count: Swift.min(Swift.max(bytes.count * 3, 64), 64 * 1024))
+        var input: UnsafeMutablePointer<CChar>? =
+            UnsafeMutablePointer(mutating: UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self))
+        var inputLeft = bytes.count
+        let replacement: [UInt8] = [0xEF, 0xBF, 0xBD]  // U+FFFD
+        /// One `iconv` call (with no input: the end of a stateful encoding's shift state, ISO-2022-JP); the bytes it
+        /// wrote are appended. Returns the errno of a failure, or 0.
+        func step(flushing: Bool) -> Int32 {
+            output.withUnsafeMutableBytes { out in
+                var next: UnsafeMutablePointer<CChar>? = out.baseAddress!.assumingMemoryBound(to: CChar.self)
+                var outputLeft = out.count
+                let result = flushing
+                    ? iconv(descriptor, nil, nil, &next, &outputLeft) : iconv(descriptor, &input, &inputLeft, &next, &outputLeft)
+                let failure = result == -1 ? errno : 0
+                decoded.append(contentsOf: UnsafeRawBufferPointer(rebasing: out[..<(out.count - outputLeft)]))
+                return failure
+            }
+        }
+        // Each turn consumes input, empties a full output, or skips a byte: bounded by the input and the output.
+        while inputLeft > 0 {
+            switch step(flushing: false) {
+            case 0, E2BIG:
+                continue  // done, or the output was full: go round with it emptied
+            case EILSEQ:
+                // A byte that starts no character here: U+FFFD for it, and go on after it.
+                decoded.append(contentsOf: replacement)
+                input = input.map { $0 + 1 }
+                inputLeft -= 1
+            default:
+                // EINVAL: the input ends inside a character.
+                decoded.append(contentsOf: replacement)
+                inputLeft = 0
+            }
+        }
+        // A shift sequence is a few bytes: one round, or two if the output was full.
+        for _ in 0..<4 where step(flushing: true) != E2BIG { break }
+        return String(decoding: decoded, as: UTF8.self)
+    }
+
+    /// The WHATWG Encoding Standard's labels of the legacy encodings, lowercased, with the `iconv` names to try,
+    /// the WHATWG's superset first (its shift_jis is windows-31j, its euc-kr windows-949, its gbk gb18030).
+    static let iconvNames: [String: [String]] = {
+        var names: [String: [String]] = [:]
+        func add(_ labels: [String], _ iconv: [String]) { for label in labels { names[label] = iconv } }
+        add(["shift_jis", "shift-jis", "sjis", "ms_kanji", "ms932", "windows-31j", "x-sjis", "csshiftjis"], ["CP932", "SHIFT_JIS"])
+        add(["euc-jp", "x-euc-jp", "cseucpkdfmtjapanese"], ["EUC-JP"])
+        add(["iso-2022-jp", "csiso2022jp"], ["ISO-2022-JP"])
+        add(["euc-kr", "ks_c_5601-1987", "ks_c_5601-1989", "ksc5601", "ksc_5601", "korean", "windows-949", "cp949",
+             "csksc56011987", "cseuckr", "iso-ir-149"], ["CP949", "EUC-KR"])
+        add(["gbk", "gb2312", "chinese", "csgb2312", "csiso58gb231280", "gb_2312", "gb_2312-80", "iso-ir-58", "x-gbk",
+             "cp936", "windows-936"], ["GB18030", "GBK"])
+        add(["gb18030"], ["GB18030"])
+        add(["big5", "big5-hkscs", "cn-big5", "csbig5", "x-x-big5"], ["BIG5-HKSCS", "BIG5"])
+        add(["koi8-r", "koi8_r", "koi", "koi8", "cskoi8r"], ["KOI8-R"])
+        add(["koi8-u", "koi8-ru"], ["KOI8-U"])
+        add(["ibm866", "866", "cp866", "csibm866"], ["CP866"])
+        add(["macintosh", "mac", "x-mac-roman", "csmacintosh"], ["MACINTOSH"])
+        add(["x-mac-cyrillic", "x-mac-ukrainian"], ["MAC-CYRILLIC", "MACCYRILLIC"])
+        add(["windows-874", "dos-874", "tis-620", "iso-8859-11", "iso8859-11", "iso885911"], ["CP874", "TIS-620"])
+        for number in [1250, 1251, 1253, 1254, 1255, 1256, 1257, 1258] {
+            add(["windows-\(number)", "cp\(number)", "x-cp\(number)"], ["CP\(number)", "WINDOWS-\(number)"])
+        }
+        for number in [2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16] {
+            add(["iso-8859-\(number)", "iso8859-\(number)", "iso8859\(number)", "iso_8859-\(number)"], ["ISO-8859-\(number)"])
+        }
+        add(["iso-8859-8-i", "csiso88598i", "logical"], ["ISO-8859-8"])
+        add(["latin2", "l2", "csisolatin2"], ["ISO-8859-2"])
+        add(["latin3", "l3", "csisolatin3"], ["ISO-8859-3"])
+        add(["latin4", "l4", "csisolatin4"], ["ISO-8859-4"])
+        add(["cyrillic", "csisolatincyrillic"], ["ISO-8859-5"])
+        add(["arabic", "csisolatinarabic"], ["ISO-8859-6"])
+        add(["greek", "greek8", "csisolatingreek"], ["ISO-8859-7"])
+        add(["hebrew", "csisolatinhebrew", "visual"], ["ISO-8859-8"])
+        add(["latin6", "l6", "csisolatin6"], ["ISO-8859-10"])
+        add(["l9", "csisolatin9"], ["ISO-8859-15"])
+        add(["utf-32", "utf-32le", "utf-32be"], [])
+        return names
+    }()
 }

@@ -4,7 +4,7 @@ import CZlib
 // Streaming gzip / deflate codecs over zlib, for the compression middleware.
 //
 // Pure: bytes in, bytes out through a callback, no I/O. The decoder writes into one reusable
-// contiguous buffer (64 KiB by default) and hands out views of it, so the hot path is one
+// contiguous buffer (64 KiB by default, made on first use) and hands out views of it, so the hot path is one
 // `inflate()` call per buffer-full, never per byte.
 
 /// A content coding this client can decode (RFC 9110 §8.4.1).
@@ -63,6 +63,12 @@ struct DecompressionLimits: Sendable, Hashable {
 
     /// No limits at all.
     static let unlimited = DecompressionLimits(maxBytes: nil, maxRatio: nil)
+
+    /// Limits held by reference, for a value that should not grow by their size (a response).
+    final class Shared: Sendable {
+        let limits: DecompressionLimits
+        init(_ limits: DecompressionLimits) { self.limits = limits }
+    }
 }
 
 /// A streaming decoder for the `gzip` and `deflate` content codings.
@@ -112,7 +118,10 @@ final class Inflater {
     private(set) var totalOut = 0
 
     private let stream: UnsafeMutablePointer<z_stream>
-    private let output: UnsafeMutableRawBufferPointer
+    /// The reusable buffer of ``decompress(_:emit:)``, made on its first call: the compression middleware's body
+    /// inflates into the arrays it hands out (``decompress(_:into:)``) and never needs one.
+    private var outputBuffer: UnsafeMutableRawBufferPointer?
+    private let bufferSize: Int
     private var zlibInitialised = false
     private var state = State.start
     /// Whether gzip members' trailers are checked here (the default) or by zlib (for differential tests).
@@ -163,15 +172,18 @@ final class Inflater {
         self.checksGzipTrailers = checksGzipTrailers
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
-        output = .allocate(byteCount: bufferSize, alignment: 16)
+        self.bufferSize = bufferSize
     }
 
     deinit {
         if zlibInitialised { inflateEnd(stream) }
         stream.deinitialize(count: 1)
         stream.deallocate()
-        output.deallocate()
+        outputBuffer?.deallocate()
     }
+
+    /// Whether ``decompress(_:emit:)``'s buffer has been made (tests).
+    var hasOutputBuffer: Bool { outputBuffer != nil }
 
     /// Decompresses `input`, handing each run of decoded bytes to `emit`.
     ///
@@ -182,6 +194,13 @@ final class Inflater {
     func decompress(
         _ input: UnsafeRawBufferPointer, emit: (UnsafeRawBufferPointer) throws(HTTPClientError) -> Void
     ) throws(HTTPClientError) {
+        let output: UnsafeMutableRawBufferPointer
+        if let outputBuffer {
+            output = outputBuffer
+        } else {
+            output = .allocate(byteCount: bufferSize, alignment: 16)
+            outputBuffer = output
+        }
         var rest = input
         while true {
             let (consumed, produced) = try decompress(rest, into: output)

@@ -170,8 +170,9 @@ struct AuthMiddleware: HTTPClientMiddleware {
                 pin = nil
                 request.connectionPin = nil
             }
-            // Read the challenge's body so its connection can carry the retry (NTLM needs that very connection).
-            _ = try? await response.body.collect(upTo: Self.drainLimit)
+            // Read the challenge's body so its connection can carry the retry (NTLM needs that very connection); as it
+            // came, not inflated, so the limit counts the bytes on the connection.
+            _ = try? await response.body.undecoded.collect(upTo: Self.drainLimit)
             // Only now: a challenge whose body was still arriving ends its response here, and its connection must
             // be parked in the pin for the last message, not given back to the pool, where another request could
             // take it first (or park a connection the last message would then take instead).

@@ -47,7 +47,8 @@ public struct CompressionPolicy: Sendable, Hashable {
 ///
 /// Responses are decoded only when this middleware sent the `Accept-Encoding` itself, as Go's transport
 /// does: a caller who sets `Accept-Encoding` by hand gets the bytes as the server sent them (and
-/// ``HTTPClientResponse/isCompressed`` says whether they are encoded).
+/// ``HTTPClientResponse/isCompressed`` says whether they are encoded). So are stacked codings, a 206, and a content
+/// coding under a transfer coding; ``HTTPClientResponse/text(upTo:)`` inflates what is left coded in gzip or deflate.
 ///
 /// A decoded response loses its `Content-Encoding` and `Content-Length` fields, since neither describes
 /// the body it now carries (Go does the same and sets `Uncompressed`; URLSession keeps both, so its
@@ -76,8 +77,12 @@ struct CompressionMiddleware: HTTPClientMiddleware {
     /// The smallest array a step starts with when little input is waiting: a small body gets a small array.
     static let minimumOutputChunkSize = 16 * 1024
 
+    /// `policy`'s limits, made once for every response this step labels (``HTTPClientResponse/text(upTo:)``).
+    let limits: DecompressionLimits.Shared
+
     init(policy: CompressionPolicy = CompressionPolicy()) {
         self.policy = policy
+        limits = DecompressionLimits.Shared(policy.limits)
     }
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
@@ -115,15 +120,22 @@ struct CompressionMiddleware: HTTPClientMiddleware {
         let codings = Self.contentCodings(response.headers)
         guard !codings.isEmpty else { return }
         response.isCompressed = true
+        // What `text(upTo:)` inflates a body left coded with.
+        response.decompressionLimits = limits
         // Only one coding is decoded; stacked codings ("gzip, gzip") are left for the caller, as Go does.
         // A 206 is a slice of the coded bytes: it is handed over as it came, `Content-Encoding` and all.
+        // Nor under a transfer coding the connection undid (`Transfer-Encoding: gzip, chunked`): each inflater checks
+        // its ratio against its own input, so the two would allow 200 × 200 against the bytes on the wire (the
+        // parser refuses stacked transfer codings for the same reason). Left coded, as stacked content codings are.
         guard decodes, codings.count == 1, let coding = ContentCoding(token: codings[0]),
-              Self.hasBody(response, method: request.method), response.status.code != 206
+              Self.hasBody(response, method: request.method), response.status.code != 206,
+              !Self.hadTransferCoding(response.headers)
         else { return }
 
         let recorder = request.keepsRawCompressedBody ? RawBodyRecorder(limit: rawBodyLimit) : nil
+        // Remembering the coded body under it, so that a drain can reach it (`Body.undecoded`).
         response.body = HTTPClientResponse.Body(
-            InflatingBody(compressed: response.body, coding: coding, limits: policy.limits, recorder: recorder))
+            inflating: InflatingBody(compressed: response.body, coding: coding, limits: policy.limits, recorder: recorder))
         response.rawBodyRecorder = recorder
         response.headers[.contentEncoding] = nil
         response.headers[.contentLength] = nil
@@ -134,6 +146,18 @@ struct CompressionMiddleware: HTTPClientMiddleware {
         headers[values: .contentEncoding].flatMap { value in
             value.split(separator: ",").map { $0.trimmingWhitespace().lowercased() }
         }.filter { !$0.isEmpty && $0 != "identity" }
+    }
+
+    /// Whether `Transfer-Encoding` lists a coding other than `chunked` (the parser accepts only gzip and deflate
+    /// there, undone by the connection): the body reached this step already inflated once.
+    static func hadTransferCoding(_ headers: HTTPFields) -> Bool {
+        guard headers.contains(.transferEncoding) else { return false }
+        return headers[values: .transferEncoding].contains { value in
+            value.split(separator: ",").contains { element in
+                let coding = element.trimmingWhitespace().lowercased()
+                return !coding.isEmpty && coding != "chunked" && coding != "identity"
+            }
+        }
     }
 
     /// RFC 9110 §6.4.1: no content in responses to HEAD, nor in 1xx, 204 and 304 responses.

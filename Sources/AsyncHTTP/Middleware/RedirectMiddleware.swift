@@ -390,10 +390,12 @@ struct RedirectMiddleware: HTTPClientMiddleware {
 
     /// Reads and drops a redirect's body so its connection can go back to the pool before the next hop.
     /// Errors are ignored: the redirect itself was received, and the next hop does not depend on its body.
+    /// Read as it came (``HTTPClientResponse/Body/undecoded``): nothing is inflated for nobody, and the limit counts
+    /// the bytes on the connection (a gzipped 10 KB page inflating past it closed the connection instead).
     static func drain(_ body: HTTPClientResponse.Body) async {
         var read = 0
         do {
-            for try await chunk in body {
+            for try await chunk in body.undecoded {
                 read += chunk.count
                 if read > drainLimit { return }  // dropping the rest closes the connection
             }
