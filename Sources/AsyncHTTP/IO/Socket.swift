@@ -146,10 +146,13 @@ final class Socket: @unchecked Sendable {
 
     deinit { close() }
 
-    /// Connects to `address` without blocking, within `deadline`.
+    /// Connects to `address` without blocking, within `deadline`. A cancelled task gets `.cancelled` before a
+    /// descriptor is made: nothing is dialled for it (a cancelled Happy Eyeballs race starts its attempts in
+    /// cancelled tasks, and each used to send its SYN before the wait noticed).
     static func connect(
         to address: SocketAddress, deadline: MonotonicTime?, notifier: any IOEventNotifier
     ) async throws(HTTPClientError) -> Socket {
+        if Task.isCancelled { throw .cancelled }
         #if os(Linux)
         let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else

@@ -81,6 +81,11 @@ enum HappyEyeballs {
     /// first connection made. Losers that connect anyway are passed to `discard`. When every attempt fails,
     /// throws a timeout if one timed out (the deadline is shared, so they all did), and otherwise a
     /// `connectFailed` that lists each address's failure.
+    ///
+    /// Cancellation stops the race (RFC 8305 §5: "stop all attempts"): the attempts running are cancelled and
+    /// no further address is dialled, and the caller gets `.cancelled` unless an attempt connected meanwhile.
+    /// (Before, each cancelled attempt counted as a failure, and a failure starts the next address at once, so
+    /// a cancel dialled every remaining address.)
     static func race<Connection: Sendable>(
         _ addresses: [SocketAddress], attemptDelay: Duration, what: String,
         attempt: @escaping @Sendable (SocketAddress) async throws(HTTPClientError) -> Connection,
@@ -115,18 +120,20 @@ enum HappyEyeballs {
             }
             _ = perform(schedule.begin())
             var winner: Connection?
-            while winner == nil, let event = await group.next() {
+            race: while winner == nil, let event = await group.next() {
                 switch event {
                 case .connected(let connection):
                     winner = connection
                 case .failed(let error):
                     failures.append(error)
+                    // Cancelled (the caller, whose cancellation reaches every attempt): stop, start nothing more.
+                    if error.code == .cancelled || Task.isCancelled { break race }
                     if !perform(schedule.attemptFailed()) {
                         group.cancelAll()
                         return .failure(combine(failures, what: what))
                     }
                 case .timer(let generation):
-                    if Task.isCancelled { continue }
+                    if Task.isCancelled { break race }
                     _ = perform(schedule.timerFired(generation: generation))
                 }
             }
@@ -138,7 +145,7 @@ enum HappyEyeballs {
                 }
             }
             if let winner { return .success(winner) }
-            return .failure(failures.isEmpty ? .cancelled : combine(failures, what: what))
+            return .failure(failures.isEmpty || Task.isCancelled ? .cancelled : combine(failures, what: what))
         }
         return try outcome.get()
     }
