@@ -8,7 +8,7 @@ import XCTest
 @testable import AsyncHTTP
 
 /// The Happy Eyeballs race (RFC 8305) and the socket connect under it, driven through the race's injected attempt:
-/// a cancelled race stops (§5).
+/// a cancelled race stops (§5), and a race every attempt of which failed says what happened to each address.
 /// No network: attempts are closures, and the one real connect goes to a loopback listener.
 final class ConnectionRaceTests: XCTestCase {
     private func addresses(_ count: Int) -> [SocketAddress] {
@@ -83,6 +83,43 @@ final class ConnectionRaceTests: XCTestCase {
         if case .success(let socket) = outcome { socket.close() }
         XCTAssertEqual((outcome.failureValue as? HTTPClientError)?.code, .cancelled, "\(outcome)")
         XCTAssertFalse(listener.hasPendingConnection, "no connection was opened for a cancelled task")
+    }
+
+    func testEveryAddressFailingNamesEachFailureEvenWhenOneTimedOut() async throws {
+        // [::1] is unreachable at once; 127.0.0.1 then runs out of the connect deadline. The timeout stays the
+        // error's code (a connect timeout, curl's exit 28), but the message names the unreachable address too.
+        let addresses = [SocketAddress(numericHost: "::1", port: 80)!, SocketAddress(numericHost: "127.0.0.1", port: 80)!]
+        let error = await assertThrowsHTTPError(.timeout) {
+            try await HappyEyeballs.race(
+                addresses, attemptDelay: .seconds(30), what: "dual.test:80",
+                attempt: { address throws(HTTPClientError) -> Int in
+                    if address.family == AF_INET6 {
+                        throw HTTPClientError(.connectFailed, "connect to \(address) failed: Network is unreachable",
+                                              errno: ENETUNREACH)
+                    }
+                    throw .timeout(.connect, "no connection to \(address) in time")
+                },
+                discard: { _ in })
+        }
+        XCTAssertEqual(error?.timeoutPhase, .connect)
+        let message = error?.message ?? ""
+        XCTAssertTrue(message.contains("dual.test:80"), message)
+        XCTAssertTrue(message.contains("[::1]:80 failed: Network is unreachable"), message)
+        XCTAssertTrue(message.contains("127.0.0.1:80 in time"), message)
+    }
+
+    func testEveryAddressFailingWithoutATimeoutListsEachFailure() async throws {
+        let addresses = [SocketAddress(numericHost: "::1", port: 80)!, SocketAddress(numericHost: "127.0.0.1", port: 80)!]
+        let error = await assertThrowsHTTPError(.connectFailed) {
+            try await HappyEyeballs.race(
+                addresses, attemptDelay: .seconds(30), what: "dual.test:80",
+                attempt: { address throws(HTTPClientError) -> Int in
+                    throw HTTPClientError(.connectFailed, "connect to \(address) failed: Connection refused", errno: ECONNREFUSED)
+                },
+                discard: { _ in })
+        }
+        let message = error?.message ?? ""
+        XCTAssertTrue(message.contains("[::1]:80 failed") && message.contains("127.0.0.1:80 failed"), message)
     }
 }
 
