@@ -135,7 +135,7 @@ final class NameLookupsBoundTests: XCTestCase {
     }
 
     func testLookupThreadsAreReusedAndEndWhenIdle() async throws {
-        let threads = LookupThreads(idleTimeout: .milliseconds(1_000))
+        let threads = LookupThreads(maxThreads: 3, idleTimeout: .milliseconds(1_000))
         let gate = DispatchSemaphore(value: 0)
         let ran = Locked<[pthread_t]>([])
         let (done, report) = AsyncStream.makeStream(of: Void.self)
@@ -160,6 +160,26 @@ final class NameLookupsBoundTests: XCTestCase {
         for _ in 0..<3 { _ = await finished.next() }
         XCTAssertEqual(Set(ran.withLock { $0 }), first, "idle threads were reused")
         // Idle for longer than the timeout: every thread ends.
+        try await waitUntil("every idle thread ended", timeout: .seconds(10)) { threads.threadCount == 0 }
+    }
+
+    func testLookupThreadsNeverExceedTheirMaximum() async throws {
+        // A finishing lookup hands its slot on from its own thread, before that thread is idle: the job handed on
+        // waits for a thread to finish (that one) instead of starting one more.
+        let threads = LookupThreads(maxThreads: 2, idleTimeout: .milliseconds(200))
+        let gate = DispatchSemaphore(value: 0)
+        let (done, report) = AsyncStream.makeStream(of: Int.self)
+        var finished = done.makeAsyncIterator()
+        for index in 0..<2 { threads.run { gate.wait(); report.yield(index) } }
+        threads.run { report.yield(2) }
+        XCTAssertEqual(threads.threadCount, 2, "the third job waits for one of the two threads")
+        gate.signal()
+        var seen: Set<Int> = []
+        for _ in 0..<2 { seen.insert(await finished.next() ?? -1) }
+        XCTAssertTrue(seen.contains(2), "the waiting job ran once a thread finished: \(seen)")
+        XCTAssertEqual(threads.threadCount, 2)
+        gate.signal()
+        _ = await finished.next()
         try await waitUntil("every idle thread ended", timeout: .seconds(10)) { threads.threadCount == 0 }
     }
 

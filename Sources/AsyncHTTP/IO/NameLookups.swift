@@ -34,7 +34,7 @@ final class NameLookups: Sendable {
     let limit: Int
     private let lookup: Lookup
     private let state = Locked(State())
-    private let threads = LookupThreads()
+    private let threads: LookupThreads
     /// Deadlines fire here, never behind a blocked lookup.
     private let timers = DispatchQueue(label: "AsyncHTTP.resolver.deadlines")
 
@@ -76,6 +76,7 @@ final class NameLookups: Sendable {
         precondition(limit > 0)
         self.limit = limit
         self.lookup = lookup
+        threads = LookupThreads(maxThreads: limit)
     }
 
     /// Blocking calls running now (abandoned ones included), and lookups waiting for a slot.
@@ -220,8 +221,10 @@ final class NameLookups: Sendable {
 }
 
 /// The threads that run blocking lookups: one per call running, reused, each ended after ``idleTimeout`` without
-/// work. ``NameLookups`` bounds the calls running, and an idle thread is always reused before a new one starts,
-/// so there are never more threads than its `limit`.
+/// work, and never more than ``maxThreads`` (``NameLookups``'s `limit`). An idle thread is reused before a new one
+/// starts; a job that finds none idle and no room for another waits for the next thread to finish. (That happens
+/// when a finishing lookup hands its slot on from its own thread, just before that thread would be idle: the
+/// thread then runs the job itself.)
 ///
 /// A thread is made for a call only when none is idle: about 20 µs, against a `getaddrinfo` that reads
 /// `/etc/hosts` at least. Cache hits and numeric hosts never come here.
@@ -243,12 +246,17 @@ final class LookupThreads: Sendable {
         var idle: [Worker] = []
         /// Threads alive, idle or working.
         var threads = 0
+        /// Jobs waiting for a thread to finish its own, oldest first.
+        var pending: [@Sendable () -> Void] = []
     }
 
     private let state = Locked(State())
     private let idleTimeout: DispatchTimeInterval
+    let maxThreads: Int
 
-    init(idleTimeout: DispatchTimeInterval = LookupThreads.idleTimeout) {
+    init(maxThreads: Int, idleTimeout: DispatchTimeInterval = LookupThreads.idleTimeout) {
+        precondition(maxThreads > 0)
+        self.maxThreads = maxThreads
         self.idleTimeout = idleTimeout
     }
 
@@ -257,20 +265,25 @@ final class LookupThreads: Sendable {
     /// Threads alive and waiting for work (for tests).
     var idleCount: Int { state.withLock { $0.idle.count } }
 
-    /// Runs `job` on an idle thread, or on a new one.
+    /// Runs `job` on an idle thread, or on a new one, or on the next thread to finish when there are ``maxThreads``.
     func run(_ job: @escaping @Sendable () -> Void) {
-        let idle = state.withLock { state -> Worker? in
-            guard let worker = state.idle.popLast() else {
-                state.threads += 1
-                return nil
+        enum Step { case woke(Worker), starts, waits }
+        let step = state.withLock { state -> Step in
+            if let worker = state.idle.popLast() {
+                worker.job = job
+                return .woke(worker)
             }
-            worker.job = job
-            return worker
+            guard state.threads < maxThreads else {
+                state.pending.append(job)
+                return .waits
+            }
+            state.threads += 1
+            return .starts
         }
-        if let idle {
-            idle.wake.signal()
-        } else {
-            start(job)
+        switch step {
+        case .woke(let worker): worker.wake.signal()
+        case .starts: start(job)
+        case .waits: break
         }
     }
 
@@ -306,13 +319,16 @@ final class LookupThreads: Sendable {
         #if os(Linux)
         _ = "asynchttp-dns".withCString { ahttp_set_thread_name($0) }
         #endif
+        var job = take(from: worker)
         while true {
-            let job = state.withLock { _ -> (@Sendable () -> Void)? in
-                defer { worker.job = nil }
-                return worker.job
-            }
             job?()
-            state.withLock { $0.idle.append(worker) }
+            // A job waiting for a thread runs here; otherwise this thread is idle until handed one, or times out.
+            job = state.withLock { state -> (@Sendable () -> Void)? in
+                if !state.pending.isEmpty { return state.pending.removeFirst() }
+                state.idle.append(worker)
+                return nil
+            }
+            if job != nil { continue }
             if worker.wake.wait(timeout: .now() + idleTimeout) == .timedOut {
                 let leaves = state.withLock { state -> Bool in
                     guard let index = state.idle.firstIndex(where: { $0 === worker }) else { return false }
@@ -324,6 +340,15 @@ final class LookupThreads: Sendable {
                 // Handed a job as the wait timed out: its signal is on the way.
                 worker.wake.wait()
             }
+            job = take(from: worker)
+        }
+    }
+
+    /// The job `worker` was handed, taken out of it.
+    private func take(from worker: Worker) -> (@Sendable () -> Void)? {
+        state.withLock { _ in
+            defer { worker.job = nil }
+            return worker.job
         }
     }
 
