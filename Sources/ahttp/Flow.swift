@@ -411,13 +411,21 @@ final class OutputSpool: @unchecked Sendable {
         }
         if fd < 0 {
             let directory = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-            var template = Array("\(directory)/ahttp-spool-XXXXXX".utf8CString)
-            let opened = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            // mkstemp's loop with O_CLOEXEC in the open itself: mkstemp then fcntl left a window in which a process
+            // spawned meanwhile inherited the file (mkostemp is not in Swift's Glibc module). At most 100 tries
+            // (glibc's mkstemp allows TMP_MAX, 238 328): among 62^12 names, even a second clash is unheard of.
+            let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
+            var path = ""
+            var opened: Int32 = -1
+            for _ in 0..<100 {
+                path = "\(directory)/ahttp-spool-" + String(decoding: (0..<12).map { _ in letters.randomElement()! }, as: UTF8.self)
+                opened = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+                if opened >= 0 || errno != EEXIST { break }
+            }
             guard opened >= 0 else {
                 throw UsageError(message: "cannot hold a response for standard output in \(directory): \(String(cString: strerror(errno)))", exitCode: 23)
             }
-            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-            _ = fcntl(opened, F_SETFD, FD_CLOEXEC)
+            _ = unlink(path)
             fd = opened
             try writeAll(fd, memory[...])
             memory = []

@@ -106,7 +106,8 @@ func targetOption<Value>(_ parse: () throws -> Value) throws -> Value {
 }
 
 func readFile(_ path: String) throws -> [UInt8] {
-    guard let file = fopen(path, "rb") else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))") }
+    // "e": close-on-exec in the open itself (glibc, the BSDs).
+    guard let file = fopen(path, "rbe") else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))") }
     defer { fclose(file) }
     var bytes: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 64 * 1024)

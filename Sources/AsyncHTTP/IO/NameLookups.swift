@@ -1,6 +1,20 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if os(Linux)
+import CEpoll
+#endif
 import Dispatch
 
-/// Runs blocking name lookups on Dispatch threads, at most ``limit`` at a time; the rest wait in FIFO order.
+/// Runs blocking name lookups on threads of their own, at most ``limit`` at a time; the rest wait in FIFO order.
+///
+/// Not on Dispatch's shared pool: on Linux it has as many threads as processors and adds about one a second when
+/// they all block, so on two processors sixteen lookups against a slow DNS server ran about two at a time (the
+/// later ones timed out inside their connect budget) and held the threads the rest of the process's Dispatch
+/// work needed. Each call running has its own thread (``LookupThreads``); the threads are reused, so a burst of
+/// lookups starts no more threads than it runs at once.
 ///
 /// A lookup that times out or is cancelled returns at once, but its blocking call cannot be stopped: it keeps
 /// its slot until the call returns. So under a resolver that hangs, at most ``limit`` threads hang, and the
@@ -10,8 +24,7 @@ import Dispatch
 /// The blocking function is injected, so tests can make lookups hang, count them and release them.
 final class NameLookups: Sendable {
     /// 64 lookups at once. Go's resolver lets 500 cgo `getaddrinfo` calls run (`concurrentThreadsLimit`) and
-    /// queues the rest; fewer here because each is a thread of Dispatch's shared pool, which the rest of the
-    /// process needs too. A client's pools open at most 8 connections per host at a time, so 64 concurrent
+    /// queues the rest; fewer here because each is a thread, and a hung resolver keeps them all. A client's pools open at most 8 connections per host at a time, so 64 concurrent
     /// lookups is eight hosts' worth of simultaneous new connections, and beyond that a lookup only waits.
     static let defaultLimit = 64
 
@@ -21,7 +34,7 @@ final class NameLookups: Sendable {
     let limit: Int
     private let lookup: Lookup
     private let state = Locked(State())
-    private let queue = DispatchQueue(label: "AsyncHTTP.resolver", attributes: .concurrent)
+    private let threads: LookupThreads
     /// Deadlines fire here, never behind a blocked lookup.
     private let timers = DispatchQueue(label: "AsyncHTTP.resolver.deadlines")
 
@@ -63,6 +76,7 @@ final class NameLookups: Sendable {
         precondition(limit > 0)
         self.limit = limit
         self.lookup = lookup
+        threads = LookupThreads(maxThreads: limit)
     }
 
     /// Blocking calls running now (abandoned ones included), and lookups waiting for a slot.
@@ -118,7 +132,7 @@ final class NameLookups: Sendable {
         }
         let lookup = self.lookup
         let start: @Sendable () -> Void = { [self] in
-            queue.async { [self] in
+            threads.run { [self] in
                 // Everyone gave up while it was queued, and the queue already handed the slot over: pass it on.
                 let wanted = state.withLock { state -> Bool in
                     if state.flights[key]?.isEmpty ?? true {
@@ -203,5 +217,144 @@ final class NameLookups: Sendable {
             return state.waiting.removeFirst().start
         }
         next?()
+    }
+}
+
+/// The threads that run blocking lookups: one per call running, reused, each ended after ``idleTimeout`` without
+/// work, and never more than ``maxThreads`` (``NameLookups``'s `limit`). An idle thread is reused before a new one
+/// starts; a job that finds none idle and no room for another waits for the next thread to finish. (That happens
+/// when a finishing lookup hands its slot on from its own thread, just before that thread would be idle: the
+/// thread then runs the job itself.)
+///
+/// A thread is made for a call only when none is idle: about 20 µs, against a `getaddrinfo` that reads
+/// `/etc/hosts` at least. Cache hits and numeric hosts never come here.
+final class LookupThreads: Sendable {
+    /// 10 s: long enough that the lookups of a burst of new connections reuse the threads of the one before,
+    /// short enough that a client that has stopped making connections keeps none.
+    static let idleTimeout: DispatchTimeInterval = .seconds(10)
+
+    /// One thread: woken through `wake` when handed a job while idle.
+    private final class Worker: @unchecked Sendable {
+        // @unchecked: `job` is read and written only under `LookupThreads.state`'s lock (and by `start` before the
+        // thread that reads it exists); `wake` is thread-safe.
+        let wake = DispatchSemaphore(value: 0)
+        var job: (@Sendable () -> Void)?
+    }
+
+    private struct State {
+        /// Idle threads, the most recently idle last (reused first, so the others can time out).
+        var idle: [Worker] = []
+        /// Threads alive, idle or working.
+        var threads = 0
+        /// Jobs waiting for a thread to finish its own, oldest first.
+        var pending: [@Sendable () -> Void] = []
+    }
+
+    private let state = Locked(State())
+    private let idleTimeout: DispatchTimeInterval
+    let maxThreads: Int
+
+    init(maxThreads: Int, idleTimeout: DispatchTimeInterval = LookupThreads.idleTimeout) {
+        precondition(maxThreads > 0)
+        self.maxThreads = maxThreads
+        self.idleTimeout = idleTimeout
+    }
+
+    /// Threads alive now, idle or working (for tests).
+    var threadCount: Int { state.withLock { $0.threads } }
+    /// Threads alive and waiting for work (for tests).
+    var idleCount: Int { state.withLock { $0.idle.count } }
+
+    /// Runs `job` on an idle thread, or on a new one, or on the next thread to finish when there are ``maxThreads``.
+    func run(_ job: @escaping @Sendable () -> Void) {
+        enum Step { case woke(Worker), starts, waits }
+        let step = state.withLock { state -> Step in
+            if let worker = state.idle.popLast() {
+                worker.job = job
+                return .woke(worker)
+            }
+            guard state.threads < maxThreads else {
+                state.pending.append(job)
+                return .waits
+            }
+            state.threads += 1
+            return .starts
+        }
+        switch step {
+        case .woke(let worker): worker.wake.signal()
+        case .starts: start(job)
+        case .waits: break
+        }
+    }
+
+    private func start(_ job: @escaping @Sendable () -> Void) {
+        let worker = Worker()
+        worker.job = job
+        let body = Unmanaged.passRetained(ThreadBody { [self] in loop(worker) })
+        #if canImport(Darwin)
+        var thread: pthread_t? = nil
+        #else
+        var thread = pthread_t()
+        #endif
+        let created = pthread_create(&thread, nil, { argument in
+            let raw = argument as UnsafeMutableRawPointer?
+            Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue().run()
+            return nil
+        }, body.toOpaque())
+        if created == 0 {
+            #if canImport(Darwin)
+            if let thread { pthread_detach(thread) }
+            #else
+            pthread_detach(thread)
+            #endif
+            return
+        }
+        // No thread to be had (EAGAIN: a process or memory limit): the lookup still runs, on Dispatch's pool.
+        body.release()
+        state.withLock { $0.threads -= 1 }
+        DispatchQueue.global().async(execute: job)
+    }
+
+    private func loop(_ worker: Worker) {
+        #if os(Linux)
+        _ = "asynchttp-dns".withCString { ahttp_set_thread_name($0) }
+        #endif
+        var job = take(from: worker)
+        while true {
+            job?()
+            // A job waiting for a thread runs here; otherwise this thread is idle until handed one, or times out.
+            job = state.withLock { state -> (@Sendable () -> Void)? in
+                if !state.pending.isEmpty { return state.pending.removeFirst() }
+                state.idle.append(worker)
+                return nil
+            }
+            if job != nil { continue }
+            if worker.wake.wait(timeout: .now() + idleTimeout) == .timedOut {
+                let leaves = state.withLock { state -> Bool in
+                    guard let index = state.idle.firstIndex(where: { $0 === worker }) else { return false }
+                    state.idle.remove(at: index)
+                    state.threads -= 1
+                    return true
+                }
+                if leaves { return }
+                // Handed a job as the wait timed out: its signal is on the way.
+                worker.wake.wait()
+            }
+            job = take(from: worker)
+        }
+    }
+
+    /// The job `worker` was handed, taken out of it.
+    private func take(from worker: Worker) -> (@Sendable () -> Void)? {
+        state.withLock { _ in
+            defer { worker.job = nil }
+            return worker.job
+        }
+    }
+
+    /// What a new thread runs, passed to it through `pthread_create`'s argument.
+    private final class ThreadBody {
+        let run: () -> Void
+        init(_ run: @escaping () -> Void) { self.run = run }
     }
 }

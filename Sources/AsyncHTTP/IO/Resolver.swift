@@ -8,8 +8,8 @@ import Dispatch
 /// Name resolution that never blocks Swift's cooperative pool.
 ///
 /// Numeric IPv4 and IPv6 literals are parsed in place (no lookup at all, the common case for
-/// loopback servers and benchmarks); names go to `getaddrinfo` on a Dispatch queue, which runs on
-/// Dispatch's own threads rather than the cooperative pool. A cancelled or timed-out lookup returns
+/// loopback servers and benchmarks); names go to `getaddrinfo` on threads of their own (``LookupThreads``),
+/// neither the cooperative pool nor Dispatch's shared one. A cancelled or timed-out lookup returns
 /// at once; the abandoned `getaddrinfo` call finishes in the background and its answer is dropped.
 ///
 /// Bounded: at most ``NameLookups/defaultLimit`` `getaddrinfo` calls run at once in the process, abandoned

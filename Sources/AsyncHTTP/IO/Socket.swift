@@ -146,10 +146,13 @@ final class Socket: @unchecked Sendable {
 
     deinit { close() }
 
-    /// Connects to `address` without blocking, within `deadline`.
+    /// Connects to `address` without blocking, within `deadline`. A cancelled task gets `.cancelled` before a
+    /// descriptor is made: nothing is dialled for it (a cancelled Happy Eyeballs race starts its attempts in
+    /// cancelled tasks, and each used to send its SYN before the wait noticed).
     static func connect(
         to address: SocketAddress, deadline: MonotonicTime?, notifier: any IOEventNotifier
     ) async throws(HTTPClientError) -> Socket {
+        if Task.isCancelled { throw .cancelled }
         #if os(Linux)
         let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
@@ -158,6 +161,12 @@ final class Socket: @unchecked Sendable {
         guard fd >= 0 else {
             throw HTTPClientError(.connectFailed, "socket() failed for \(address)", errno: errno)
         }
+        #if canImport(Darwin)
+        // Darwin's socket() takes no SOCK_CLOEXEC: close-on-exec as soon as the descriptor exists, so a process
+        // spawned later (by the app, on any thread) does not inherit the connection. A spawn between the two
+        // calls still can; there is no atomic way here.
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        #endif
         let socket = Socket(fd: fd, remote: address, notifier: notifier)
         var one: Int32 = 1
         // Requests are written whole; Nagle's delay would only hold back the last segment. (TCP only.)

@@ -79,8 +79,13 @@ enum HappyEyeballs {
 
     /// Races `attempt` over `addresses` (already in the order to try) as RFC 8305 says, and returns the
     /// first connection made. Losers that connect anyway are passed to `discard`. When every attempt fails,
-    /// throws a timeout if one timed out (the deadline is shared, so they all did), and otherwise a
-    /// `connectFailed` that lists each address's failure.
+    /// throws a timeout if one timed out (the deadline is shared, so the ones still running did too), and
+    /// otherwise a `connectFailed`; either way the message lists each address's failure.
+    ///
+    /// Cancellation stops the race (RFC 8305 §5: "stop all attempts"): the attempts running are cancelled and
+    /// no further address is dialled, and the caller gets `.cancelled` unless an attempt connected meanwhile.
+    /// (Before, each cancelled attempt counted as a failure, and a failure starts the next address at once, so
+    /// a cancel dialled every remaining address.)
     static func race<Connection: Sendable>(
         _ addresses: [SocketAddress], attemptDelay: Duration, what: String,
         attempt: @escaping @Sendable (SocketAddress) async throws(HTTPClientError) -> Connection,
@@ -115,18 +120,20 @@ enum HappyEyeballs {
             }
             _ = perform(schedule.begin())
             var winner: Connection?
-            while winner == nil, let event = await group.next() {
+            race: while winner == nil, let event = await group.next() {
                 switch event {
                 case .connected(let connection):
                     winner = connection
                 case .failed(let error):
                     failures.append(error)
+                    // Cancelled (the caller, whose cancellation reaches every attempt): stop, start nothing more.
+                    if error.code == .cancelled || Task.isCancelled { break race }
                     if !perform(schedule.attemptFailed()) {
                         group.cancelAll()
                         return .failure(combine(failures, what: what))
                     }
                 case .timer(let generation):
-                    if Task.isCancelled { continue }
+                    if Task.isCancelled { break race }
                     _ = perform(schedule.timerFired(generation: generation))
                 }
             }
@@ -138,7 +145,7 @@ enum HappyEyeballs {
                 }
             }
             if let winner { return .success(winner) }
-            return .failure(failures.isEmpty ? .cancelled : combine(failures, what: what))
+            return .failure(failures.isEmpty || Task.isCancelled ? .cancelled : combine(failures, what: what))
         }
         return try outcome.get()
     }
@@ -150,12 +157,16 @@ enum HappyEyeballs {
         case timer(generation: Int)
     }
 
-    /// One error for a race every attempt of which failed.
+    /// One error for a race every attempt of which failed: a cancel if one was cancelled; else a timeout if one
+    /// timed out (curl's exit 28 for a connect that ran out of time), else the last failure; with a message
+    /// that names every address's failure. Before, a timeout was returned alone: an IPv6 address unreachable at
+    /// once and an IPv4 one timing out said only "no connection to 192.0.2.1:443 in time".
     private static func combine(_ failures: [HTTPClientError], what: String) -> HTTPClientError {
         if let cancelled = failures.first(where: { $0.code == .cancelled }) { return cancelled }
-        if let timeout = failures.first(where: { $0.code == .timeout }) { return timeout }
-        guard failures.count > 1 else { return failures.first ?? HTTPClientError(.connectFailed, "no address to connect to") }
-        var error = failures.last!
+        guard failures.count > 1, let last = failures.last else {
+            return failures.first ?? HTTPClientError(.connectFailed, "no address to connect to")
+        }
+        var error = failures.first(where: { $0.code == .timeout }) ?? last
         error.message = "could not connect to \(what): " + failures.map(\.message).joined(separator: "; ")
         return error
     }
