@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 // Turning a response body into a String: which charset, and the decoders for the few that matter.
 //
 // Bulk conversions only: each decoder writes UTF-8 straight into the new String's storage
@@ -419,56 +411,9 @@ enum LegacyCharset {
                 || byte == 0x3A
         }
         for name in (known ?? []) + (plausible ? [label] : []) {
-            if let text = convert(bytes, from: name) { return .decoded(text) }
+            if let text = Iconv.convert(bytes, from: name) { return .decoded(text) }
         }
         return known == nil ? .unknown : .unsupported
-    }
-
-    /// Converts with `iconv`, or nil when it cannot open a conversion from `name`.
-    private static func convert(_ bytes: UnsafeBufferPointer<UInt8>, from name: String) -> String? {
-        let descriptor = iconv_open("UTF-8", name)
-        guard descriptor != UnsafeMutableRawPointer(bitPattern: -1) else { return nil }
-        defer { iconv_close(descriptor) }
-        guard let base = bytes.baseAddress, !bytes.isEmpty else { return "" }
-        var decoded: [UInt8] = []
-        decoded.reserveCapacity(bytes.count * 2 + 16)
-        var output = [UInt8](repeating: 0, count: Swift.min(Swift.max(bytes.count * 3, 64), 64 * 1024))
-        var input: UnsafeMutablePointer<CChar>? =
-            UnsafeMutablePointer(mutating: UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self))
-        var inputLeft = bytes.count
-        let replacement: [UInt8] = [0xEF, 0xBF, 0xBD]  // U+FFFD
-        /// One `iconv` call (with no input: the end of a stateful encoding's shift state, ISO-2022-JP); the bytes it
-        /// wrote are appended. Returns the errno of a failure, or 0.
-        func step(flushing: Bool) -> Int32 {
-            output.withUnsafeMutableBytes { out in
-                var next: UnsafeMutablePointer<CChar>? = out.baseAddress!.assumingMemoryBound(to: CChar.self)
-                var outputLeft = out.count
-                let result = flushing
-                    ? iconv(descriptor, nil, nil, &next, &outputLeft) : iconv(descriptor, &input, &inputLeft, &next, &outputLeft)
-                let failure = result == -1 ? errno : 0
-                decoded.append(contentsOf: UnsafeRawBufferPointer(rebasing: out[..<(out.count - outputLeft)]))
-                return failure
-            }
-        }
-        // Each turn consumes input, empties a full output, or skips a byte: bounded by the input and the output.
-        while inputLeft > 0 {
-            switch step(flushing: false) {
-            case 0, E2BIG:
-                continue  // done, or the output was full: go round with it emptied
-            case EILSEQ:
-                // A byte that starts no character here: U+FFFD for it, and go on after it.
-                decoded.append(contentsOf: replacement)
-                input = input.map { $0 + 1 }
-                inputLeft -= 1
-            default:
-                // EINVAL: the input ends inside a character.
-                decoded.append(contentsOf: replacement)
-                inputLeft = 0
-            }
-        }
-        // A shift sequence is a few bytes: one round, or two if the output was full.
-        for _ in 0..<4 where step(flushing: true) != E2BIG { break }
-        return String(decoding: decoded, as: UTF8.self)
     }
 
     /// The WHATWG Encoding Standard's labels of the legacy encodings, lowercased, with the `iconv` names to try,
