@@ -240,10 +240,25 @@ struct TLSArguments: ParsableArguments {
     var cert: String?
     @Option(name: .customLong("key"), parsing: curlValue, help: ArgumentHelp("The client certificate's private key (PEM, unencrypted).", valueName: "key"))
     var key: String?
-    @Flag(name: .customLong("tlsv1.2"), help: "TLS 1.2 or later (the default).")
-    var tlsv12 = false
-    @Flag(name: .customLong("tlsv1.3"), help: "TLS 1.3 or later.")
-    var tlsv13 = false
+    @Flag(exclusivity: .chooseLast)
+    var tlsMinimum: TLSMinimumFlag?
+}
+
+/// curl's `--tlsv1.2` and `--tlsv1.3`: the oldest TLS version accepted; the last one given wins.
+enum TLSMinimumFlag: String, EnumerableFlag {
+    case tls12, tls13
+    static func name(for value: TLSMinimumFlag) -> NameSpecification {
+        switch value {
+        case .tls12: .customLong("tlsv1.2")
+        case .tls13: .customLong("tlsv1.3")
+        }
+    }
+    static func help(for value: TLSMinimumFlag) -> ArgumentHelp? {
+        switch value {
+        case .tls12: "TLS 1.2 or later (the default)."
+        case .tls13: "TLS 1.3 or later."
+        }
+    }
 }
 
 struct ProxyArguments: ParsableArguments {

@@ -224,7 +224,7 @@ extension AhttpCommand {
         // --- tls
         options.insecure = tls.insecure
         options.caFile = tls.caCert
-        if tls.tlsv13 { options.tlsMinimum = .tls1_3 } else if tls.tlsv12 { options.tlsMinimum = .tls1_2 }
+        options.tlsMinimum = tls.tlsMinimum.map { $0 == .tls13 ? .tls1_3 : .tls1_2 }
         if let text = tls.cert {
             guard !text.contains(":") else {
                 throw UsageError(message: "-E: encrypted keys (CERT:PASSWORD) are not supported; give an unencrypted key with --key")
@@ -354,7 +354,7 @@ func parseProtocols(_ text: String, _ flag: String) throws -> Set<String> {
         var modifier: Character = "+"
         while let first = name.first, first == "+" || first == "-" || first == "=" {
             modifier = first
-            name = name.dropFirst()
+            name = name.dropFirst().trimmingCharacters(" ")
         }
         guard !name.isEmpty else { throw UsageError(message: "invalid \(flag) '\(text)'") }
         let names: Set<String> = name.lowercased() == "all" ? spoken : [name.lowercased()]

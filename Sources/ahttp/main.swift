@@ -53,10 +53,11 @@ func parseProxy(_ text: String, kind: ProxyConfiguration.Kind?) throws -> ProxyC
 
 /// `[scheme://][userinfo@]rest` without its userinfo, for a message: a proxy value need not have a scheme, so
 /// ``HTTPURL/redacting(_:)`` (which looks for `scheme://user@`) would miss `user:secret@host`.
+/// Any `@` counts, also one after a `/`: a password may hold `/`, `?` or `#` unencoded (`user:pa/ss@host`), and a
+/// proxy value has no path whose `@` would be lost.
 func redactingUserinfo(_ text: String) -> String {
     let start = Substring(text).range(of: "://")?.upperBound ?? text.startIndex
-    let authorityEnd = text[start...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? text.endIndex
-    guard let at = text[start..<authorityEnd].lastIndex(of: "@") else { return text }
+    guard let at = text[start...].lastIndex(of: "@") else { return text }
     return String(text[..<start]) + String(text[text.index(after: at)...])
 }
 
@@ -355,8 +356,10 @@ func run() async -> Int32 {
             return error.exitCode
         }
     }
-    if options.redirectProtocols != ["http", "https"] {
-        configuration.middleware.append(RedirectProtocols(allowed: options.redirectProtocols))
+    // libcurl lets a redirect go only where both --proto and --proto-redir allow.
+    let redirectProtocols = options.redirectProtocols.intersection(options.protocols)
+    if redirectProtocols != ["http", "https"] {
+        configuration.middleware.append(RedirectProtocols(allowed: redirectProtocols))
     }
     if options.flow.parallel, options.flow.retry > 0 {
         configuration.middleware.insert(RetryTransientFailures(options: options), at: 0)
@@ -534,8 +537,10 @@ func applyCurlTransferDefaults(_ options: Options, to configuration: inout HTTPC
     configuration.redirectPolicy.followsRedirects = options.followRedirects
     // curl's default limit is 50 redirects (CURLOPT_MAXREDIRS in the tool).
     configuration.redirectPolicy.maxRedirects = options.maxRedirects ?? 50
-    // curl's -L has no loop check: a loop ends at --max-redirs, with exit 47, as any other long chain.
-    configuration.redirectPolicy.detectsLoops = false
+    // curl's -L has no loop check: a loop ends at --max-redirs, with exit 47, as any other long chain. With no
+    // limit (--max-redirs -1) the check stays: every hop is kept in the redirect history, so an endless loop would
+    // grow memory without end, where curl's runs in constant memory.
+    configuration.redirectPolicy.detectsLoops = configuration.redirectPolicy.maxRedirects == .max
 }
 
 /// A positive number of seconds from the command line as a `Duration`: at least 1 ns, so that `-m 0.0000001` is a
@@ -579,8 +584,8 @@ extension Options {
     }
 }
 
-/// --proto-redir: a redirect hop to a scheme not in `allowed` fails with `redirectRefused` (exit 1, curl's
-/// CURLE_UNSUPPORTED_PROTOCOL) before it is sent. A user step, so it sees every hop the redirect step makes; a
+/// --proto-redir (and --proto: a hop needs both): a redirect hop to a scheme not in `allowed` fails with
+/// `redirectRefused` (exit 1, curl's CURLE_UNSUPPORTED_PROTOCOL) before it is sent. A user step, so it sees every hop the redirect step makes; a
 /// request at the URL the transfer started with (the first, or an authentication round there) was allowed by --proto.
 struct RedirectProtocols: HTTPClientMiddleware {
     /// The URL ahttp sent first, set on each request.
@@ -592,7 +597,7 @@ struct RedirectProtocols: HTTPClientMiddleware {
         if request.resendCount > 0, request.url != request[FirstURL.self], let scheme = Self.scheme(of: request.url),
            !allowed.contains(scheme) {
             throw HTTPClientError(.redirectRefused,
-                "refused to follow a redirect to \(HTTPURL.redacting(request.url)): protocol \"\(scheme)\" is disabled by --proto-redir")
+                "refused to follow a redirect to \(HTTPURL.redacting(request.url)): protocol \"\(scheme)\" is disabled by --proto or --proto-redir")
         }
         return try await next(request)
     }

@@ -58,7 +58,8 @@ final class CommandLineAuthOptionsTests: XCTestCase {
     /// A -x value that cannot be used is named in the error without its password.
     func testABadProxyValueIsNamedWithoutItsPassword() throws {
         for value in ["http://ann:s3cr3tpw@proxy.example:notaport", "ann:s3cr3tpw@proxy.example:notaport",
-                      "ftp://ann:s3cr3tpw@proxy.example:21"] {
+                      "ftp://ann:s3cr3tpw@proxy.example:21", "ann:s3cr3tpw/x@proxy.example:notaport",
+                      "http://ann:s3cr3tpw#x@proxy.example:notaport"] {
             let result = try ahttp(["-x", value, "http://127.0.0.1:1/"])
             XCTAssertEqual(result.status, 2, result.stderr)
             XCTAssertTrue(result.stderr.contains("invalid proxy"), result.stderr)

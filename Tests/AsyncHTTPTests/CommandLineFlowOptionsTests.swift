@@ -350,6 +350,12 @@ final class CommandLineFlowOptionsTests: XCTestCase {
         XCTAssertEqual(server.requestsServed, 0)
         let allowed = try ahttp(["-s", "-L", "--proto", "-all,http", "--proto-redir", "http", "http://127.0.0.1:\(redirector.port)/"])
         XCTAssertEqual(allowed.stdout, "hello", allowed.stderr)
+        // A hop needs --proto's leave too, as in libcurl (it went on to https, and failed to connect: exit 7).
+        let toTLS = try FaultServer(script: FaultScript([[.response("", status: "302 Found", headers: ["Location: https://127.0.0.1:1/"])]]))
+        defer { toTLS.stop() }
+        let narrowed = try ahttp(["-L", "--proto", "=http", "http://127.0.0.1:\(toTLS.port)/"])
+        XCTAssertEqual(narrowed.status, 1, narrowed.stderr)
+        XCTAssertTrue(narrowed.stderr.contains("disabled by --proto"), narrowed.stderr)
         try await server.shutdown()
     }
 

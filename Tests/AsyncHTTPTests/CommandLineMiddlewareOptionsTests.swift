@@ -134,6 +134,16 @@ final class CommandLineMiddlewareOptionsTests: XCTestCase {
         XCTAssertEqual(server.requestsReceived, 4, "the first request and 3 redirects")
     }
 
+    /// With no limit (`--max-redirs -1`) a loop is still caught when it repeats (exit 47): every hop is kept in the
+    /// redirect history, so an endless loop would grow without end (it ran until killed).
+    func testALoopWithNoRedirectLimitIsStillCaught() throws {
+        let server = try FaultServer(script: FaultScript([[.response("", status: "302 Found", headers: ["Location: /same"])]]))
+        defer { server.stop() }
+        let result = try ahttp(["-s", "-S", "-L", "--max-redirs", "-1", "-m", "20", "http://127.0.0.1:\(server.port)/same"])
+        XCTAssertEqual(result.status, 47, result.stderr)
+        XCTAssertLessThan(server.requestsReceived, 10)
+    }
+
     /// curl sends every -b NAME=VALUE in one Cookie field, joined with ';' (tool_operate.c).
     func testSeveralCookieDataArgumentsAreOneCookieField() async throws {
         let server = try await NIOTestServer()

@@ -228,6 +228,11 @@ final class CommandLineParsingTests: XCTestCase {
         XCTAssertEqual(try parseProtocols("-http", "--proto"), ["https"])
         XCTAssertEqual(try parseProtocols("-all,+http,ftp", "--proto"), ["http"])
         XCTAssertEqual(try parseProtocols("all", "--proto"), ["http", "https"])
+        XCTAssertEqual(try parseProtocols("= https", "--proto"), ["https"], "a space after the modifier (it disabled both)")
+        // The last of --tlsv1.2 and --tlsv1.3 wins, as in curl (1.3 won whatever the order).
+        XCTAssertEqual(try AhttpCommand.parse(["--tlsv1.3", "--tlsv1.2", "http://u/"]).options().tlsMinimum, .tls1_2)
+        XCTAssertEqual(try AhttpCommand.parse(["--tlsv1.2", "--tlsv1.3", "http://u/"]).options().tlsMinimum, .tls1_3)
+        XCTAssertNil(try AhttpCommand.parse(["http://u/"]).options().tlsMinimum)
         XCTAssertTrue(isRetriedFailure(.connectFailed, options.flow))
         XCTAssertFalse(isRetriedFailure(.connectFailed, FlowOptions()))
         XCTAssertTrue(isRetriedFailure(.timeout, FlowOptions()))
