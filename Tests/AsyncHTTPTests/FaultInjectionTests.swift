@@ -396,6 +396,24 @@ final class FaultInjectionTests: XCTestCase {
         }
     }
 
+    /// A request's total timeout covers the whole send, redirect hops included (each hop used to start the time
+    /// again: four hops of 400 ms passed a 1 s timeout).
+    func testTheTotalTimeoutCoversEveryRedirectHop() async throws {
+        let script = FaultScript { _, request in
+            request < 3
+                ? [.sleep(ms: 400), .response("", status: "302 Found", headers: ["Location: /hop\(request + 1)"])]
+                : [.sleep(ms: 400), .response("done")]
+        }
+        try await withFault(script) { server, client in
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/")
+            request.timeout = .seconds(1)
+            let start = ContinuousClock.now
+            let error = await expectError([.timeout]) { _ = try await client.send(request).body.collect(upTo: 100) }
+            XCTAssertEqual(error?.timeoutPhase, .total)
+            XCTAssertLessThan(start.duration(to: .now), .milliseconds(1_500))
+        }
+    }
+
     // MARK: When a connection may carry another request
 
     /// RFC 9112 §9.6: a request that carries `Connection: close` in the caller's own field ends its connection,

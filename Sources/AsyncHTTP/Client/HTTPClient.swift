@@ -85,6 +85,7 @@ public final class HTTPClient: Sendable {
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
         guard !isShutDown.load(ordering: .relaxed) else { throw Self.refused(request, .shutdown) }
         if let configurationProblem { throw Self.refused(request, configurationProblem) }
+        let request = (request.timeout ?? configuration.totalTimeout).map { Self.startingDeadline(request, $0) } ?? request
         // One number per send: in every log line of the request (`ahttp.request`) and in its observer events.
         let requestID = requestIDs.add(1, ordering: .relaxed).newValue
         let observation = RequestObservation.make(for: request, requestID: requestID, observers: configuration.observers)
@@ -138,6 +139,14 @@ public final class HTTPClient: Sendable {
     @inline(never)
     private static func threw(observation: RequestObservation) {
         observation.updateProgress(at: .now) { $0.sendThrew() }
+    }
+
+    /// The send's total deadline, `timeout` from now, for every hop of the send (see ``SendDeadlineOption``).
+    @inline(never)
+    private static func startingDeadline(_ request: HTTPClientRequest, _ timeout: Duration) -> HTTPClientRequest {
+        var request = request
+        request[SendDeadlineOption.self] = MonotonicTime.now + timeout
+        return request
     }
 
     @inline(never)

@@ -137,3 +137,10 @@ struct LowSpeedWatch {
         waitedInWindow = overflow ? .max : sum
     }
 }
+
+/// The total deadline of one ``HTTPClient/send(_:)``, fixed when the send begins (from the request's
+/// ``HTTPClientRequest/timeout`` or the client's ``HTTPClient/Configuration/totalTimeout``), so that every redirect
+/// hop and authentication round of the send counts against it: each round trip used to start the time again.
+enum SendDeadlineOption: HTTPRequestOption {
+    static let defaultValue: MonotonicTime? = nil
+}

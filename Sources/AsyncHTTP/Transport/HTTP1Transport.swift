@@ -142,7 +142,8 @@ final class HTTP1Transport: Sendable {
         let url = try request.httpURL()
         let deadlines = Deadlines(
             inactivity: request.inactivityTimeout ?? settings.inactivityTimeout,
-            total: (request.timeout ?? settings.totalTimeout).map { MonotonicTime.now + $0 }
+            // The send's deadline (every hop of a send shares it); a timeout a step set on this hop can shorten it.
+            total: Self.totalDeadline(request, settings.totalTimeout)
         )
         var targets = request.option(ConnectionTargetOptions.self) { $0.isUnset }
             ? settings.targets : settings.targets.applying(request[ConnectionTargetOptions.self])
@@ -168,6 +169,13 @@ final class HTTP1Transport: Sendable {
                               lowSpeedLimit: request.lowSpeedLimit ?? settings.lowSpeedLimit),
             pin: request.connectionPin, prepared: prepared, fresh: !request.persistentConnection,
             timeoutRetries: request.retriesOnTimeout ?? settings.retriesOnTimeout)
+    }
+
+    /// The earlier of the send's deadline and the request's own timeout from now (a step may have set one).
+    private static func totalDeadline(_ request: HTTPClientRequest, _ client: Duration?) -> MonotonicTime? {
+        let own = (request.timeout ?? client).map { MonotonicTime.now + $0 }
+        guard let send = request[SendDeadlineOption.self] else { return own }
+        return own.map { min($0, send) } ?? send
     }
 
     /// After a failed attempt: nil when the request goes out again (on a new connection after a stale one; after
