@@ -99,6 +99,28 @@ final class AuthNTLMConnectionTests: XCTestCase {
         XCTAssertEqual(proxy.connectionsAccepted, 1)
     }
 
+    /// A proxy that answers the negotiate message with Basic only and closes: NTLM is dropped for Basic, which
+    /// any connection can carry, so the request goes on on a new one (it failed "in the middle of the NTLM
+    /// handshake").
+    func testAProxyDroppingNTLMForBasicAndClosingIsAnsweredOnANewConnection() async throws {
+        let proxy = try FaultServer(script: FaultScript { connection, request in
+            switch (connection, request) {
+            case (0, 0): return Self.proxyChallenge("NTLM", closing: false)
+            case (0, _): return Self.proxyChallenge("Basic realm=\"proxy\"", closing: true)
+            default: return [.response("no", status: "403 Forbidden"), .close]
+            }
+        })
+        defer { proxy.stop() }
+        let client = clientThroughProxy(port: proxy.port)
+        let error = await assertThrowsHTTPError(.proxyFailed) {
+            try await client.send(HTTPClientRequest(url: "https://127.0.0.1:\(try unusedPort())/"))
+        }
+        XCTAssertTrue(error?.message.contains("403") ?? false, "\(error.map { "\($0)" } ?? "")")
+        XCTAssertEqual(proxy.requestHeads.map { Self.ntlmType($0, field: "Proxy-Authorization") }, [0, 1, 0])
+        XCTAssertTrue(proxy.requestHeads.last?.contains("Proxy-Authorization: Basic ") ?? false, proxy.requestHeads.last ?? "")
+        XCTAssertEqual(proxy.connectionsAccepted, 2)
+    }
+
     // MARK: An origin
 
     /// An origin that lets the challenge's connection go (`Connection: close`, or a challenge body longer than the

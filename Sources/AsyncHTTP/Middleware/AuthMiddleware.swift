@@ -112,6 +112,8 @@ struct AuthMiddleware: HTTPClientMiddleware {
         }
 
         var pin: ConnectionPin?
+        /// Whose handshake holds `pin`: the origin's (`Authorization`) or an HTTP proxy's (`Proxy-Authorization`).
+        var pinnedField: HTTPField.Name?
         defer { pin?.release() }
         var refreshedBearer = false
         // Bounded: every round either returns, or advances an exchange whose rounds `respond` caps.
@@ -161,11 +163,14 @@ struct AuthMiddleware: HTTPClientMiddleware {
             if answer.startsConnectionHandshake {
                 pin?.release()
                 pin = ConnectionPin()
+                pinnedField = field
                 request.connectionPin = pin
-            } else if !answer.endsConnectionHandshake, pin != nil {
+            } else if !answer.endsConnectionHandshake, pin != nil, field == pinnedField {
                 // Another scheme after an NTLM handshake (ended, or given up after its negotiate message): its pin
                 // lets go of any connection parked there, and the answer takes any connection (the transport would
-                // take a spent pin for a connection lost mid-handshake).
+                // take a spent pin for a connection lost mid-handshake). Only on the handshake's own side: an answer
+                // for the other (a proxy's stale Digest nonce in the middle of the origin's NTLM handshake) leaves
+                // the pin, since the handshake's last message still needs its connection.
                 pin?.release()
                 pin = nil
                 request.connectionPin = nil

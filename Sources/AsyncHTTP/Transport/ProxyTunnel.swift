@@ -77,7 +77,10 @@ enum ProxyTunnel {
             // Asked before `answer` advances the handshake: the message that must share this connection is the one
             // answering this 407's challenge message. A proxy that closes after its first, bare `407 NTLM` is
             // answered with a negotiate message on a new connection, as curl does.
+            // Unless the proxy now offers no NTLM at all: the answer then drops NTLM for another scheme, which any
+            // connection can carry.
             let midHandshake = authenticator.needsSameConnection(exchange)
+                && AuthChallenge.parse(response.headers[values: .proxyAuthenticate]).contains { $0.scheme == "ntlm" }
             if !reusable, midHandshake {
                 throw HTTPClientError(.authenticationFailed,
                     "proxy \(proxy) closed the connection in the middle of the NTLM handshake; NTLM needs a keep-alive connection")
