@@ -258,6 +258,11 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
     if let meter { configuration.onEvent = { meter.event($0) } }
     let includeHead = options.includeHeaders || options.headOnly
     let refuses = options.fail && !options.failWithBody
+    // --fail-early with -f: the member whose status -f refuses stops the batch from its handler, before the member
+    // ends and frees its slot (stopped from the results loop, the next transfer had already started, and could
+    // finish and print).
+    let running = Locked<HTTPBatch<ParallelBody>?>(nil)
+    let stoppedEarly = Locked(false)
     // The batch numbers its members 0, 1, 2, … in the order they are added, which is the order of `jobs`.
     let handler: @Sendable (HTTPBatchMember, HTTPClientResponse) async throws -> ParallelBody = { member, first in
         // --retry as without -Z: a transient status is sent again (the first answer came through the batch).
@@ -273,6 +278,10 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
         let head = ReceivedHead(status: response.status, version: response.version, headers: response.headers)
         var result = ParallelBody(head: head, url: response.url.description, spool: nil, bodyBytes: 0,
                                   refused: refuses && response.status.code >= 400, leftFileAlone: false)
+        if result.refused, options.flow.failEarly {
+            stoppedEarly.withLock { $0 = true }
+            running.withLock { $0 }?.cancelAll()
+        }
         guard !result.refused, jobs.indices.contains(member.id) else { return result }
         let headText = includeHead ? Array(head.text.utf8) : []
         switch jobs[member.id].destination {
@@ -324,6 +333,7 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
     var status: Int32 = 0
     do {
         try await client.withBatch(configuration, memberHandler: handler) { batch in
+            running.withLock { $0 = batch }
             var byID: [Int: ParallelJob] = [:]
             for job in jobs { byID[batch.add(job.request)] = job }
             batch.finish()
@@ -362,7 +372,8 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
                     }
                 case .failure(let error):
                     // With --fail-early the others fail as cancelled: only the first failure is reported.
-                    if options.flow.failEarly, error.code == .cancelled, status != 0 { continue }
+                    // (They may come before the refused status that stopped them.)
+                    if options.flow.failEarly, error.code == .cancelled, status != 0 || stoppedEarly.withLock({ $0 }) { continue }
                     outcome.exitCode = curlExitCode(error)
                     outcome.errorMessage = options.message(for: error)
                     if error.code == .certificateInvalid { outcome.verifyResult = 1 }
