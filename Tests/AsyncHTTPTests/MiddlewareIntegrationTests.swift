@@ -230,16 +230,6 @@ final class MiddlewareIntegrationTests: XCTestCase {
 
     // MARK: Fault server
 
-    func gzip(_ bytes: [UInt8]) throws -> [UInt8] {
-        let deflater = Deflater(encoding: .gzip)
-        var output: [UInt8] = []
-        try bytes.withUnsafeBytes { input in
-            try deflater.compress(input) { output.append(contentsOf: $0) }
-            try deflater.finish { output.append(contentsOf: $0) }
-        }
-        return output
-    }
-
     /// Text that gzip cannot shrink to nothing (about 2.5:1), so a prefix of its encoding is really a prefix.
     func noisyText(lines: Int) -> [UInt8] {
         Array((0..<lines).map { "\($0): \($0 &* 2_654_435_761 % 1_000_003)\n" }.joined().utf8)
@@ -250,7 +240,7 @@ final class MiddlewareIntegrationTests: XCTestCase {
     }
 
     func testCorruptGzipFromTheServerFailsWithDecompressionFailed() async throws {
-        var body = try gzip(noisyText(lines: 2000))
+        var body = try gzipped(noisyText(lines: 2000))
         for index in 12..<40 { body[index] ^= 0xFF }
         let server = try FaultServer(script: FaultScript([[gzipResponse(body)]]))
         defer { server.stop() }
@@ -259,7 +249,7 @@ final class MiddlewareIntegrationTests: XCTestCase {
     }
 
     func testTruncatedGzipWithCompleteFramingFailsInsteadOfEndingShort() async throws {
-        let whole = try gzip(noisyText(lines: 5000))
+        let whole = try gzipped(noisyText(lines: 5000))
         let server = try FaultServer(script: FaultScript([[gzipResponse(Array(whole.prefix(whole.count / 2)))]]))
         defer { server.stop() }
         let response = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/"))
@@ -268,7 +258,7 @@ final class MiddlewareIntegrationTests: XCTestCase {
     }
 
     func testGzipBodyCutByTheConnectionClosingIsAnError() async throws {
-        let whole = try gzip(noisyText(lines: 5000))
+        let whole = try gzipped(noisyText(lines: 5000))
         let head = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: \(whole.count)\r\n\r\n"
         let server = try FaultServer(script: FaultScript([[.send(Array(head.utf8) + whole.prefix(100)), .close]]))
         defer { server.stop() }
