@@ -209,8 +209,13 @@ struct RetryTransientFailures: HTTPClientMiddleware {
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         guard request.body?.isReplayable ?? true else { return try await next(request) }
-        // Statuses are the handler's to retry: every response counts as final here.
-        return try await retrying(options: options, status: { _ in (code: 200, retryAfter: nil) }) { try await next(request) }
+        // Statuses are the handler's to retry: every response counts as final here. Each try gets -m afresh, as
+        // each of curl's tries is a transfer of its own (the send's deadline would be spent by the first).
+        return try await retrying(options: options, status: { _ in (code: 200, retryAfter: nil) }) {
+            var attempt = request
+            if let maxTime = options.maxTime { attempt[SendDeadlineOption.self] = SendDeadlineOption.after(flagDuration(maxTime)) }
+            return try await next(attempt)
+        }
     }
 }
 

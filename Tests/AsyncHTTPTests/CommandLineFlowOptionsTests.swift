@@ -287,9 +287,12 @@ final class CommandLineFlowOptionsTests: XCTestCase {
         // With -Z too: the batch fails a member that times out before its handler runs, so the retry is the chain's.
         // (The server counts a request when it answers, so the timed-out ones are not in its count.)
         let before = server.requestsServed
+        let start = ContinuousClock.now
         let parallel = try ahttp(["--retry", "1", "--retry-delay", "0", "-m", "0.2", "-Z", "-o", "/dev/null", "-o", "/dev/null",
                                   server.url("/slow-head?ms=400"), server.url("/hello")])
         XCTAssertEqual(parallel.status, 28)
+        // Each try has its own -m, as curl's: the retry waited 0.2 s too (under the send's one deadline it failed at once).
+        XCTAssertGreaterThanOrEqual(start.duration(to: .now), .milliseconds(400))
         XCTAssertEqual(parallel.stderr.components(separatedBy: "Warning: Problem : timeout. Will retry in 0 seconds. 1 retry left.").count - 1,
                        1, parallel.stderr)
         XCTAssertGreaterThanOrEqual(server.requestsServed - before, 1, "the other transfer")

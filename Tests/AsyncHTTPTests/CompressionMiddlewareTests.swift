@@ -427,6 +427,23 @@ final class CompressionMiddlewareTests: XCTestCase {
         XCTAssertEqual(text, String(decoding: sample, as: UTF8.self))
     }
 
+    /// More than five codings (curl's limit) are refused before any inflater is made: a head may list thousands over
+    /// as many nested layers, each holding zlib's state (hundreds of MB). Six layers used to be undone.
+    func testTextRefusesMoreThanFiveCodings() async throws {
+        var body = sample
+        for _ in 0..<6 { body = try encoded(body, .gzip) }
+        let coding = Array(repeating: "gzip", count: 6).joined(separator: ", ")
+        let peer = ScriptedPeer([.init(.ok, headers: HTTPFields([("Content-Encoding", coding)]), body: body)])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: compression())
+        do {
+            _ = try await response.text(upTo: 1 << 20)
+            XCTFail("six codings were undone")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .decompressionFailed)
+            XCTAssertTrue(error.message.contains("at most 5"), error.message)
+        }
+    }
+
     /// `gzip, gzip` (left coded by the step, as Go does) is undone twice, last coding first; `maxBytes` counts
     /// the decoded bytes.
     func testTextUndoesStackedCodingsAndCountsDecodedBytes() async throws {

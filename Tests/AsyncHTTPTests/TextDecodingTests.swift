@@ -247,6 +247,16 @@ final class TextDecodingTests: XCTestCase {
         }
     }
 
+    /// A label outside the WHATWG's table is ignored, as browsers ignore it, even where iconv knows it: UTF-7 and
+    /// ISO-2022-KR can hide markup from a sanitizer (`+ADw-script+AD4-` is `<script>` in UTF-7).
+    func testALabelBrowsersRefuseIsNotDecoded() throws {
+        let bytes = Array("+ADw-script+AD4-".utf8)
+        for charset in ["utf-7", "iso-2022-kr", "ibm037"] {
+            XCTAssertEqual(try TextEncoding.decodeChecked(bytes, contentType: "text/html; charset=\(charset)",
+                                                          fallback: TextDecodingFallback()), "+ADw-script+AD4-", charset)
+        }
+    }
+
     func testLegacyCharsetsReplaceWhatTheyCannotDecode() {
         // 0x81 0x20 is no Shift_JIS character; a lead byte at the very end is cut short.
         XCTAssertEqual(decode([0x61, 0x81, 0x20, 0x62, 0x93], "text/plain; charset=shift_jis"), "a\u{FFFD} b\u{FFFD}")

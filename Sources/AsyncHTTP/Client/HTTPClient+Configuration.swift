@@ -15,7 +15,7 @@ extension HTTPClient {
         /// since downloads can legitimately take hours; set it per request with ``HTTPClientRequest/timeout``.
         public var totalTimeout: Duration?
         /// The slowest a transfer may move its bytes before it fails with a timeout in phase
-        /// ``HTTPClientError/TimeoutPhase/lowSpeed`` (curl's `--speed-limit` and `--speed-time`; see
+        /// `HTTPClientError.TimeoutPhase.lowSpeed` (curl's `--speed-limit` and `--speed-time`; see
         /// ``LowSpeedLimit``). nil, the default, sets none, as curl and URLSession: a trickle is ended only by
         /// ``totalTimeout``. A request's own ``HTTPClientRequest/lowSpeedLimit`` replaces it.
         public var lowSpeedLimit: LowSpeedLimit?

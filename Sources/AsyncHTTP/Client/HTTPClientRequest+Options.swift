@@ -110,8 +110,8 @@ enum LowSpeedLimitOption: HTTPRequestOption {
 }
 
 extension HTTPClientRequest {
-    /// The slowest this request may move its bytes before it fails with a ``HTTPClientError/Code/timeout`` in
-    /// phase ``HTTPClientError/TimeoutPhase/lowSpeed`` (curl's `--speed-limit` and `--speed-time`); nil, the
+    /// The slowest this request may move its bytes before it fails with a `HTTPClientError.Code.timeout` in
+    /// phase `HTTPClientError.TimeoutPhase.lowSpeed` (curl's `--speed-limit` and `--speed-time`); nil, the
     /// default, takes the client's ``HTTPClient/Configuration/lowSpeedLimit``. See ``LowSpeedLimit`` for what
     /// counts.
     ///

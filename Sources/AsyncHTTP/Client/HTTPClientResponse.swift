@@ -116,8 +116,11 @@ public struct HTTPClientResponse: Sendable {
             case .success(let decoded):
                 body = decoded
             case .failure(let error):
-                // Empty (a HEAD's body): nothing was coded, nothing to refuse.
-                guard try await body.collect(upTo: maxBytes).isEmpty else { throw error }
+                // Empty (a HEAD's body): nothing was coded, nothing to refuse. One chunk tells, whatever the size.
+                var iterator = body.makeAsyncIterator()
+                while let chunk = try await iterator.next() {
+                    if !chunk.isEmpty { throw error }
+                }
                 return ""
             }
         }
@@ -129,12 +132,21 @@ public struct HTTPClientResponse: Sendable {
     /// (``TextEncoding`` takes the last media type, as the WHATWG's "extract a MIME type" does).
     private var contentTypeForText: String? { headers[.contentType] }
 
+    /// The most content codings ``text(upTo:)`` undoes, curl's limit.
+    private static let maxTextCodings = 5
+
     /// ``body`` with the content codings still listed in `Content-Encoding` undone, for ``text(upTo:)``; the error
     /// for a coding zlib cannot undo, or for a coded 206.
     private func decodedForText() -> Result<Body, HTTPClientError> {
         let codings = CompressionMiddleware.contentCodings(headers)
         // No content to decode (RFC 9110 §6.4.1; a HEAD's body is empty and inflates to nothing).
         guard !codings.isEmpty, status.code != 204, status.code != 304 else { return .success(body) }
+        // As curl (at most 5): each layer inflates up to 200 times its input and holds zlib's state, so a head
+        // listing thousands of codings over as many nested gzip layers would cost hundreds of MB.
+        guard codings.count <= Self.maxTextCodings else {
+            return .failure(HTTPClientError(.decompressionFailed,
+                "the body is still coded with \(codings.count) content codings; text(upTo:) undoes at most \(Self.maxTextCodings)"))
+        }
         let listed = codings.joined(separator: ", ")
         guard status.code != 206 else {
             return .failure(HTTPClientError(.decompressionFailed,

@@ -403,14 +403,10 @@ enum LegacyCharset {
         let label = String(charset.utf8.prefix(64).filter { $0 != 0x20 && $0 != 0x09 }.map { Character(UnicodeScalar($0)) })
             .lowercased()
         let known = table[label]
-        // A known label first in the WHATWG's superset (shift_jis is windows-31j there), then as named; an unknown
-        // one as named, if iconv happens to know it (utf-32, say).
-        // An unknown name goes to iconv only if it looks like a charset name (letters, digits, "-_.:").
-        let plausible = !label.isEmpty && label.utf8.allSatisfy { byte in
-            (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F || byte == 0x2E
-                || byte == 0x3A
-        }
-        for name in (known ?? []) + (plausible ? [label] : []) {
+        // A known label only, in the WHATWG's superset first (shift_jis is windows-31j there). An unknown name is
+        // not handed to iconv: it would decode what browsers refuse (UTF-7, ISO-2022-KR/CN, EBCDIC), encodings
+        // that can hide markup from a sanitizer.
+        for name in known ?? [] {
             if let text = Iconv.convert(bytes, from: name) { return .decoded(text) }
         }
         return known == nil ? .unknown : .unsupported

@@ -28,8 +28,8 @@ func earliest(_ a: MonotonicTime, _ b: MonotonicTime?) -> MonotonicTime {
 }
 
 /// The slowest a transfer may move its bytes before it is given up: fewer than ``bytesPerSecond`` on average over
-/// ``duration`` fails the request with ``HTTPClientError/Code/timeout``, phase
-/// ``HTTPClientError/TimeoutPhase/lowSpeed``. curl's `--speed-limit` and `--speed-time`
+/// ``duration`` fails the request with `HTTPClientError.Code.timeout`, phase
+/// `HTTPClientError.TimeoutPhase.lowSpeed`. curl's `--speed-limit` and `--speed-time`
 /// (`CURLOPT_LOW_SPEED_LIMIT`, `CURLOPT_LOW_SPEED_TIME`).
 ///
 /// The inactivity timeout (``HTTPClient/Configuration/inactivityTimeout``) ends a transfer only when nothing at
@@ -70,7 +70,7 @@ public struct LowSpeedLimit: Sendable, Hashable, CustomStringConvertible {
 
     /// A limit of `bytesPerSecond` over `duration`. 30 s: curl's `--speed-time` when only `--speed-limit` is given.
     ///
-    /// - Throws: ``HTTPClientError/Code/invalidConfiguration`` when `bytesPerSecond` is not positive or `duration`
+    /// - Throws: `HTTPClientError.Code.invalidConfiguration` when `bytesPerSecond` is not positive or `duration`
     ///   is shorter than a nanosecond.
     public init(bytesPerSecond: Int, duration: Duration = .seconds(30)) throws(HTTPClientError) {
         guard bytesPerSecond > 0 else {
@@ -141,6 +141,9 @@ struct LowSpeedWatch {
 /// The total deadline of one ``HTTPClient/send(_:)``, fixed when the send begins (from the request's
 /// ``HTTPClientRequest/timeout`` or the client's ``HTTPClient/Configuration/totalTimeout``), so that every redirect
 /// hop and authentication round of the send counts against it: each round trip used to start the time again.
-enum SendDeadlineOption: HTTPRequestOption {
-    static let defaultValue: MonotonicTime? = nil
+package enum SendDeadlineOption: HTTPRequestOption {
+    package static let defaultValue: MonotonicTime? = nil
+
+    /// The deadline `timeout` from now (for a step that starts a send's time again, as `ahttp -Z --retry` does).
+    package static func after(_ timeout: Duration) -> MonotonicTime { MonotonicTime.now + timeout }
 }

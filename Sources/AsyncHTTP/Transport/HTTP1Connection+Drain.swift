@@ -8,6 +8,8 @@ extension HTTP1Connection {
         // withheld body, the last of `Keep-Alive: max`) is closed at once: reading would only hold its pool slot.
         guard isReusableAfterBody else { return false }
         if let remaining = remainingContentLength, remaining > limit { return false }
+        // The drain has its own deadline; the request's low-speed window (perhaps nearly used up) is not its rule.
+        lowSpeed = nil
         let deadlines = Deadlines(inactivity: nil, total: deadline)
         var drained = 0
         do {
