@@ -165,6 +165,42 @@ final class FaultInjectionTests: XCTestCase {
         }
     }
 
+    func testRequestTimeoutOnAReusedConnectionIsSentOnceMoreForAGET() async throws {
+        try await withFault(.requestTimeoutOnReuse) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            _ = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            // The reused connection answers 408 and closes: the GET goes out again on a new connection.
+            let response = try await client.send(HTTPClientRequest(url: url))
+            XCTAssertEqual(response.status.code, 200)
+            let body = try await response.body.collect(upTo: 100)
+            XCTAssertEqual(body, Array("hello".utf8))
+            XCTAssertEqual(server.connectionsAccepted, 2, "sent once more, on a new connection")
+            XCTAssertEqual(server.requestsReceived, 3)
+        }
+    }
+
+    func testRequestTimeoutOnAReusedConnectionIsThePOSTsResponse() async throws {
+        try await withFault(.requestTimeoutOnReuse) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            _ = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            let response = try await client.send(Self.post(url))
+            XCTAssertEqual(response.status.code, 408, "a POST is not sent twice")
+            _ = try await response.body.collect(upTo: 100)
+            XCTAssertEqual(server.connectionsAccepted, 1)
+            XCTAssertEqual(server.requestHeads.filter { $0.hasPrefix("POST ") }.count, 1)
+        }
+    }
+
+    func testRequestTimeoutOnANewConnectionIsTheResponse() async throws {
+        try await withFault(.requestTimeoutAlways) { server, client in
+            let url = "http://127.0.0.1:\(server.port)/"
+            let first = try await client.send(HTTPClientRequest(url: url))
+            XCTAssertEqual(first.status.code, 408, "a new connection's 408 is not a stale connection's")
+            _ = try await first.body.collect(upTo: 100)
+            XCTAssertEqual(server.connectionsAccepted, 1)
+        }
+    }
+
     func testConnectionResetWhileIdleIsNotReusedForAPOST() async throws {
         try await withFault(.resetWhileIdle) { server, client in
             let url = "http://127.0.0.1:\(server.port)/"

@@ -197,6 +197,13 @@ final class StaleConnectionRetryTests: XCTestCase {
         XCTAssertFalse(StaleConnectionRetry.mayRetry(attempt(replayable: false), after: closed))
     }
 
+    func testRequestTimeoutOnAReusedConnectionIsResentForAnIdempotentReplayableRequest() {
+        XCTAssertTrue(StaleConnectionRetry.mayResend(after408: attempt(received: 80)))
+        XCTAssertFalse(StaleConnectionRetry.mayResend(after408: attempt(reused: false, received: 80)), "a new connection's 408 is the answer")
+        XCTAssertFalse(StaleConnectionRetry.mayResend(after408: attempt(written: 0, received: 80, idempotent: false)), "never a POST")
+        XCTAssertFalse(StaleConnectionRetry.mayResend(after408: attempt(received: 80, replayable: false)))
+    }
+
     func testTimeoutsAndProtocolErrorsAreNotRetried() {
         XCTAssertFalse(StaleConnectionRetry.mayRetry(attempt(), after: .timeout(.head, "slow")))
         XCTAssertFalse(StaleConnectionRetry.mayRetry(attempt(), after: .malformedResponse("garbage")))

@@ -245,6 +245,8 @@ final class HTTP1Transport: Sendable {
         connection.pacer = flow.pacer
         connection.lowSpeed = flow.lowSpeedLimit.map(LowSpeedWatch.init)  // each attempt's window starts afresh
         if let observation { Self.observeAcquired(connection, key: key, observation: observation) }
+        // A `408` on a reused connection that the request may be resent after (``StaleConnectionRetry``).
+        var timedOutWhileIdle = false
         do throws(HTTPClientError) {
             try connection.startRequest(method: request.method, persistent: request.persistentConnection)
             let early: HTTP1ResponseHead?
@@ -264,11 +266,16 @@ final class HTTP1Transport: Sendable {
                 head = try await connection.readHead(deadlines: deadlines)
             }
             if let observation { Self.observeHead(head, observation: observation) }
+            if head.status.code == 408, !fresh, StaleConnectionRetry.mayResend(after408: Self.retryAttempt(request, on: connection)) {
+                timedOutWhileIdle = true
+                throw Self.requestTimeoutOnReuse(connection)
+            }
             let response = try await response(for: request, head: head, lease: lease, deadlines: deadlines, observation: observation,
                                               transfer: flow.transfer)
             return (response, early != nil)
         } catch {
             await lease.discard()
+            if timedOutWhileIdle { throw .stale(error, connectionID: connection.id) }
             throw Self.failure(error, of: request, on: connection, fresh: fresh)
         }
     }
@@ -293,17 +300,25 @@ final class HTTP1Transport: Sendable {
     private static func failure(
         _ error: HTTPClientError, of request: PreparedRequest, on connection: HTTP1Connection, fresh: Bool
     ) -> AttemptFailure {
-        let attempt = StaleConnectionRetry.Attempt(
+        if !fresh, StaleConnectionRetry.mayRetry(retryAttempt(request, on: connection), after: error) {
+            return .stale(error, connectionID: connection.id)
+        }
+        return .final(error)
+    }
+
+    private static func retryAttempt(_ request: PreparedRequest, on connection: HTTP1Connection) -> StaleConnectionRetry.Attempt {
+        StaleConnectionRetry.Attempt(
             connectionWasReused: connection.wasReused,
             requestBytesWritten: connection.requestBytesWritten,
             responseBytesReceived: connection.responseBytesReceived,
             isIdempotent: request.method.isIdempotent,
             bodyIsReplayable: request.isReplayable
         )
-        if !fresh, StaleConnectionRetry.mayRetry(attempt, after: error) {
-            return .stale(error, connectionID: connection.id)
-        }
-        return .final(error)
+    }
+
+    @inline(never)
+    private static func requestTimeoutOnReuse(_ connection: HTTP1Connection) -> HTTPClientError {
+        HTTPClientError(.connectionClosed, "408 Request Timeout on reused connection \(connection.id): the server had timed it out")
     }
 
     @inline(never)

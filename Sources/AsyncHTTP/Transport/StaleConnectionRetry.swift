@@ -18,6 +18,15 @@ enum StaleConnectionRetry {
         var bodyIsReplayable: Bool
     }
 
+    /// A `408 Request Timeout` read on a reused connection: the server timed the connection out while it sat idle,
+    /// and its answer crossed the request on the wire, so the request was not acted on (Chromium resends it the same
+    /// way; Go drops a connection that sends one while idle). Sent once more on a new connection when the request
+    /// could be resent after a close: its body is replayable and its method idempotent. A `408` on a new
+    /// connection, or to a POST, is the response.
+    static func mayResend(after408 attempt: Attempt) -> Bool {
+        attempt.connectionWasReused && attempt.bodyIsReplayable && attempt.isIdempotent
+    }
+
     static func mayRetry(_ attempt: Attempt, after error: HTTPClientError) -> Bool {
         guard attempt.connectionWasReused, attempt.responseBytesReceived == 0, attempt.bodyIsReplayable else { return false }
         guard error.code == .connectionClosed || error.code == .ioFailure else { return false }

@@ -127,6 +127,20 @@ struct FaultScript: Sendable {
         connection == 0 && request >= 1 ? [.resetConnection] : [.response("hello")]
     }
 
+    /// Connection 0 answers its first request (`hello`, keep-alive); its next request gets what a server that
+    /// timed the idle connection out sends as it closes, `408 Request Timeout`. Every other connection answers every
+    /// request with `hello`.
+    static let requestTimeoutOnReuse = FaultScript { connection, request in
+        connection == 0 && request >= 1
+            ? [.response("", status: "408 Request Timeout", headers: ["Connection: close"]), .close]
+            : [.response("hello")]
+    }
+
+    /// Every request on every connection gets `408 Request Timeout` and the connection closes.
+    static let requestTimeoutAlways = FaultScript { _, _ in
+        [.response("", status: "408 Request Timeout", headers: ["Connection: close"]), .close]
+    }
+
     /// Connection 0 answers its first request (`hello`, keep-alive), then resets while idle, before any
     /// second request; every other connection answers every request with `hello`.
     static let resetWhileIdle = FaultScript { connection, request in
