@@ -78,6 +78,15 @@ final class FaultInjectionTests: XCTestCase {
         return nil
     }
 
+    /// Two GETs of the fault server's `/` in a row, the second on the first's connection if it is kept: the first
+    /// body, and the second's status and body.
+    static func twoGETs(_ server: FaultServer, _ client: HTTPClient) async throws -> (first: [UInt8], second: (status: Int, body: [UInt8])) {
+        let url = "http://127.0.0.1:\(server.port)/"
+        let first = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+        let response = try await client.send(HTTPClientRequest(url: url))
+        return (first, (response.status.code, try await response.body.collect(upTo: 100)))
+    }
+
     static func post(_ url: String) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: url)
         request.method = .post
@@ -142,12 +151,10 @@ final class FaultInjectionTests: XCTestCase {
 
     func testStaleKeepAliveResetIsRetriedOnceForGET() async throws {
         try await withFault(.staleKeepAliveReset) { server, client in
-            let url = "http://127.0.0.1:\(server.port)/"
-            let first = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+            let (first, second) = try await Self.twoGETs(server, client)
             XCTAssertEqual(first, Array("hello".utf8))
             // Read on the reused connection, answered with RST; sent once more on a new connection.
-            let second = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
-            XCTAssertEqual(second, Array("hello".utf8))
+            XCTAssertEqual(second.body, Array("hello".utf8))
             XCTAssertEqual(server.connectionsAccepted, 2, "retried once, on a new connection")
             XCTAssertEqual(server.requestsReceived, 3)
         }
@@ -167,13 +174,10 @@ final class FaultInjectionTests: XCTestCase {
 
     func testRequestTimeoutOnAReusedConnectionIsSentOnceMoreForAGET() async throws {
         try await withFault(.requestTimeoutOnReuse) { server, client in
-            let url = "http://127.0.0.1:\(server.port)/"
-            _ = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
             // The reused connection answers 408 and closes: the GET goes out again on a new connection.
-            let response = try await client.send(HTTPClientRequest(url: url))
-            XCTAssertEqual(response.status.code, 200)
-            let body = try await response.body.collect(upTo: 100)
-            XCTAssertEqual(body, Array("hello".utf8))
+            let (_, second) = try await Self.twoGETs(server, client)
+            XCTAssertEqual(second.status, 200)
+            XCTAssertEqual(second.body, Array("hello".utf8))
             XCTAssertEqual(server.connectionsAccepted, 2, "sent once more, on a new connection")
             XCTAssertEqual(server.requestsReceived, 3)
         }
