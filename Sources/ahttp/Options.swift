@@ -78,6 +78,8 @@ struct Options {
     /// -x "": no proxy at all, the environment's neither (curl).
     var proxyDisabled = false
     var noProxy: String?
+    /// -p, --proxytunnel: the -x proxy tunnels plain http too.
+    var proxyTunnel = false
     var certificate: String?
     var key: String?
     /// --resolve, --connect-to, --unix-socket / --abstract-unix-socket, --happy-eyeballs-timeout-ms.
@@ -245,6 +247,7 @@ extension AhttpCommand {
         }
         if let text = proxy.proxyUser { options.proxyUser = parseUser(text) }
         options.noProxy = proxy.noProxy
+        options.proxyTunnel = proxy.proxyTunnel
 
         // --- verbose
         options.verbose = verbose.verbose

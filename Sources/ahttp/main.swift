@@ -319,8 +319,12 @@ func run() async -> Int32 {
         configuration.proxy = .none  // curl's -x "": no proxy at all, the environment's neither
     } else if var proxy = options.proxy {
         if let proxyUser = options.proxyUser { proxy.credentials = proxyUser }
+        proxy.alwaysTunnel = options.proxyTunnel
         configuration.proxy = .proxy(proxy, bypass: options.noProxy ?? "")
     } else {
+        if options.proxyTunnel {
+            warn("-p/--proxytunnel applies to a proxy given with -x; the environment's proxies forward http:// URLs as before", options)
+        }
         if let noProxy = options.noProxy {
             // --noproxy overrides no_proxy for the environment's proxies.
             setenv("no_proxy", noProxy, 1)

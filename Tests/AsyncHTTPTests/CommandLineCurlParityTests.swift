@@ -202,6 +202,31 @@ final class CommandLineCurlParityTests: XCTestCase {
         ], values: try peerValues())
     }
 
+    /// Proxies with --connect-to, --resolve and -p, through tinyproxy and dante: curl's routing rules (its test
+    /// 2050: a --connect-to through an HTTP proxy is a CONNECT tunnel to the rule's target). `parity.test` does
+    /// not resolve and tinyproxy's filter refuses it, so a row passes only if the rule is applied as curl does.
+    func testProxyRoutingMatchesCurl() throws {
+        var values = try peerValues()
+        let tinyproxy = try Peers.tinyproxy().url
+        values["proxy"] = tinyproxy
+        values["proxyport"] = tinyproxy.split(separator: ":").last.map(String.init) ?? ""
+        values["socks"] = try Peers.socks5().url
+        let code = ["-w", " %{http_code}"]
+        try check([
+            Row(name: "--connect-to through an HTTP proxy tunnels to the rule's target",
+                arguments: ["-s", "-x", "{proxy}", "--connect-to", "parity.test:80:127.0.0.1:{nginxport}"] + code + ["http://parity.test/small.txt"]),
+            Row(name: "--connect-to with an empty host and port through an HTTP proxy",
+                arguments: ["-s", "-x", "{proxy}", "--connect-to", "::127.0.0.1:{nginxport}"] + code + ["http://parity.test/small.txt"]),
+            Row(name: "-p tunnels plain http", arguments: ["-s", "-p", "-x", "{proxy}"] + code + ["{nginx}/small.txt"]),
+            Row(name: "--resolve through an HTTP proxy names the proxy",
+                arguments: ["-s", "-x", "http://proxy.test:{proxyport}", "--resolve", "proxy.test:{proxyport}:127.0.0.1"] + code + ["{nginx}/small.txt"]),
+            Row(name: "--resolve through a socks5 proxy resolves the origin",
+                arguments: ["-s", "-x", "{socks}", "--resolve", "parity.test:{nginxport}:127.0.0.1"] + code + ["http://parity.test:{nginxport}/small.txt"]),
+            Row(name: "--connect-to through a socks5 proxy", arguments: ["-s", "-x", "{socks}", "--connect-to", "parity.test:80:127.0.0.1:{nginxport}"]
+                + code + ["http://parity.test/small.txt"]),
+        ], values: values)
+    }
+
     /// Several URLs, -o paired with them in order, -O, --create-dirs, -D, -K.
     func testOutputsAndConfigFilesMatchCurl() throws {
         try check([

@@ -99,6 +99,66 @@ final class ConnectionTargetTests: XCTestCase {
         XCTAssertEqual(targets.endpoint(host: "example.com", port: 80), .unixSocket(.path("/run/x.sock")))
     }
 
+    // MARK: Through a proxy (curl's rules)
+
+    func testThroughAProxyConnectToMovesWhatTheProxyReachesAndResolveAppliesToNamesResolvedHere() throws {
+        let http = ProxyConfiguration(kind: .http, host: "proxy.test", port: 3128)
+        let socks5h = ProxyConfiguration(kind: .socks5h, host: "proxy.test", port: 3128)
+        let socks5 = ProxyConfiguration(kind: .socks5, host: "proxy.test", port: 3128)
+        let resolve = [try ResolveOverride("proxy.test:3128:127.0.0.9"), try ResolveOverride("example.com:80:127.0.0.1"),
+                       try ResolveOverride("backend.test:8080:127.0.0.2")]
+        let moved = ConnectionTargets(resolve: resolve, connectTo: [try ConnectToOverride("::backend.test:8080")])
+        // The rule matches every host and port, but never the proxy's: the proxy is dialled where --resolve says.
+        XCTAssertEqual(moved.proxyEndpoint(http), .addresses(["127.0.0.9"], port: 3128))
+        XCTAssertEqual(moved.proxyTarget(host: "example.com", port: 80, through: http), .host("backend.test", port: 8080))
+        XCTAssertEqual(moved.proxyTarget(host: "example.com", port: 80, through: socks5h), .host("backend.test", port: 8080))
+        XCTAssertEqual(moved.proxyTarget(host: "example.com", port: 80, through: socks5), .addresses(["127.0.0.2"], port: 8080))
+
+        // Without a rule, the origin's --resolve entry counts only where the client resolves the origin: socks5.
+        let resolveOnly = ConnectionTargets(resolve: resolve)
+        XCTAssertNil(resolveOnly.proxyTarget(host: "example.com", port: 80, through: http))
+        XCTAssertNil(resolveOnly.proxyTarget(host: "example.com", port: 80, through: socks5h))
+        XCTAssertEqual(resolveOnly.proxyTarget(host: "example.com", port: 80, through: socks5), .addresses(["127.0.0.1"], port: 80))
+        XCTAssertNil(ConnectionTargets(resolve: resolve).proxyEndpoint(ProxyConfiguration(kind: .http, host: "other.test", port: 3128)))
+        // A rule that names neither a host nor a port moves nothing, through a proxy too.
+        XCTAssertNil(ConnectionTargets(connectTo: [try ConnectToOverride("example.com:80::")])
+            .proxyTarget(host: "example.com", port: 80, through: http))
+    }
+
+    func testAPlainHTTPURLGoesThroughATunnelWhenARuleMovesItOrTheProxyAlwaysTunnels() throws {
+        let http = ProxyConfiguration(kind: .http, host: "proxy.test", port: 3128)
+        let router = ProxyRouter(.proxy(http), targets: ConnectionTargets(connectTo: [try ConnectToOverride("example.com:80:backend.test:8080")]))
+        let moved = HTTPClientRequest(url: "http://example.com/")
+        let other = HTTPClientRequest(url: "http://example.org/")
+        XCTAssertFalse(router.sendsAbsoluteForm(moved, url: try moved.httpURL(), to: http), "curl's test 2050: a tunnel to the rule's target")
+        XCTAssertTrue(router.sendsAbsoluteForm(other, url: try other.httpURL(), to: http))
+        var tunnelling = http
+        tunnelling.alwaysTunnel = true
+        XCTAssertFalse(router.sendsAbsoluteForm(other, url: try other.httpURL(), to: tunnelling))
+        let secure = HTTPClientRequest(url: "https://example.org/")
+        XCTAssertFalse(router.sendsAbsoluteForm(secure, url: try secure.httpURL(), to: http))
+        XCTAssertFalse(router.sendsAbsoluteForm(other, url: try other.httpURL(), to: nil))
+        // A request's own rules replace the client's.
+        var own = other
+        own.connectTo = [try ConnectToOverride("::backend.test:")]
+        XCTAssertFalse(router.sendsAbsoluteForm(own, url: try own.httpURL(), to: http))
+        var none = moved
+        none.connectTo = []
+        XCTAssertTrue(router.sendsAbsoluteForm(none, url: try none.httpURL(), to: http))
+
+        // The target is part of the pool key, and makes a plain-http key a tunnel.
+        let plain = ConnectionKey(scheme: "http", host: "example.com", port: 80, proxy: http)
+        let tunnel = ConnectionKey(scheme: "http", host: "example.com", port: 80, proxy: http, target: .host("backend.test", port: 8080))
+        XCTAssertFalse(plain.tunnelsThroughProxy)
+        XCTAssertTrue(tunnel.tunnelsThroughProxy)
+        XCTAssertNotEqual(plain, tunnel)
+        XCTAssertEqual(tunnel.description, "http://example.com:80 via http://proxy.test:3128 to backend.test:8080")
+        XCTAssertTrue(tunnel.proxyTarget == ("backend.test", 8080, nil))
+        XCTAssertTrue(ConnectionKey(scheme: "http", host: "example.com", port: 80, proxy: tunnelling).tunnelsThroughProxy)
+        XCTAssertNil(ConnectionKey(scheme: "http", host: "example.com", port: 80, target: .host("x", port: 1)).target,
+                     "a target without a proxy is nothing")
+    }
+
     func testARequestsOwnSettingsReplaceTheClients() throws {
         let client = ConnectionTargets(resolve: [try ResolveOverride("example.com:80:127.0.0.1")], unixSocket: .path("/a"))
         var options = ConnectionTargetOptions()

@@ -188,6 +188,74 @@ final class ProxyIntegrationTests: XCTestCase {
         try await assertFetchesSmallFile(client)
     }
 
+    // MARK: --connect-to and --resolve through a proxy (curl's rules)
+
+    /// curl's test 2050: a `connectTo` rule is matched against the URL's host, and through an HTTP proxy it
+    /// turns a plain-http request into a tunnel to the rule's target. The URL's name does not resolve and
+    /// tinyproxy's filter refuses it, so only the tunnel to 127.0.0.1 reaches nginx; the request inside
+    /// names the URL's host.
+    func testConnectToThroughAnHTTPProxyTunnelsToTheRulesTarget() async throws {
+        let nginx = try Peers.nginx()
+        let rules = [try ConnectToOverride("origin.invalid:80:127.0.0.1:\(nginx.httpPort)"),
+                     try ConnectToOverride("localhost:1:127.0.0.1:\(nginx.httpsPort)")]
+        let client = try client(proxy: try proxy(try Peers.tinyproxy().url)) { $0.connectTo = rules }
+        let expected = try Data(contentsOf: URL(fileURLWithPath: try Peers.directory() + "/www/small.txt"))
+        let plain = try await client.send(HTTPClientRequest(url: "http://origin.invalid/small.txt"))
+        XCTAssertEqual(plain.status, .ok)
+        XCTAssertNil(plain.headers[HTTPField.Name("Via")!], "tunnelled, not forwarded by tinyproxy (which adds Via)")
+        let plainBody = try await plain.body.collect(upTo: 1 << 20)
+        XCTAssertEqual(Data(plainBody), expected)
+        // https: the tunnel goes to the rule's target; TLS still verifies the URL's host.
+        let secure = try await client.send(HTTPClientRequest(url: "https://localhost:1/small.txt"))
+        XCTAssertEqual(secure.status, .ok)
+        let secureBody = try await secure.body.collect(upTo: 1 << 20)
+        XCTAssertEqual(Data(secureBody), expected)
+        let log = try String(contentsOfFile: try Peers.directory() + "/tinyproxy/open.log", encoding: .utf8)
+        XCTAssertTrue(log.contains("CONNECT 127.0.0.1:\(nginx.httpPort) "), "tinyproxy was asked for the rule's target:\n\(log.suffix(2000))")
+    }
+
+    /// The tunnel a rule makes is authenticated on `CONNECT`, as any tunnel: tinyproxy's 407 to it is answered.
+    func testConnectToThroughAnAuthenticatingProxyAnswersTheChallengeToCONNECT() async throws {
+        let nginx = try Peers.nginx()
+        let peer = try Peers.tinyproxyAuth()
+        let rule = try ConnectToOverride("origin.invalid:80:127.0.0.1:\(nginx.httpPort)")
+        let client = try client(proxy: try proxy(peer.url, user: peer.user, password: peer.password)) { $0.connectTo = [rule] }
+        let response = try await client.send(HTTPClientRequest(url: "http://origin.invalid/small.txt"))
+        XCTAssertEqual(response.status, .ok)
+        XCTAssertNil(response.headers[HTTPField.Name("Via")!])
+    }
+
+    /// curl's `--proxytunnel`: plain http through a `CONNECT` tunnel, in origin form.
+    func testAProxyThatAlwaysTunnelsCarriesPlainHTTPInATunnel() async throws {
+        var proxy = try ProxyConfiguration(url: try Peers.tinyproxy().url)
+        proxy.alwaysTunnel = true
+        let client = try client(proxy: .proxy(proxy))
+        try await assertFetchesSmallFile(client)
+        let response = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(try Peers.nginx().httpPort)/small.txt"))
+        XCTAssertNil(response.headers[HTTPField.Name("Via")!], "tunnelled, not forwarded")
+    }
+
+    /// Through `socks5` the client resolves the origin's name, so a `resolve` entry for it applies (curl); through
+    /// `socks5h` a rule's target is the name the proxy is given.
+    func testResolveAndConnectToThroughSOCKS5() async throws {
+        let nginx = try Peers.nginx()
+        let entry = try ResolveOverride("origin.invalid:\(nginx.httpPort):127.0.0.1")
+        let local = try client(proxy: try proxy(try Peers.socks5().url)) { $0.resolve = [entry] }
+        let resolved = try await local.send(HTTPClientRequest(url: "http://origin.invalid:\(nginx.httpPort)/small.txt"))
+        XCTAssertEqual(resolved.status, .ok)
+
+        let peer = try Peers.socks5Auth()
+        let remote = peer.url.replacingOccurrences(of: "socks5://", with: "socks5h://")
+        let rule = try ConnectToOverride("origin.invalid:80:localhost:\(nginx.httpPort)")
+        let moved = try client(proxy: try proxy(remote, user: peer.user, password: peer.password)) { $0.connectTo = [rule] }
+        let response = try await moved.send(HTTPClientRequest(url: "http://origin.invalid/small.txt"))
+        XCTAssertEqual(response.status, .ok)
+        if let log = peer.logFile {
+            let text = try String(contentsOfFile: log, encoding: .utf8)
+            XCTAssertTrue(text.contains("atyp=domain target=localhost:\(nginx.httpPort)"), "the rule's target went to the proxy:\n\(text)")
+        }
+    }
+
     // MARK: Pool
 
     func testConnectionsAreKeyedByProxy() async throws {

@@ -64,6 +64,10 @@ public struct ResolveOverride: Sendable, Hashable {
 /// host, so a request for `https://api.example.com/` sent to a canary server still checks that the canary's
 /// certificate is valid for `api.example.com`.
 ///
+/// Rules are matched against the URL's host and port, also through a proxy, as curl: the proxy is then asked
+/// for the rule's target, and through an HTTP proxy that makes even an `http` URL a `CONNECT` tunnel (curl's
+/// test 2050). A proxy itself is never moved by a rule; a ``ResolveOverride`` for its name gives its address.
+///
 /// ```swift
 /// configuration.connectTo = [try ConnectToOverride("api.example.com:443:canary.internal:8443")]
 /// ```

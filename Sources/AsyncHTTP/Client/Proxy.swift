@@ -2,8 +2,11 @@
 /// One proxy server: an HTTP proxy or a SOCKS5 proxy, with optional credentials.
 ///
 /// Through an HTTP proxy, `http` URLs are requested in absolute form (`GET http://host/path HTTP/1.1`)
-/// and `https` URLs through a `CONNECT` tunnel with TLS to the origin inside it. Through SOCKS5
-/// (RFC 1928) every URL gets a tunnel; credentials use RFC 1929's username/password method.
+/// and `https` URLs through a `CONNECT` tunnel with TLS to the origin inside it. `http` URLs go through a
+/// tunnel too when ``alwaysTunnel`` is set (curl's `--proxytunnel`), or when a
+/// ``HTTPClient/Configuration/connectTo`` rule moves their host or port: the proxy is then asked to
+/// `CONNECT` to the rule's target, as curl does. Through SOCKS5 (RFC 1928) every URL gets a tunnel;
+/// credentials use RFC 1929's username/password method.
 ///
 /// ```swift
 /// var configuration = HTTPClient.Configuration()
@@ -30,6 +33,11 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
     /// is answered from the session and persistent stores or
     /// ``AuthenticationConfiguration/proxyAuthenticationNeeded``.
     public var credentials: HTTPCredentials?
+    /// Through an HTTP proxy, send `http` URLs through a `CONNECT` tunnel too, in origin form, instead of as
+    /// absolute-form requests the proxy forwards (curl's `--proxytunnel`, `CURLOPT_HTTPPROXYTUNNEL`). For a
+    /// proxy that only tunnels, or to keep it from reading or rewriting plain-http requests. Ignored for SOCKS5,
+    /// which always tunnels. Off by default.
+    public var alwaysTunnel = false
 
     /// Creates a proxy configuration from its parts.
     ///

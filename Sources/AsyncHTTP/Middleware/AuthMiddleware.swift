@@ -50,7 +50,7 @@ struct AuthMiddleware: HTTPClientMiddleware {
     private func passesThrough(_ request: inout HTTPClientRequest) throws(HTTPClientError) -> Bool {
         let url = try request.httpURL()
         let proxy = try proxies.route(recordingOn: &request, url: url)
-        guard !(proxy?.kind == .http && !url.isSecure), request.bearerToken == nil else { return false }
+        guard !proxies.sendsAbsoluteForm(request, url: url, to: proxy), request.bearerToken == nil else { return false }
         return request.headers[.authorization] != nil
             || !(request.sendsCredentialsPreemptively || authenticator.mayPresentBeforeChallenge)
     }
@@ -65,7 +65,7 @@ struct AuthMiddleware: HTTPClientMiddleware {
         let url = try request.httpURL()
         var request = request
         let proxy = try proxies.route(recordingOn: &request, url: url)
-        let viaPlainProxy = proxy?.kind == .http && !url.isSecure
+        let viaPlainProxy = proxies.sendsAbsoluteForm(request, url: url, to: proxy)
         let method = request.method.rawValue
         // RFC 7616 §3.4: digest-uri is the request-target, which is the absolute form through a proxy.
         let uri = viaPlainProxy ? url.absoluteFormTarget : url.requestTarget

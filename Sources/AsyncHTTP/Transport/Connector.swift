@@ -68,11 +68,14 @@ final class Connector: Sendable {
             socket = try await connectSocket(host: proxy.host, port: proxy.port, endpoint: key.endpoint,
                                              deadline: connectDeadline, what: "proxy \(proxy)")
             do {
+                let target = key.proxyTarget
                 switch proxy.kind {
                 case .socks5, .socks5h:
-                    try await SOCKS5.connect(socket, through: proxy, to: key.host, port: key.port, deadline: connectDeadline)
-                case .http where key.isTLS:
-                    socket = try await tunnel(on: socket, through: proxy, to: key, deadline: connectDeadline)
+                    try await SOCKS5.connect(socket, through: proxy, to: target.host, port: target.port, addresses: target.addresses,
+                                             deadline: connectDeadline)
+                case .http where key.tunnelsThroughProxy:
+                    socket = try await tunnel(on: socket, through: proxy, to: target.host, port: target.port, key: key,
+                                              deadline: connectDeadline)
                 case .http:
                     break // plain http goes to the proxy in absolute form
                 }
@@ -93,7 +96,7 @@ final class Connector: Sendable {
             do {
                 // The proxy's user too: two users of one proxy are two routes (their descriptions leave credentials out).
                 let route = (key.proxy.map { " via \($0)" + ($0.credentials.map { " as \($0.username)" } ?? "") } ?? "")
-                    + (key.endpoint.map { " \($0)" } ?? "")
+                    + (key.endpoint.map { " \($0)" } ?? "") + (key.target.map { " to \($0)" } ?? "")
                 let stream = try TLSStream(socket: socket, context: try tlsContext(), host: key.host, port: key.port,
                                            hostIsIPAddress: SocketAddress(numericHost: key.host, port: key.port) != nil,
                                            route: route)
@@ -118,8 +121,10 @@ final class Connector: Sendable {
         return connection
     }
 
+    /// A `CONNECT` tunnel to `host:port` (the key's, or its ``ConnectionKey/target``) through `proxy`.
     private func tunnel(
-        on socket: Socket, through proxy: ProxyConfiguration, to key: ConnectionKey, deadline: MonotonicTime
+        on socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, key: ConnectionKey,
+        deadline: MonotonicTime
     ) async throws(HTTPClientError) -> Socket {
         let reconnect = { () async throws(HTTPClientError) -> Socket in
             try await self.connectSocket(host: proxy.host, port: proxy.port, endpoint: key.endpoint, deadline: deadline,
@@ -127,11 +132,11 @@ final class Connector: Sendable {
         }
         guard let tunnelAuthenticator else {
             return try await ProxyTunnel.open(
-                on: socket, through: proxy, to: key.host, port: key.port, authenticator: NoTunnelAuthentication(),
+                on: socket, through: proxy, to: host, port: port, authenticator: NoTunnelAuthentication(),
                 userAgent: settings.userAgent, limits: settings.limits, deadline: deadline, reconnect: reconnect)
         }
         return try await ProxyTunnel.open(
-            on: socket, through: proxy, to: key.host, port: key.port, authenticator: tunnelAuthenticator,
+            on: socket, through: proxy, to: host, port: port, authenticator: tunnelAuthenticator,
             userAgent: settings.userAgent, limits: settings.limits, deadline: deadline, reconnect: reconnect)
     }
 

@@ -24,8 +24,6 @@ final class HTTP1Transport: Sendable {
         var observing: Bool
         /// The `persistent-connections` topic's logger (reuse lines); nil logs them with ``logger``.
         var connectionLogger: Logger? = nil
-        /// The client's `--resolve`, `--connect-to` and Unix socket settings.
-        var targets = ConnectionTargets()
         var expectContinue: ExpectContinuePolicy = .default
         /// The client's low-speed limit; a request's own replaces it.
         var lowSpeedLimit: LowSpeedLimit? = nil
@@ -65,8 +63,6 @@ final class HTTP1Transport: Sendable {
                 userAgent: configuration.userAgent, logger: configuration.logger(for: .requestStatus),
                 observing: !configuration.observers.isEmpty,
                 connectionLogger: configuration.logger(for: .persistentConnections),
-                targets: ConnectionTargets(resolve: configuration.resolve, connectTo: configuration.connectTo,
-                                           unixSocket: configuration.unixSocket),
                 expectContinue: configuration.expectContinue, lowSpeedLimit: configuration.lowSpeedLimit),
             pool: ConnectionPool(limit: limit, idleTimeout: configuration.idleTimeout,
                                  logger: configuration.logger(for: .persistentConnections), now: now),
@@ -145,8 +141,7 @@ final class HTTP1Transport: Sendable {
             // The send's deadline (every hop of a send shares it); a timeout a step set on this hop can shorten it.
             total: Self.totalDeadline(request, settings.totalTimeout)
         )
-        var targets = request.option(ConnectionTargetOptions.self) { $0.isUnset }
-            ? settings.targets : settings.targets.applying(request[ConnectionTargetOptions.self])
+        var targets = proxies.targets(for: request)
         let (scheme, host): (String, String)
         if let socketPath = url.unixSocketPath {
             // http+unix / https+unix: the URL names the socket; TLS checks the name the Host header sends.
@@ -157,10 +152,18 @@ final class HTTP1Transport: Sendable {
         }
         // A Unix socket is dialled directly: no proxy (curl's --unix-socket ignores them too).
         let proxy = targets.unixSocket == nil ? try proxies.route(for: request, url: url) : nil
-        let endpoint = targets.isEmpty
-            ? nil : proxy.map { targets.endpoint(host: $0.host, port: $0.port) } ?? targets.endpoint(host: url.host, port: url.port)
-        let key = ConnectionKey(scheme: scheme, host: host, port: url.port, proxy: proxy, endpoint: endpoint)
-        let absoluteForm = proxy?.kind == .http && !url.isSecure
+        let key: ConnectionKey
+        if targets.isEmpty {
+            key = ConnectionKey(scheme: scheme, host: host, port: url.port, proxy: proxy)
+        } else if let proxy {
+            // curl's rules: `--resolve` for the proxy's name; `--connect-to` (and, through `socks5`, `--resolve`)
+            // for what the proxy is asked to reach.
+            key = ConnectionKey(scheme: scheme, host: host, port: url.port, proxy: proxy, endpoint: targets.proxyEndpoint(proxy),
+                                target: targets.proxyTarget(host: url.host, port: url.port, through: proxy))
+        } else {
+            key = ConnectionKey(scheme: scheme, host: host, port: url.port, endpoint: targets.endpoint(host: url.host, port: url.port))
+        }
+        let absoluteForm = proxy?.kind == .http && !key.tunnelsThroughProxy
         let prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent, absoluteForm: absoluteForm,
                                            expectContinue: request.expectContinue ?? settings.expectContinue)
         return RoundTrip(

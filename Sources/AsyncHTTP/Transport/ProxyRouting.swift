@@ -189,10 +189,28 @@ struct ProxyRouter: Sendable {
     let client: ProxyResolver
     /// For requests that ask for `.environment` while the client has another setting.
     private let environment: ProxyResolver
+    /// The client's `resolve`, `connectTo` and Unix socket settings, which decide with the proxy whether a
+    /// plain-http request goes to an HTTP proxy in absolute form or through a tunnel.
+    let targets: ConnectionTargets
 
-    init(_ setting: ProxySetting, environment: [String: String] = ProcessEnvironment.current()) {
+    init(_ setting: ProxySetting, targets: ConnectionTargets = ConnectionTargets(),
+         environment: [String: String] = ProcessEnvironment.current()) {
         client = ProxyResolver(setting, environment: environment)
         self.environment = setting == .environment ? client : ProxyResolver(.environment, environment: environment)
+        self.targets = targets
+    }
+
+    /// The client's connection targets with `request`'s own laid over them.
+    func targets(for request: HTTPClientRequest) -> ConnectionTargets {
+        request.option(ConnectionTargetOptions.self) { $0.isUnset } ? targets : targets.applying(request[ConnectionTargetOptions.self])
+    }
+
+    /// Whether `request` (at `url`) goes to `proxy` as an absolute-form request that the proxy forwards, which it
+    /// may answer with a `407`: a plain-http URL through an HTTP proxy, unless the proxy always tunnels or a
+    /// `connectTo` rule moves the URL's host or port (then a `CONNECT` tunnel carries it, as curl).
+    func sendsAbsoluteForm(_ request: HTTPClientRequest, url: HTTPURL, to proxy: ProxyConfiguration?) -> Bool {
+        guard let proxy, proxy.kind == .http, !url.isSecure, !proxy.alwaysTunnel else { return false }
+        return targets(for: request).connectTarget(host: url.host, port: url.port) == nil
     }
 
     private func resolver(for setting: ProxySetting?) -> ProxyResolver {

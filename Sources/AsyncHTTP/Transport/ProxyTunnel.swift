@@ -104,8 +104,11 @@ enum ProxyTunnel {
 /// The client side of SOCKS5 (RFC 1928) with username/password authentication (RFC 1929), run on a socket
 /// connected to the proxy; afterwards the socket reaches the target.
 enum SOCKS5 {
+    /// Asks `proxy` on `socket` to connect to `host:port`: by address when `host` is one, else by name
+    /// (`socks5h`) or by the first of `addresses` (a `resolve` entry's) or of the addresses resolved here (`socks5`).
     static func connect(
-        _ socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, deadline: MonotonicTime
+        _ socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, addresses given: [String]? = nil,
+        deadline: MonotonicTime
     ) async throws(HTTPClientError) {
         let stream = SocketByteStream(socket: socket, deadline: deadline)
         let credentials = proxy.credentials
@@ -140,6 +143,8 @@ enum SOCKS5 {
         // RFC 1928 §4: CONNECT, with the address as IPv4, IPv6 or a domain name.
         var request: [UInt8] = [5, 1, 0]
         if let address = NoProxyList.address(host) {
+            request += [address.count == 4 ? 1 : 4] + address
+        } else if proxy.kind == .socks5, let address = given?.first.flatMap(NumericAddress.bytes) {
             request += [address.count == 4 ? 1 : 4] + address
         } else if proxy.kind == .socks5h {
             let name = Array(host.utf8)
