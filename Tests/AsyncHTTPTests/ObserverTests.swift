@@ -192,6 +192,45 @@ final class ObserverTests: XCTestCase {
                                                    isFinal: true, didFail: true))
         XCTAssertEqual(seen.withLock { $0 }.filter(\.isFinal).count, 1)
     }
+
+    /// How the request's events end: `finished`, `failed <code>`, for each terminal event in order.
+    func terminalEvents() -> [String] {
+        recorder.events.compactMap { event -> String? in
+            switch event.kind {
+            case .finished: "finished"
+            case .failed(let error, _): "failed \(error.code)"
+            default: nil
+            }
+        }
+    }
+
+    /// `collect(upTo:)` giving up at its limit ends the request with that error, for observers too: they got no
+    /// end at all (an observer counting requests in flight kept it forever). Fails on the old code.
+    func testABodyOverCollectsLimitEndsWithFailed() async throws {
+        let response = try await client.send(HTTPClientRequest(url: server.baseURL + "/bytes?n=200000"))
+        await assertThrowsHTTPError(.bodyLimitExceeded) { try await response.body.collect(upTo: 1000) }
+        XCTAssertEqual(terminalEvents(), ["failed bodyLimitExceeded"])
+    }
+
+    /// A body dropped unread: observers get `finished` when the rest was drained (the response ended on the wire
+    /// and its connection went back to the pool), `failed` with `cancelled` when the connection had to close.
+    func testABodyDroppedUnreadEndsForObserversWhenItsConnectionIsSettled() async throws {
+        do {
+            // 6 bytes with the head, 5 more after 100 ms: the drain reads them.
+            let small = try await client.send(HTTPClientRequest(url: server.baseURL + "/slow-body?ms=100"))
+            XCTAssertEqual(small.status, .ok)
+            XCTAssertTrue(terminalEvents().isEmpty)
+        }
+        try await waitUntil("the dropped small body's end is observed") { !terminalEvents().isEmpty }
+        XCTAssertEqual(terminalEvents(), ["finished"])
+
+        do {
+            let large = try await client.send(HTTPClientRequest(url: server.baseURL + "/bytes?n=4000000"))
+            XCTAssertEqual(large.status, .ok)
+        }
+        try await waitUntil("the dropped large body's end is observed") { terminalEvents().count == 2 }
+        XCTAssertEqual(terminalEvents(), ["finished", "failed cancelled"])
+    }
 }
 
 /// The fixes named by the house issue: bad configuration and a second concurrent reader are typed errors.

@@ -98,7 +98,7 @@ public final class HTTPClient: Sendable {
             Self.queued(request, observation: observation)
             do {
                 let response = try await chain(request)
-                if observation.observesProgress { Self.returned(response, observation: observation) }
+                Self.returned(response, observation: observation)
                 return response
             } catch {
                 if observation.observesProgress { Self.threw(observation: observation) }
@@ -128,9 +128,11 @@ public final class HTTPClient: Sendable {
     }
 
     /// The progress follows the returned response from now on; one the transport did not bring (a cache's) is
-    /// final at once, with its body's length when that is known.
+    /// final at once, with its body's length when that is known. Observers' events end with its body's.
     @inline(never)
     private static func returned(_ response: HTTPClientResponse, observation: RequestObservation) {
+        observation.markReturned()
+        guard observation.observesProgress else { return }
         observation.updateProgress(at: .now) { tracker in
             tracker.sendReturned(status: response.status.code, localBodyLength: response.knownBodyLength)
         }

@@ -129,6 +129,9 @@ struct RequestObservation: Sendable {
         var progress: ProgressState?
         /// A `finished` or `failed` event went out: the request has had its last event.
         var ended = false
+        /// `send` returned its response (recorded only with observers): a body given up on from now on ends the
+        /// request; before, it was a hop's that the chain gave up on, and the request goes on.
+        var returned = false
     }
 
     struct Marks {
@@ -211,6 +214,12 @@ struct RequestObservation: Sendable {
         updateProgress(at: .now) { $0.sendReturned() }
     }
 
+    /// `send` returned its response: for observers, a body given up on from now on ends the request.
+    func markReturned() {
+        guard hasObservers else { return }
+        withState { $0.returned = true }
+    }
+
     /// A response body was dropped before its end (not an observer event: the connection is drained or closed).
     ///
     /// The returned response's progress ends final and failed (``HTTPTransferProgress/didFail``) unless every byte
@@ -225,6 +234,31 @@ struct RequestObservation: Sendable {
             let change = tracker.ended()  // final and failed once `send` has returned, else nothing
             return change == .none ? tracker.finished() : change
         }
+    }
+
+    /// A dropped body's connection was settled: the rest was read (`drained`) or the connection closed. Observers
+    /// get the end they wait for: `finished` when the response ended on the wire (a hop's too: each has one),
+    /// else, once `send` has returned, `failed` with `cancelled` (URLSession ends a task cancelled part-way with
+    /// `NSURLErrorCancelled`). A hop's body the chain dropped unread goes without an event; the request goes on.
+    func dropSettled(drained: Bool) {
+        guard hasObservers else { return }
+        let (ended, returned) = withState { ($0.ended, $0.returned) }
+        guard !ended else { return }
+        if drained {
+            // Not through `finished()`: a hop's end leaves the request open for the next hop's events.
+            if returned { withState { $0.ended = true } }
+            emit(.finished(timings()))
+        } else if returned {
+            failed(HTTPClientError(.cancelled, "the response body was dropped before its end; the connection was closed"))
+        }
+    }
+
+    /// The reader gave up on the body at a limit (``HTTPClientResponse/Body/collect(upTo:)``). Once `send` has
+    /// returned, the request ends there: observers get `error` as its `failed` event, and the progress ends failed.
+    /// A hop's body that the chain gives up on (a challenge's it drains up to a limit) ends only that hop.
+    func bodyAbandoned(_ error: HTTPClientError) {
+        guard hasObservers, withState({ $0.returned && !$0.ended }) else { return bodyDropped() }
+        failed(error)
     }
 
     private func timings() -> HTTPClientEvent.Timings {

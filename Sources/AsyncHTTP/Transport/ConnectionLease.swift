@@ -61,13 +61,16 @@ final class ConnectionLease<Connection: LeasedConnection>: Sendable {
 
     /// The body was dropped unread. A small remainder is read so the connection can be reused; more costs a
     /// close instead. Runs in a task of its own (it is called from a `deinit`).
-    func settleDropped(drainLimit: Int, logger: Logger, requestID: UInt64? = nil) {
+    /// `settled` learns whether the rest was read (true) or the connection closed (false).
+    func settleDropped(drainLimit: Int, logger: Logger, requestID: UInt64? = nil,
+                       settled: (@Sendable (_ drained: Bool) -> Void)? = nil) {
         guard !isSettled else { return }
         Task {
             let drained = await connection.drainResponse(limit: drainLimit)
             logger.debug("unread body \(drained ? "drained" : "not drainable, closing")",
                          metadata: requestID.map { [HTTPClient.requestIDMetadataKey: "\($0)"] })
             if drained { await responseEnded() } else { await discard() }
+            settled?(drained)
         }
     }
 }

@@ -103,17 +103,27 @@ final class ResponseBodyStream: @unchecked Sendable {
 
     /// Gives up on the rest of the body: the connection is closed, not reused, and every later ``next()`` throws
     /// `error` (one that another task has in progress at that moment may end with an I/O error instead).
+    ///
+    /// The request ends there: observers get `error` as its `failed` event (they would otherwise wait for an end
+    /// that never comes), and its progress ends failed.
     func abandon(because error: HTTPClientError) async {
         abandonment.withLock { $0 = error }
-        abandoned.store(true, ordering: .releasing)
+        let first = !abandoned.exchange(true, ordering: .acquiringAndReleasing)
         await lease.discard()
+        if first { observation?.bodyAbandoned(error) }
     }
 
     deinit {
         // Dropped unread: drain a small remainder so the connection can be reused; otherwise close.
         if !done {
-            observation?.bodyDropped()
-            lease.settleDropped(drainLimit: Self.drainLimit, logger: logger, requestID: requestID)
+            // An abandoned body's end was reported by `abandon` (and its lease settled there).
+            guard !abandoned.load(ordering: .acquiring) else { return }
+            guard let observation else {
+                return lease.settleDropped(drainLimit: Self.drainLimit, logger: logger, requestID: requestID)
+            }
+            observation.bodyDropped()
+            lease.settleDropped(drainLimit: Self.drainLimit, logger: logger, requestID: requestID,
+                                settled: { drained in observation.dropSettled(drained: drained) })
         }
     }
 }
