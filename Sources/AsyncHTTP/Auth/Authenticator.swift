@@ -154,8 +154,9 @@ actor Authenticator {
         var space: ProtectionSpace
         var credentials: HTTPCredentials
         /// Basic to an origin: the directories of the URLs they succeeded on; a URL at or below one is taken to be
-        /// in the same space (RFC 7617 §2.2, as browsers and URLSession do). Nil: the whole server (Digest, whose
-        /// space is the whole origin when the challenge names no `domain`, RFC 7616 §3.3; a proxy).
+        /// in the same space (RFC 7617 §2.2, as browsers and URLSession do). Digest to an origin whose challenge
+        /// named a `domain`: its URIs on this server (RFC 7616 §3.3). Nil: the whole server (Digest without a
+        /// `domain`, whose space is then the whole origin; a proxy).
         var directories: [String]?
     }
 
@@ -589,10 +590,26 @@ actor Authenticator {
     /// Remembers that `credentials` succeeded in `space` for `exchange`'s URL.
     private func remember(_ space: ProtectionSpace, _ credentials: HTTPCredentials, for exchange: AuthExchange) {
         let endpoint = endpoint(exchange)
-        let directory = space.authenticationScheme == .basic && !exchange.isProxy
-            ? Self.directory(of: exchange.target.path.isEmpty ? "/" : exchange.target.path) : nil
+        let path = exchange.target.path.isEmpty ? "/" : exchange.target.path
+        // Basic: the directory of the URL. Digest: the origin's URIs of the challenge's `domain`, the whole origin
+        // when it names none; when it names only other servers', the directory of the URL, as for Basic.
+        var directory: String?
+        var directories: [String]?
+        if !exchange.isProxy {
+            switch space.authenticationScheme {
+            case .basic:
+                directory = Self.directory(of: path)
+            case .digest:
+                if let domain = digest[space]?.challenge.domain, !domain.isEmpty {
+                    let own = Self.digestSpace(domain, on: exchange)
+                    if own.isEmpty { directory = Self.directory(of: path) } else { directories = Array(own.prefix(Self.directoriesPerSpace)) }
+                }
+            default:
+                break
+            }
+        }
         var list = succeeded[endpoint] ?? []
-        var directories = directory.map { [$0] }
+        if let directory { directories = [directory] }
         if let index = list.firstIndex(where: { $0.space == space }) {
             let earlier = list.remove(at: index)
             // The same credentials again: the space covers both places (a directory under another is left out).
@@ -604,6 +621,19 @@ actor Authenticator {
         list.append(Success(space: space, credentials: credentials, directories: directories))
         if list.count > Self.spacesPerServer { list.removeFirst(list.count - Self.spacesPerServer) }
         succeeded[endpoint] = list
+    }
+
+    /// The path prefixes on `exchange`'s server that a Digest challenge's `domain` names (RFC 7616 §3.3: "any URI
+    /// that has a URI in this list as a prefix (after both have been made absolute) MAY be assumed to be in the
+    /// same protection space"). An absolute path is on this server; an absolute URI counts when it names this
+    /// scheme, host and port. Another server's URIs are left out: credentials go to a server only after it asked.
+    static func digestSpace(_ domain: [String], on exchange: AuthExchange) -> [String] {
+        domain.compactMap { uri -> String? in
+            if uri.hasPrefix("/") { return uri }
+            guard let url = try? HTTPURL(uri), url.scheme == exchange.scheme, url.host == exchange.host,
+                  url.port == exchange.port else { return nil }
+            return url.path.isEmpty ? "/" : url.path
+        }
     }
 
     private func endpoint(_ exchange: AuthExchange) -> Endpoint {
