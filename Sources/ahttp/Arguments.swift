@@ -275,6 +275,9 @@ struct ProxyArguments: ParsableArguments {
     var proxyUser: String?
     @Option(name: .customLong("noproxy"), parsing: curlValue, help: ArgumentHelp("Hosts to reach without the proxy.", valueName: "no-proxy-list"))
     var noProxy: String?
+    @Flag(name: .customLong("suppress-connect-headers"), inversion: .prefixedNo, exclusivity: .chooseLast,
+          help: "Leave the proxy's answers to CONNECT out of -i and -D.")
+    var suppressConnectHeaders = false
     @Flag(name: [.customShort("p"), .customLong("proxytunnel")], inversion: .prefixedNo, exclusivity: .chooseLast,
           help: "Through the HTTP proxy given with -x, send http:// URLs through a CONNECT tunnel too.")
     var proxyTunnel = false

@@ -80,6 +80,8 @@ struct Options {
     var noProxy: String?
     /// -p, --proxytunnel: the -x proxy tunnels plain http too.
     var proxyTunnel = false
+    /// --suppress-connect-headers: -i and -D leave out the proxy's answers to CONNECT.
+    var suppressConnectHeaders = false
     var certificate: String?
     var key: String?
     /// --resolve, --connect-to, --unix-socket / --abstract-unix-socket, --happy-eyeballs-timeout-ms.
@@ -248,6 +250,7 @@ extension AhttpCommand {
         if let text = proxy.proxyUser { options.proxyUser = parseUser(text) }
         options.noProxy = proxy.noProxy
         options.proxyTunnel = proxy.proxyTunnel
+        options.suppressConnectHeaders = proxy.suppressConnectHeaders
 
         // --- verbose
         options.verbose = verbose.verbose

@@ -21,6 +21,8 @@ struct ReceivedHead: Sendable {
     var status: HTTPResponse.Status
     var version: HTTPVersion
     var headers: HTTPFields
+    /// A proxy's answer to CONNECT, which curl's -i and -D show before the origin's head.
+    var isTunnel = false
 
     /// The head as curl writes it for -i and -D: status line, fields, blank line, CRLF line ends.
     var text: String {
@@ -43,7 +45,10 @@ final class TransferRecorder: HTTPClientObserver {
         var redirects = 0
         var tls = false
         var route = ""
+        /// Every head, in the order they came: the proxy's answers to CONNECT among the origin's.
         var heads: [ReceivedHead] = []
+        /// The origin's last head.
+        var lastHead: ReceivedHead? { heads.last { !$0.isTunnel } }
         var requestBytes = 0
         var uploaded = 0
         var wireBytesReceived = 0
@@ -62,6 +67,10 @@ final class TransferRecorder: HTTPClientObserver {
                 if !info.reused { record.newConnections += 1 }
                 record.tls = info.route.hasPrefix("https")
                 record.route = info.route
+                for answer in info.tunnelResponses {
+                    record.heads.append(ReceivedHead(status: answer.status, version: answer.version, headers: answer.headers,
+                                                     isTunnel: true))
+                }
             case .headSent(let bytes):
                 record.headSent = since
                 record.requestBytes += bytes.count
@@ -169,7 +178,7 @@ func writeOutValues(_ outcome: TransferOutcome, _ record: TransferRecorder.Recor
     let seconds = Double(total.components.seconds) + Double(total.components.attoseconds) / 1e18
     let speed = seconds > 0 ? Int(Double(outcome.bodyBytes) / seconds) : 0
     let uploadSpeed = seconds > 0 ? Int(Double(record.uploaded) / seconds) : 0
-    let head = record.heads.last ?? outcome.finalHead
+    let head = record.lastHead ?? outcome.finalHead
     let url = try? HTTPURL(outcome.effectiveURL)
     let redirectURL = head.flatMap { head in
         (300..<400).contains(head.status.code) ? head.headers[.location].flatMap { try? url?.resolving($0) } : nil
@@ -183,6 +192,7 @@ func writeOutValues(_ outcome: TransferOutcome, _ record: TransferRecorder.Recor
         ("exitcode", .integer(Int(outcome.exitCode))),
         ("filename_effective", optional(outcome.outputFile)),
         ("http_code", .statusCode(outcome.status)),
+        ("http_connect", .statusCode(record.heads.last(where: \.isTunnel)?.status.code)),
         ("http_version", .string(head.map { $0.version.minor == 0 && $0.version.major == 1 ? "1.0" : "\($0.version.major).\($0.version.minor)" } ?? "0")),
         ("method", .string(outcome.method)),
         ("num_connects", .integer(record.newConnections)),
@@ -320,7 +330,7 @@ func formatWriteOut(_ format: String, values: [(String, WriteOutValue)], head: R
 
 /// -w: the format's pieces written to standard output and standard error.
 func writeOut(_ format: String, _ outcome: TransferOutcome, _ record: TransferRecorder.Record) {
-    for (stream, text) in formatWriteOut(format, values: writeOutValues(outcome, record), head: record.heads.last ?? outcome.finalHead) {
+    for (stream, text) in formatWriteOut(format, values: writeOutValues(outcome, record), head: record.lastHead ?? outcome.finalHead) {
         try? writeAll(stream == .stdout ? 1 : 2, Array(text.utf8)[...])
     }
 }

@@ -458,12 +458,12 @@ func run() async -> Int32 {
             case .file(let path):
                 outcome.outputFile = path
                 let download = try await downloadToFile(client, request, path: path, options: options) {
-                    heads(recorder.record, fallback: nil)
+                    heads(recorder.record, fallback: nil, suppressingConnect: options.suppressConnectHeaders)
                 }
                 outcome.status = download.status
                 outcome.bodyBytes = download.size
                 outcome.effectiveURL = target.shown(download.url)
-                try headerDump?.write(heads(recorder.record, fallback: nil))
+                try headerDump?.write(heads(recorder.record, fallback: nil, suppressingConnect: options.suppressConnectHeaders))
                 if !(200..<300).contains(download.status) {  // the file was left alone: say so, as curl -f
                     result = 22
                     outcome.errorMessage = "The requested URL returned error: \(download.status) (\(path) left as it was)"
@@ -481,7 +481,7 @@ func run() async -> Int32 {
                 outcome.effectiveURL = target.shown(response.url.description)
                 outcome.cacheStatus = cacheStatusText(response)
                 outcome.finalHead = ReceivedHead(status: response.status, version: response.version, headers: response.headers)
-                let headText = heads(recorder.record, fallback: response)
+                let headText = heads(recorder.record, fallback: response, suppressingConnect: options.suppressConnectHeaders)
                 try headerDump?.write(headText)
                 if options.includeHeaders || options.headOnly { try sink.write(headText) }
                 let failed = response.status.code >= 400 && (options.fail || options.failWithBody)
@@ -614,8 +614,11 @@ struct RedirectProtocols: HTTPClientMiddleware {
 
 /// The heads to show for -i and -D: every head of the transfer (redirect hops and authentication rounds, as curl
 /// shows them), or the response's own when no event reported one (a cached response).
-func heads(_ record: TransferRecorder.Record, fallback: HTTPClientResponse?) -> String {
-    if !record.heads.isEmpty { return record.heads.map(\.text).joined() }
+/// The heads -i and -D show: every hop's, with the proxy's answers to CONNECT unless `suppressingConnect`.
+func heads(_ record: TransferRecorder.Record, fallback: HTTPClientResponse?, suppressingConnect: Bool) -> String {
+    if record.lastHead != nil {
+        return record.heads.filter { !(suppressingConnect && $0.isTunnel) }.map(\.text).joined()
+    }
     guard let response = fallback else { return "" }
     return ReceivedHead(status: response.status, version: response.version, headers: response.headers).text
 }

@@ -205,6 +205,7 @@ final class CommandLineCurlParityTests: XCTestCase {
     /// Proxies with --connect-to, --resolve and -p, through tinyproxy and dante: curl's routing rules (its test
     /// 2050: a --connect-to through an HTTP proxy is a CONNECT tunnel to the rule's target). `parity.test` does
     /// not resolve and tinyproxy's filter refuses it, so a row passes only if the rule is applied as curl does.
+    /// Then the proxy's answers to CONNECT in -i, -D and -w, as curl shows them.
     func testProxyRoutingMatchesCurl() throws {
         var values = try peerValues()
         let tinyproxy = try Peers.tinyproxy().url
@@ -224,6 +225,15 @@ final class CommandLineCurlParityTests: XCTestCase {
                 arguments: ["-s", "-x", "{socks}", "--resolve", "parity.test:{nginxport}:127.0.0.1"] + code + ["http://parity.test:{nginxport}/small.txt"]),
             Row(name: "--connect-to through a socks5 proxy", arguments: ["-s", "-x", "{socks}", "--connect-to", "parity.test:80:127.0.0.1:{nginxport}"]
                 + code + ["http://parity.test/small.txt"]),
+            // The proxy's answer to CONNECT comes first in -i and -D, as curl shows it.
+            Row(name: "-i through a CONNECT tunnel shows the proxy's answer", arguments: ["-s", "-i", "-x", "{proxy}", "--cacert", "{ca}", "{nginxs}/small.txt"]),
+            Row(name: "-i -p for plain http", arguments: ["-s", "-i", "-p", "-x", "{proxy}", "{nginx}/small.txt"]),
+            Row(name: "--suppress-connect-headers", arguments: ["-s", "-i", "--suppress-connect-headers", "-x", "{proxy}", "--cacert", "{ca}", "{nginxs}/small.txt"]),
+            Row(name: "-D through a tunnel", arguments: ["-s", "-D", "head.txt", "-o", "/dev/null", "-x", "{proxy}", "--cacert", "{ca}", "{nginxs}/small.txt"],
+                files: ["head.txt"]),
+            Row(name: "-w %{http_connect}", arguments: ["-s", "-o", "/dev/null", "-w", "%{http_connect} %{http_code}\\n", "-x", "{proxy}",
+                                                      "--cacert", "{ca}", "{nginxs}/small.txt", "{nginx}/small.txt"]),
+            Row(name: "-w %{http_connect} without a tunnel", arguments: ["-s", "-o", "/dev/null", "-w", "%{http_connect}", "{nginx}/small.txt"]),
         ], values: values)
     }
 
@@ -308,7 +318,7 @@ final class CommandLineCurlParityTests: XCTestCase {
         }
         for key in ["http_code", "response_code", "num_connects", "size_download", "exitcode", "method", "url_effective",
                     "num_redirects", "content_type", "scheme", "http_version", "ssl_verify_result", "num_headers", "errormsg",
-                    "filename_effective", "redirect_url", "urlnum", "remote_port"] {
+                    "filename_effective", "redirect_url", "urlnum", "remote_port", "http_connect"] {
             XCTAssertEqual(typed(ahttpJSON[key]), typed(curlJSON[key]), key)
         }
         for key in ["time_connect", "time_appconnect", "time_starttransfer", "time_total", "speed_download"] {

@@ -256,6 +256,27 @@ final class ProxyIntegrationTests: XCTestCase {
         }
     }
 
+    /// Observers see the proxy's answers to `CONNECT` with the connection's first request: the `407` tinyproxy
+    /// sends, then its `200`; a reused connection reports none.
+    func testObserversSeeTheProxysAnswersToCONNECT() async throws {
+        final class Connections: HTTPClientObserver, @unchecked Sendable {
+            // @unchecked: `seen` is behind `Locked`.
+            let seen = Locked([HTTPClientEvent.ConnectionInfo]())
+            func observe(_ event: HTTPClientEvent) {
+                if case .connectionAcquired(let info) = event.kind { seen.withLock { $0.append(info) } }
+            }
+        }
+        let connections = Connections()
+        let peer = try Peers.tinyproxyAuth()
+        let client = try client(proxy: try proxy(peer.url, user: peer.user, password: peer.password)) { $0.observers = [connections] }
+        let url = "https://localhost:\(try Peers.nginx().httpsPort)/small.txt"
+        for _ in 0..<2 { _ = try await client.send(HTTPClientRequest(url: url)).body.collect(upTo: 1 << 20) }
+        let seen = connections.seen.withLock { $0 }
+        XCTAssertEqual(seen.map(\.reused), [false, true])
+        XCTAssertEqual(seen.first?.tunnelResponses.map(\.status.code), [407, 200])
+        XCTAssertEqual(seen.last?.tunnelResponses.count, 0)
+    }
+
     // MARK: Pool
 
     func testConnectionsAreKeyedByProxy() async throws {

@@ -83,6 +83,21 @@ public struct HTTPClientEvent: Sendable {
         /// The socket's peer: `address:port` (`[address]:port` for IPv6, `unix:path` for a Unix socket). The
         /// proxy's address when there is one. Tracing reports it as `network.peer.address`.
         public var remoteAddress: String = ""
+        /// The proxy's answers to `CONNECT` while this connection was opened, oldest first: a `407` that was
+        /// answered, then the `2xx` that opened the tunnel (curl's `-i` shows them before the origin's head).
+        /// Empty for a reused connection, and for one that is direct, through SOCKS, or forwarded by an HTTP
+        /// proxy in absolute form.
+        public var tunnelResponses: [TunnelResponse] = []
+    }
+
+    /// A proxy's answer to `CONNECT`: its status line and fields (it has no body that is read past the head).
+    public struct TunnelResponse: Sendable, Hashable {
+        /// The status, `200 Connection established` for a tunnel that opened.
+        public var status: HTTPResponse.Status
+        /// The proxy's HTTP version.
+        public var version: HTTPVersion
+        /// The response's fields.
+        public var headers: HTTPFields
     }
 
     /// Times since the request was queued; nil for a phase not reached.

@@ -61,6 +61,7 @@ final class Connector: Sendable {
         let started = MonotonicTime.now
         let connectDeadline = earliest(started + settings.connectTimeout, deadlines.total)
         var socket: Socket
+        var tunnelResponses: [HTTP1ResponseHead] = []
         if case .unixSocket(let path)? = key.endpoint {
             let address = try SocketAddress(unix: path)
             socket = try await Socket.connect(to: address, deadline: connectDeadline, notifier: IOBackend.notifier)
@@ -74,8 +75,8 @@ final class Connector: Sendable {
                     try await SOCKS5.connect(socket, through: proxy, to: target.host, port: target.port, addresses: target.addresses,
                                              deadline: connectDeadline)
                 case .http where key.tunnelsThroughProxy:
-                    socket = try await tunnel(on: socket, through: proxy, to: target.host, port: target.port, key: key,
-                                              deadline: connectDeadline)
+                    (socket, tunnelResponses) = try await tunnel(on: socket, through: proxy, to: target.host, port: target.port,
+                                                                 key: key, deadline: connectDeadline)
                 case .http:
                     break // plain http goes to the proxy in absolute form
                 }
@@ -115,6 +116,7 @@ final class Connector: Sendable {
         let id = connectionIDs.add(1, ordering: .relaxed).newValue
         let connection = HTTP1Connection(id: id, key: key, socket: socket, tls: tls, limits: settings.limits)
         connection.transferDecodingLimits = settings.transferDecodingLimits
+        connection.tunnelResponses = tunnelResponses
         connection.busyPoll = BusyPollPolicy(limit: settings.busyPollLimit, opening: started.nanoseconds(to: connected))
         connection.busyPollCounters = busyPollCounters
         settings.logger.debug("connection \(id) opened", metadata: ["key": "\(key)", "remote": "\(socket.remote)"])
@@ -125,7 +127,7 @@ final class Connector: Sendable {
     private func tunnel(
         on socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, key: ConnectionKey,
         deadline: MonotonicTime
-    ) async throws(HTTPClientError) -> Socket {
+    ) async throws(HTTPClientError) -> (socket: Socket, responses: [HTTP1ResponseHead]) {
         let reconnect = { () async throws(HTTPClientError) -> Socket in
             try await self.connectSocket(host: proxy.host, port: proxy.port, endpoint: key.endpoint, deadline: deadline,
                                          what: "proxy \(proxy)")

@@ -287,9 +287,13 @@ final class HTTP1Transport: Sendable {
 
     @inline(never)
     private static func observeAcquired(_ connection: HTTP1Connection, key: ConnectionKey, observation: RequestObservation) {
+        let reused = connection.wasReused
         observation.connectionAcquired(.init(
-            id: connection.id, reused: connection.wasReused, tlsSessionResumed: connection.tls?.sessionWasReused ?? false,
-            route: key.description, remoteAddress: connection.socket.remote.description))
+            id: connection.id, reused: reused, tlsSessionResumed: connection.tls?.sessionWasReused ?? false,
+            route: key.description, remoteAddress: connection.socket.remote.description,
+            tunnelResponses: reused ? [] : connection.tunnelResponses.map {
+                .init(status: $0.status, version: $0.version, headers: $0.headers)
+            }))
     }
 
     @inline(never)

@@ -20,8 +20,9 @@ protocol ProxyTunnelAuthenticator: Sendable {
     func wasRefused(_ exchange: Exchange) -> Bool
 }
 
-/// An HTTP `CONNECT` tunnel (RFC 9110 §9.3.6) through a proxy, for `https` URLs: once the proxy answers 2xx,
-/// the socket carries bytes to the origin, and TLS to the origin runs inside it.
+/// An HTTP `CONNECT` tunnel (RFC 9110 §9.3.6) through a proxy, for `https` URLs (and `http` ones a `connectTo`
+/// rule or ``ProxyConfiguration/alwaysTunnel`` sends through one): once the proxy answers 2xx, the socket carries
+/// bytes to the origin, and TLS to the origin runs inside it. The proxy's answers come back with the socket.
 ///
 /// A `407` is answered here, through a ``ProxyTunnelAuthenticator`` (Basic, Digest, or NTLM on the same
 /// connection), since no middleware sees the tunnel's requests. A refusal is a
@@ -31,12 +32,14 @@ enum ProxyTunnel {
         on socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, authenticator: Authenticator,
         userAgent: String?, limits: HTTP1ResponseParser.Limits, deadline: MonotonicTime,
         reconnect: () async throws(HTTPClientError) -> Socket
-    ) async throws(HTTPClientError) -> Socket {
+    ) async throws(HTTPClientError) -> (socket: Socket, responses: [HTTP1ResponseHead]) {
         let authority = (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
         var exchange = try authenticator.beginTunnel(through: proxy, authority: authority)
         var authorization = try await authenticator.authorization(before: &exchange, authority: authority)
         var socket = socket
         let deadlines = Deadlines(inactivity: nil, total: deadline)
+        // Every answer to CONNECT, for observers (curl's -i prints them before the origin's head).
+        var responses: [HTTP1ResponseHead] = []
         // Bounded: the authenticator caps its rounds; each round either returns, throws or answers one 407.
         for _ in 0..<16 {
             let connection = HTTP1Connection(id: 0, key: ConnectionKey(scheme: "http", host: proxy.host, port: proxy.port),
@@ -56,6 +59,7 @@ enum ProxyTunnel {
             } catch where error.code == .connectionClosed {
                 throw HTTPClientError(.proxyFailed, "proxy \(proxy) closed the connection without answering CONNECT to \(authority)")
             }
+            responses.append(response)
             let code = response.status.code
             if (200..<300).contains(code) {
                 switch connection.hasBufferedInput ? .bytes : socket.pendingInput() {
@@ -67,7 +71,7 @@ enum ProxyTunnel {
                     throw HTTPClientError(.proxyFailed, "proxy \(proxy) closed the tunnel to \(authority) right after accepting CONNECT")
                 }
                 await authenticator.accepted(exchange)
-                return socket
+                return (socket, responses)
             }
             guard code == 407 else {
                 throw HTTPClientError(.proxyFailed, "proxy \(proxy) refused CONNECT to \(authority): \(code) \(response.status.reasonPhrase)")
