@@ -215,6 +215,20 @@ enum AuthSchemeFlag: String, EnumerableFlag {
     }
 }
 
+/// curl's `--proxy-basic`, `--proxy-digest`, `--proxy-ntlm`, `--proxy-anyauth`: the last one given wins.
+enum ProxyAuthSchemeFlag: String, EnumerableFlag {
+    case basic, digest, ntlm, anyauth
+    static func name(for value: ProxyAuthSchemeFlag) -> NameSpecification { .customLong("proxy-" + value.rawValue) }
+    static func help(for value: ProxyAuthSchemeFlag) -> ArgumentHelp? {
+        switch value {
+        case .basic: "Send -U as Basic to the proxy at once (the default with -U)."
+        case .digest: "Answer the proxy's Digest challenge with -U."
+        case .ntlm: "Answer the proxy's NTLM challenge with -U (DOMAIN\\user)."
+        case .anyauth: "Answer whichever challenge the proxy makes with -U."
+        }
+    }
+}
+
 struct AuthArguments: ParsableArguments {
     @Option(name: [.customShort("u", allowingJoined: true), .customLong("user")], parsing: curlValue,
             help: ArgumentHelp("Server credentials (DOMAIN\\user for NTLM). A URL's user:password@ does the same.", valueName: "user:password"))
@@ -275,6 +289,8 @@ struct ProxyArguments: ParsableArguments {
     var proxyUser: String?
     @Option(name: .customLong("noproxy"), parsing: curlValue, help: ArgumentHelp("Hosts to reach without the proxy.", valueName: "no-proxy-list"))
     var noProxy: String?
+    @Flag(exclusivity: .chooseLast)
+    var proxyScheme: ProxyAuthSchemeFlag?
     @Flag(name: .customLong("suppress-connect-headers"), inversion: .prefixedNo, exclusivity: .chooseLast,
           help: "Leave the proxy's answers to CONNECT out of -i and -D.")
     var suppressConnectHeaders = false

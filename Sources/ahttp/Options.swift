@@ -80,6 +80,8 @@ struct Options {
     var noProxy: String?
     /// -p, --proxytunnel: the -x proxy tunnels plain http too.
     var proxyTunnel = false
+    /// --proxy-basic (the default), --proxy-digest, --proxy-ntlm, --proxy-anyauth: how -U answers the proxy.
+    var proxyScheme: ProxyAuthSchemeFlag = .basic
     /// --suppress-connect-headers: -i and -D leave out the proxy's answers to CONNECT.
     var suppressConnectHeaders = false
     var certificate: String?
@@ -251,6 +253,7 @@ extension AhttpCommand {
         options.noProxy = proxy.noProxy
         options.proxyTunnel = proxy.proxyTunnel
         options.suppressConnectHeaders = proxy.suppressConnectHeaders
+        if let scheme = proxy.proxyScheme { options.proxyScheme = scheme }
 
         // --- verbose
         options.verbose = verbose.verbose

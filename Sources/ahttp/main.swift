@@ -320,6 +320,15 @@ func run() async -> Int32 {
     } else if var proxy = options.proxy {
         if let proxyUser = options.proxyUser { proxy.credentials = proxyUser }
         proxy.alwaysTunnel = options.proxyTunnel
+        // curl's -U: Basic at once (--proxy-basic), unless another scheme or --proxy-anyauth was asked for.
+        switch options.proxyScheme {
+        case .basic:
+            proxy.sendsCredentialsPreemptively = proxy.credentials != nil
+            proxy.authenticationSchemes = [.basic]
+        case .digest: proxy.authenticationSchemes = [.digest]
+        case .ntlm: proxy.authenticationSchemes = [.ntlm]
+        case .anyauth: proxy.authenticationSchemes = nil
+        }
         configuration.proxy = .proxy(proxy, bypass: options.noProxy ?? "")
     } else {
         if options.proxyTunnel {

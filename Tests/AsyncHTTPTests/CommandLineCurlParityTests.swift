@@ -237,6 +237,28 @@ final class CommandLineCurlParityTests: XCTestCase {
         ], values: values)
     }
 
+    /// -U and its schemes against tinyproxy (Basic) and squid (Digest): curl sends Basic to the proxy at once
+    /// (`--proxy-basic`, the default), so -i shows no 407; `--proxy-anyauth` waits for the challenge.
+    func testProxyCredentialsMatchCurl() throws {
+        var values = try peerValues()
+        let basic = try Peers.tinyproxyAuth()
+        let digest = try Peers.squidDigest()
+        values["basicproxy"] = basic.url
+        values["basicuser"] = "\(basic.user):\(basic.password)"
+        values["digestproxy"] = digest.url
+        values["digestuser"] = "\(digest.user):\(digest.password)"
+        let https = ["--cacert", "{ca}", "{nginxs}/small.txt"]
+        try check([
+            Row(name: "-U sends Basic at once through a tunnel", arguments: ["-s", "-i", "-x", "{basicproxy}", "-U", "{basicuser}"] + https),
+            Row(name: "-U sends Basic at once in absolute form", arguments: ["-s", "-i", "-x", "{basicproxy}", "-U", "{basicuser}", "{nginx}/small.txt"]),
+            Row(name: "--proxy-anyauth waits for the 407", arguments: ["-s", "-i", "--proxy-anyauth", "-x", "{basicproxy}", "-U", "{basicuser}"] + https),
+            Row(name: "--proxy-digest", arguments: ["-s", "-o", "/dev/null", "-w", "%{http_connect} %{http_code}", "--proxy-digest",
+                                                    "-x", "{digestproxy}", "-U", "{digestuser}"] + https),
+            Row(name: "-U as Basic to a Digest proxy gets its 407", arguments: ["-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                                                            "-x", "{digestproxy}", "-U", "{digestuser}", "{nginx}/small.txt"]),
+        ], values: values)
+    }
+
     /// Several URLs, -o paired with them in order, -O, --create-dirs, -D, -K.
     func testOutputsAndConfigFilesMatchCurl() throws {
         try check([

@@ -277,6 +277,36 @@ final class ProxyIntegrationTests: XCTestCase {
         XCTAssertEqual(seen.last?.tunnelResponses.count, 0)
     }
 
+    /// curl's `-U`: Basic at once, so the first `CONNECT` is accepted without a `407`; the schemes limit what a
+    /// `407` is answered with.
+    func testProxyCredentialsSentAtOnceAndLimitedToSchemes() async throws {
+        final class Tunnels: HTTPClientObserver, @unchecked Sendable {
+            // @unchecked: `codes` is behind `Locked`.
+            let codes = Locked([[Int]]())
+            func observe(_ event: HTTPClientEvent) {
+                if case .connectionAcquired(let info) = event.kind { codes.withLock { $0.append(info.tunnelResponses.map(\.status.code)) } }
+            }
+        }
+        let peer = try Peers.tinyproxyAuth()
+        let nginx = try Peers.nginx()
+        var proxy = try ProxyConfiguration(url: peer.url)
+        proxy.credentials = HTTPCredentials(username: peer.user, password: peer.password)
+        proxy.sendsCredentialsPreemptively = true
+        let tunnels = Tunnels()
+        let client = try client(proxy: .proxy(proxy)) { $0.observers = [tunnels] }
+        try await assertFetchesSmallFile(client)
+        XCTAssertEqual(tunnels.codes.withLock { $0 }.last, [200], "no 407: Basic went with the first CONNECT")
+
+        proxy.sendsCredentialsPreemptively = false
+        proxy.authenticationSchemes = [.digest]
+        let digestOnly = try self.client(proxy: .proxy(proxy))
+        await assertThrowsHTTPError(.proxyFailed) {
+            try await digestOnly.send(HTTPClientRequest(url: "https://127.0.0.1:\(nginx.httpsPort)/small.txt"))
+        }
+        let plain = try await digestOnly.send(HTTPClientRequest(url: "http://127.0.0.1:\(nginx.httpPort)/small.txt"))
+        XCTAssertEqual(plain.status.code, 407, "tinyproxy's Basic challenge is not answered when only Digest is allowed")
+    }
+
     // MARK: Pool
 
     func testConnectionsAreKeyedByProxy() async throws {

@@ -4,13 +4,13 @@ extension Authenticator: ProxyTunnelAuthenticator {
     nonisolated func beginTunnel(through proxy: ProxyConfiguration, authority: String) throws(HTTPClientError) -> AuthExchange {
         AuthExchange(
             isProxy: true, scheme: "http", host: proxy.host, port: proxy.port, target: try HTTPURL("https://\(authority)/"),
-            urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: nil)
+            urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: proxy.authenticationSchemes)
     }
 
     // `body: []`: CONNECT has no content (RFC 9110 §9.3.6), so a proxy that offers only `qop=auth-int` is
     // answered with the hash of the empty body, as for any request without one.
-    func authorization(before exchange: inout AuthExchange, authority: String) async throws(HTTPClientError) -> String? {
-        try preemptiveAuthorization(for: &exchange, method: "CONNECT", uri: authority, body: [], basicRequested: false)
+    func authorization(before exchange: inout AuthExchange, authority: String, basicRequested: Bool) async throws(HTTPClientError) -> String? {
+        try preemptiveAuthorization(for: &exchange, method: "CONNECT", uri: authority, body: [], basicRequested: basicRequested)
     }
 
     func answer(_ challenges: [String], exchange: inout AuthExchange, authority: String) async throws(HTTPClientError) -> String? {

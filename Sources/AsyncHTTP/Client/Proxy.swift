@@ -38,6 +38,16 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
     /// proxy that only tunnels, or to keep it from reading or rewriting plain-http requests. Ignored for SOCKS5,
     /// which always tunnels. Off by default.
     public var alwaysTunnel = false
+    /// Send ``credentials`` as Basic with the first request or `CONNECT` on each connection, before any `407`
+    /// (curl's `-U`, whose default is `--proxy-basic`). Saves a round trip per connection, but sends the password
+    /// in a form anyone who can read the connection to the proxy decodes, also to a proxy that would have asked
+    /// for Digest or NTLM. Off by default: credentials then go only in answer to a challenge, or after an earlier
+    /// success with this proxy.
+    public var sendsCredentialsPreemptively = false
+    /// The schemes ``credentials`` may answer a `407` with (curl's `--proxy-digest`, `--proxy-ntlm`); nil: any the
+    /// client supports, the strongest the proxy offers (`--proxy-anyauth`). A challenge in none of them is not
+    /// answered.
+    public var authenticationSchemes: Set<HTTPAuthenticationScheme>?
 
     /// Creates a proxy configuration from its parts.
     ///

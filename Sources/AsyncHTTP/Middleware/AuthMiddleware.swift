@@ -85,7 +85,7 @@ struct AuthMiddleware: HTTPClientMiddleware {
         if viaPlainProxy, let proxy {
             proxySide = AuthExchange(
                 isProxy: true, scheme: "http", host: proxy.host, port: proxy.port, target: url,
-                urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: nil)
+                urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: proxy.authenticationSchemes)
             proxySide?.began = began
         }
 
@@ -103,9 +103,11 @@ struct AuthMiddleware: HTTPClientMiddleware {
                       for: &origin, method: method, uri: uri, body: body, basicRequested: request.sendsCredentialsPreemptively) {
             request.headers[.authorization] = value
         }
-        if var side = proxySide, request.headers[.proxyAuthorization] == nil, authenticator.mayPresentBeforeChallenge {
+        let proxyBasicAtOnce = proxy?.sendsCredentialsPreemptively ?? false
+        if var side = proxySide, request.headers[.proxyAuthorization] == nil,
+           authenticator.mayPresentBeforeChallenge || proxyBasicAtOnce {
             if let value = try await authenticator.preemptiveAuthorization(
-                for: &side, method: method, uri: uri, body: body, basicRequested: false) {
+                for: &side, method: method, uri: uri, body: body, basicRequested: proxyBasicAtOnce) {
                 request.headers[.proxyAuthorization] = value
             }
             proxySide = side

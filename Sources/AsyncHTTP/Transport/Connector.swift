@@ -168,7 +168,7 @@ final class Connector: Sendable {
 /// For a transport without an authenticator: a `407` to `CONNECT` is a failure.
 private struct NoTunnelAuthentication: ProxyTunnelAuthenticator {
     func beginTunnel(through proxy: ProxyConfiguration, authority: String) -> Void {}
-    func authorization(before exchange: inout Void, authority: String) async -> String? { nil }
+    func authorization(before exchange: inout Void, authority: String, basicRequested: Bool) async -> String? { nil }
     func answer(_ challenges: [String], exchange: inout Void, authority: String) async -> String? { nil }
     func accepted(_ exchange: Void) async {}
     func needsSameConnection(_ exchange: Void) -> Bool { false }

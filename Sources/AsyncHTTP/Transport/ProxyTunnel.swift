@@ -8,8 +8,9 @@ protocol ProxyTunnelAuthenticator: Sendable {
 
     /// A fresh exchange for a tunnel through `proxy` to `authority` (`host:port`).
     func beginTunnel(through proxy: ProxyConfiguration, authority: String) throws(HTTPClientError) -> Exchange
-    /// `Proxy-Authorization` for the first `CONNECT`, from an earlier success with this proxy; nil for none.
-    func authorization(before exchange: inout Exchange, authority: String) async throws(HTTPClientError) -> String?
+    /// `Proxy-Authorization` for the first `CONNECT`: from an earlier success with this proxy, or the proxy's own
+    /// credentials as Basic when `basicRequested` (``ProxyConfiguration/sendsCredentialsPreemptively``); nil for none.
+    func authorization(before exchange: inout Exchange, authority: String, basicRequested: Bool) async throws(HTTPClientError) -> String?
     /// `Proxy-Authorization` answering the `Proxy-Authenticate` values of a `407`; nil when no credentials are left.
     func answer(_ challenges: [String], exchange: inout Exchange, authority: String) async throws(HTTPClientError) -> String?
     /// The proxy accepted the tunnel: remember what worked.
@@ -35,7 +36,8 @@ enum ProxyTunnel {
     ) async throws(HTTPClientError) -> (socket: Socket, responses: [HTTP1ResponseHead]) {
         let authority = (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
         var exchange = try authenticator.beginTunnel(through: proxy, authority: authority)
-        var authorization = try await authenticator.authorization(before: &exchange, authority: authority)
+        var authorization = try await authenticator.authorization(before: &exchange, authority: authority,
+                                                                  basicRequested: proxy.sendsCredentialsPreemptively)
         var socket = socket
         let deadlines = Deadlines(inactivity: nil, total: deadline)
         // Every answer to CONNECT, for observers (curl's -i prints them before the origin's head).
