@@ -98,6 +98,9 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
     public var bytesReceived: Int?
     /// For TLS failures: OpenSSL's reason string, and for certificates the verification result.
     public var tlsReason: String?
+    /// For ``Code/proxyFailed``: the HTTP proxy's status to `CONNECT` when it refused the tunnel (a `407` that
+    /// could not be answered, a `403`); nil for the other proxy failures (SOCKS, a connection closed unanswered).
+    public var proxyStatus: Int?
 
     /// Creates an error. The library makes these; middleware and tests may too.
     public init(

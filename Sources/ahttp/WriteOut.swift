@@ -169,6 +169,8 @@ struct TransferOutcome {
     var finalHead: ReceivedHead?
     /// `%{urlnum}`: the URL's place on the command line, from 0.
     var urlNumber = 0
+    /// The proxy's status to a CONNECT it refused (the transfer failed before any head came).
+    var refusedConnect: Int?
 }
 
 /// The variables -w knows, for one transfer.
@@ -192,7 +194,7 @@ func writeOutValues(_ outcome: TransferOutcome, _ record: TransferRecorder.Recor
         ("exitcode", .integer(Int(outcome.exitCode))),
         ("filename_effective", optional(outcome.outputFile)),
         ("http_code", .statusCode(outcome.status)),
-        ("http_connect", .statusCode(record.heads.last(where: \.isTunnel)?.status.code)),
+        ("http_connect", .statusCode(outcome.refusedConnect ?? record.heads.last(where: \.isTunnel)?.status.code)),
         ("http_version", .string(head.map { $0.version.minor == 0 && $0.version.major == 1 ? "1.0" : "\($0.version.major).\($0.version.minor)" } ?? "0")),
         ("method", .string(outcome.method)),
         ("num_connects", .integer(record.newConnections)),

@@ -188,7 +188,8 @@ func curlExitCode(_ error: HTTPClientError) -> Int32 {
     case .tooManyRedirects, .redirectLoop: 47  // CURLE_TOO_MANY_REDIRECTS
     case .decompressionFailed: 61
     case .authenticationFailed: 67
-    case .proxyFailed: 97
+    // curl: a CONNECT the proxy refused is CURLE_RECV_ERROR ("CONNECT tunnel failed, response 407"); SOCKS is 97.
+    case .proxyFailed: error.proxyStatus != nil ? 56 : 97
     case .cancelled, .shutdown: 42
     case .redirectRefused, .bodyNotReplayable, .bodyInUse: 1
     case .invalidConfiguration: 2  // CURLE_FAILED_INIT
@@ -509,6 +510,7 @@ func run() async -> Int32 {
             result = curlExitCode(error)
             outcome.errorMessage = options.message(for: error)
             if error.code == .certificateInvalid { outcome.verifyResult = 1 }
+            outcome.refusedConnect = error.proxyStatus
         } catch let error as UsageError {
             result = error.exitCode == 2 ? 23 : error.exitCode
             outcome.errorMessage = error.message

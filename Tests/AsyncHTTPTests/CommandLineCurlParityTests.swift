@@ -254,6 +254,8 @@ final class CommandLineCurlParityTests: XCTestCase {
             Row(name: "--proxy-anyauth waits for the 407", arguments: ["-s", "-i", "--proxy-anyauth", "-x", "{basicproxy}", "-U", "{basicuser}"] + https),
             Row(name: "--proxy-digest", arguments: ["-s", "-o", "/dev/null", "-w", "%{http_connect} %{http_code}", "--proxy-digest",
                                                     "-x", "{digestproxy}", "-U", "{digestuser}"] + https),
+            Row(name: "a CONNECT refused with 407: exit 56 and -w %{http_connect}",
+                arguments: ["-s", "-o", "/dev/null", "-w", "%{http_connect} %{http_code}", "-x", "{basicproxy}"] + https, stderrPresence: true),
             Row(name: "-U as Basic to a Digest proxy gets its 407", arguments: ["-s", "-o", "/dev/null", "-w", "%{http_code}",
                                                                             "-x", "{digestproxy}", "-U", "{digestuser}", "{nginx}/small.txt"]),
         ], values: values)

@@ -145,6 +145,12 @@ final class ConnectionTargetTests: XCTestCase {
         var none = moved
         none.connectTo = []
         XCTAssertTrue(router.sendsAbsoluteForm(none, url: try none.httpURL(), to: http))
+        // A Unix socket is dialled directly, as the transport does: the auth step must not build a proxy's side.
+        var socket = other
+        socket.unixSocket = .path("/run/app.sock")
+        XCTAssertFalse(router.sendsAbsoluteForm(socket, url: try socket.httpURL(), to: http))
+        let unixURL = HTTPClientRequest(url: "http+unix://%2Frun%2Fapp.sock/x")
+        XCTAssertFalse(router.sendsAbsoluteForm(unixURL, url: try unixURL.httpURL(), to: http))
 
         // The target is part of the pool key, and makes a plain-http key a tunnel.
         let plain = ConnectionKey(scheme: "http", host: "example.com", port: 80, proxy: http)

@@ -231,6 +231,21 @@ final class ObserverTests: XCTestCase {
         try await waitUntil("the dropped large body's end is observed") { terminalEvents().count == 2 }
         XCTAssertEqual(terminalEvents(), ["finished", "failed cancelled"])
     }
+
+    /// The same after a redirect hop, whose own `finished` came first: the returned response still gets its end.
+    func testTheReturnedResponsesEndIsReportedAfterARedirectHop() async throws {
+        let redirect = server.baseURL + "/status/302?location=%2Fbytes%3Fn%3D4000000"
+        let limited = try await client.send(HTTPClientRequest(url: redirect))
+        await assertThrowsHTTPError(.bodyLimitExceeded) { try await limited.body.collect(upTo: 1000) }
+        XCTAssertEqual(terminalEvents(), ["finished", "failed bodyLimitExceeded"])
+
+        do {
+            let dropped = try await client.send(HTTPClientRequest(url: redirect))
+            XCTAssertEqual(dropped.status, .ok)
+        }
+        try await waitUntil("the dropped body's end is observed") { terminalEvents().count == 4 }
+        XCTAssertEqual(terminalEvents(), ["finished", "failed bodyLimitExceeded", "finished", "failed cancelled"])
+    }
 }
 
 /// The fixes named by the house issue: bad configuration and a second concurrent reader are typed errors.

@@ -147,6 +147,8 @@ struct RequestObservation: Sendable {
         /// `send` returned its response (recorded only with observers): a body given up on from now on ends the
         /// request; before, it was a hop's that the chain gave up on, and the request goes on.
         var returned = false
+        /// The returned response had its `finished` or `failed` (an earlier hop's `finished` sets only `ended`).
+        var returnedEnded = false
     }
 
     struct Marks {
@@ -252,27 +254,31 @@ struct RequestObservation: Sendable {
     }
 
     /// A dropped body's connection was settled: the rest was read (`drained`) or the connection closed. Observers
-    /// get the end they wait for: `finished` when the response ended on the wire (a hop's too: each has one),
-    /// else, once `send` has returned, `failed` with `cancelled` (URLSession ends a task cancelled part-way with
-    /// `NSURLErrorCancelled`). A hop's body the chain dropped unread goes without an event; the request goes on.
+    /// get the end they wait for: `finished` when the response ended on the wire, else `failed` with `cancelled`
+    /// (URLSession ends a task cancelled part-way with `NSURLErrorCancelled`).
+    ///
+    /// Called only for the body of the response `send` returned, decided when it was dropped
+    /// (``awaitsTheReturnedEnd``): a hop's body dropped by the chain, settled later in another task, would report
+    /// among the next hop's events.
     func dropSettled(drained: Bool) {
-        guard hasObservers else { return }
-        let (ended, returned) = withState { ($0.ended, $0.returned) }
-        guard !ended else { return }
+        guard hasObservers, withState({ !$0.returnedEnded }) else { return }
         if drained {
-            // Not through `finished()`: a hop's end leaves the request open for the next hop's events.
-            if returned { withState { $0.ended = true } }
-            emit(.finished(timings()))
-        } else if returned {
+            finished()
+        } else {
             failed(HTTPClientError(.cancelled, "the response body was dropped before its end; the connection was closed"))
         }
+    }
+
+    /// Whether observers still wait for the end of the response `send` returned: read when its body is dropped.
+    var awaitsTheReturnedEnd: Bool {
+        hasObservers && withState { $0.returned && !$0.returnedEnded }
     }
 
     /// The reader gave up on the body at a limit (``HTTPClientResponse/Body/collect(upTo:)``). Once `send` has
     /// returned, the request ends there: observers get `error` as its `failed` event, and the progress ends failed.
     /// A hop's body that the chain gives up on (a challenge's it drains up to a limit) ends only that hop.
     func bodyAbandoned(_ error: HTTPClientError) {
-        guard hasObservers, withState({ $0.returned && !$0.ended }) else { return bodyDropped() }
+        guard awaitsTheReturnedEnd else { return bodyDropped() }
         failed(error)
     }
 
@@ -342,7 +348,10 @@ struct RequestObservation: Sendable {
             updateProgress(at: .now) { $0.finished() }
             return
         }
-        withState { $0.ended = true }
+        withState { state in
+            state.ended = true
+            if state.returned { state.returnedEnded = true }
+        }
         emit(.finished(timings()))
     }
 
@@ -351,7 +360,10 @@ struct RequestObservation: Sendable {
             updateProgress(at: .now) { $0.ended() }
             return
         }
-        withState { $0.ended = true }
+        withState { state in
+            state.ended = true
+            if state.returned { state.returnedEnded = true }
+        }
         emit(.failed(error, timings()))
     }
 

@@ -208,9 +208,12 @@ struct ProxyRouter: Sendable {
     /// Whether `request` (at `url`) goes to `proxy` as an absolute-form request that the proxy forwards, which it
     /// may answer with a `407`: a plain-http URL through an HTTP proxy, unless the proxy always tunnels or a
     /// `connectTo` rule moves the URL's host or port (then a `CONNECT` tunnel carries it, as curl).
+    /// A Unix socket (the client's, the request's, or an `http+unix` URL's) is dialled directly, as the transport
+    /// does: no proxy then.
     func sendsAbsoluteForm(_ request: HTTPClientRequest, url: HTTPURL, to proxy: ProxyConfiguration?) -> Bool {
-        guard let proxy, proxy.kind == .http, !url.isSecure, !proxy.alwaysTunnel else { return false }
-        return targets(for: request).connectTarget(host: url.host, port: url.port) == nil
+        guard let proxy, proxy.kind == .http, !url.isSecure, !proxy.alwaysTunnel, url.unixSocketPath == nil else { return false }
+        let targets = targets(for: request)
+        return targets.unixSocket == nil && targets.connectTarget(host: url.host, port: url.port) == nil
     }
 
     private func resolver(for setting: ProxySetting?) -> ProxyResolver {

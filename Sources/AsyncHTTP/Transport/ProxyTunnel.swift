@@ -76,7 +76,9 @@ enum ProxyTunnel {
                 return (socket, responses)
             }
             guard code == 407 else {
-                throw HTTPClientError(.proxyFailed, "proxy \(proxy) refused CONNECT to \(authority): \(code) \(response.status.reasonPhrase)")
+                var refused = HTTPClientError(.proxyFailed, "proxy \(proxy) refused CONNECT to \(authority): \(code) \(response.status.reasonPhrase)")
+                refused.proxyStatus = code
+                throw refused
             }
             // Read the 407's body so the connection can carry the next CONNECT; a long one costs a new connection.
             let reusable = response.keepAlive ? await connection.drainResponse(limit: 64 * 1024, deadline: deadline) : false
@@ -93,9 +95,11 @@ enum ProxyTunnel {
             }
             guard let answer = try await authenticator.answer(
                 response.headers[values: .proxyAuthenticate], exchange: &exchange, authority: authority) else {
-                throw HTTPClientError(.proxyFailed,
+                var refused = HTTPClientError(.proxyFailed,
                     "proxy \(proxy) requires authentication for CONNECT to \(authority) (407)"
                         + (authenticator.wasRefused(exchange) ? " and refused the credentials given" : " and no credentials were available"))
+                refused.proxyStatus = 407
+                throw refused
             }
             authorization = answer
             if !reusable {

@@ -122,6 +122,10 @@ final class ResponseBodyStream: @unchecked Sendable {
                 return lease.settleDropped(drainLimit: Self.drainLimit, logger: logger, requestID: requestID)
             }
             observation.bodyDropped()
+            // Decided now: whether this is the returned response's body, whose end observers wait for.
+            guard observation.awaitsTheReturnedEnd else {
+                return lease.settleDropped(drainLimit: Self.drainLimit, logger: logger, requestID: requestID)
+            }
             lease.settleDropped(drainLimit: Self.drainLimit, logger: logger, requestID: requestID,
                                 settled: { drained in observation.dropSettled(drained: drained) })
         }
