@@ -118,16 +118,11 @@ final class ResponseBodyStream: @unchecked Sendable {
         if !done {
             // An abandoned body's end was reported by `abandon` (and its lease settled there).
             guard !abandoned.load(ordering: .acquiring) else { return }
-            guard let observation else {
-                return lease.settleDropped(drainLimit: Self.drainLimit, logger: logger, requestID: requestID)
-            }
-            observation.bodyDropped()
+            observation?.bodyDropped()
             // Decided now: whether this is the returned response's body, whose end observers wait for.
-            guard observation.awaitsTheReturnedEnd else {
-                return lease.settleDropped(drainLimit: Self.drainLimit, logger: logger, requestID: requestID)
-            }
-            lease.settleDropped(drainLimit: Self.drainLimit, logger: logger, requestID: requestID,
-                                settled: { drained in observation.dropSettled(drained: drained) })
+            var settled: (@Sendable (Bool) -> Void)?
+            if let observation, observation.awaitsTheReturnedEnd { settled = { observation.dropSettled(drained: $0) } }
+            lease.settleDropped(drainLimit: Self.drainLimit, logger: logger, requestID: requestID, settled: settled)
         }
     }
 }
