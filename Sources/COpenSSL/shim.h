@@ -139,4 +139,58 @@ static inline BIO *ahttp_bio_new_socket(BIO_METHOD *method, int fd) {
     return bio;
 }
 
+// ---- A BIO over another TLS connection: the TLS inside a CONNECT tunnel through an HTTPS proxy ---------------
+// The outer connection's SSL lives in the BIO's data pointer; the BIO never frees it (the outer stream owns it and
+// outlives the inner one). Each read and write is one SSL_read or SSL_write on the outer connection, whose own
+// WANT_READ / WANT_WRITE become this BIO's retry flags, so the inner connection's SSL_get_error reports the wait
+// the socket underneath needs. The outer connection's EOF (its close_notify, or a TCP close) is this BIO's EOF.
+// The socket BIO's "drained" bit is not used here: the stream asks the outer connection instead.
+
+static inline int ahttp_layered_bio_retry(BIO *bio, SSL *outer, int result) {
+    switch (SSL_get_error(outer, result)) {
+    case SSL_ERROR_WANT_READ:
+        BIO_set_retry_read(bio);
+        return -1;
+    case SSL_ERROR_WANT_WRITE:
+        BIO_set_retry_write(bio);
+        return -1;
+    case SSL_ERROR_ZERO_RETURN:
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+static inline int ahttp_layered_bio_write(BIO *bio, const char *data, int length) {
+    SSL *outer = (SSL *)BIO_get_data(bio);
+    BIO_clear_retry_flags(bio);
+    if (length <= 0) { return 0; }
+    int n = SSL_write(outer, data, length);
+    return n > 0 ? n : ahttp_layered_bio_retry(bio, outer, n);
+}
+
+static inline int ahttp_layered_bio_read(BIO *bio, char *data, int length) {
+    SSL *outer = (SSL *)BIO_get_data(bio);
+    BIO_clear_retry_flags(bio);
+    if (length <= 0) { return 0; }
+    int n = SSL_read(outer, data, length);
+    return n > 0 ? n : ahttp_layered_bio_retry(bio, outer, n);
+}
+
+static inline BIO_METHOD *ahttp_layered_bio_method_new(void) {
+    BIO_METHOD *method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "asynchttp tls-in-tls");
+    if (method == NULL) { return NULL; }
+    BIO_meth_set_write(method, ahttp_layered_bio_write);
+    BIO_meth_set_read(method, ahttp_layered_bio_read);
+    BIO_meth_set_ctrl(method, ahttp_bio_ctrl);
+    BIO_meth_set_create(method, ahttp_bio_create);
+    return method;
+}
+
+static inline BIO *ahttp_bio_new_layered(BIO_METHOD *method, SSL *outer) {
+    BIO *bio = BIO_new(method);
+    if (bio != NULL) { BIO_set_data(bio, outer); }
+    return bio;
+}
+
 #endif

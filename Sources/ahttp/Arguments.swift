@@ -277,7 +277,7 @@ enum TLSMinimumFlag: String, EnumerableFlag {
 
 struct ProxyArguments: ParsableArguments {
     @Option(name: [.customShort("x", allowingJoined: true), .customLong("proxy")], parsing: curlValues,
-            help: ArgumentHelp("Use this proxy: http://, socks5:// or socks5h:// (without -x: http_proxy, https_proxy, all_proxy, no_proxy).", valueName: "[scheme://]host[:port]"))
+            help: ArgumentHelp("Use this proxy: http://, https://, socks5:// or socks5h:// (without -x: http_proxy, https_proxy, all_proxy, no_proxy).", valueName: "[scheme://]host[:port]"))
     var proxy: [Ordered] = []
     @Option(name: .customLong("socks5"), parsing: curlValues, help: ArgumentHelp("A SOCKS5 proxy (names resolved here).", valueName: "host[:port]"))
     var socks5: [Ordered] = []
@@ -297,6 +297,12 @@ struct ProxyArguments: ParsableArguments {
     @Flag(name: [.customShort("p"), .customLong("proxytunnel")], inversion: .prefixedNo, exclusivity: .chooseLast,
           help: "Through the HTTP proxy given with -x, send http:// URLs through a CONNECT tunnel too.")
     var proxyTunnel = false
+    @Flag(name: .customLong("proxy-insecure"), inversion: .prefixedNo, exclusivity: .chooseLast,
+          help: "Do not verify the certificate of the HTTPS proxy given with -x.")
+    var proxyInsecure = false
+    @Option(name: .customLong("proxy-cacert"), parsing: curlValue,
+            help: ArgumentHelp("Trust the CAs in this PEM file for the HTTPS proxy given with -x.", valueName: "file"))
+    var proxyCACert: String?
 }
 
 struct VerboseArguments: ParsableArguments {

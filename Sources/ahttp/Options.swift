@@ -80,6 +80,9 @@ struct Options {
     var noProxy: String?
     /// -p, --proxytunnel: the -x proxy tunnels plain http too.
     var proxyTunnel = false
+    /// --proxy-insecure, --proxy-cacert: the TLS to an https:// proxy given with -x.
+    var proxyInsecure = false
+    var proxyCAFile: String?
     /// --proxy-basic (the default), --proxy-digest, --proxy-ntlm, --proxy-anyauth: how -U answers the proxy.
     var proxyScheme: ProxyAuthSchemeFlag = .basic
     /// --suppress-connect-headers: -i and -D leave out the proxy's answers to CONNECT.
@@ -252,6 +255,8 @@ extension AhttpCommand {
         if let text = proxy.proxyUser { options.proxyUser = parseUser(text) }
         options.noProxy = proxy.noProxy
         options.proxyTunnel = proxy.proxyTunnel
+        options.proxyInsecure = proxy.proxyInsecure
+        options.proxyCAFile = proxy.proxyCACert
         options.suppressConnectHeaders = proxy.suppressConnectHeaders
         if let scheme = proxy.proxyScheme { options.proxyScheme = scheme }
 

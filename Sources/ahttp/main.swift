@@ -321,6 +321,9 @@ func run() async -> Int32 {
     } else if var proxy = options.proxy {
         if let proxyUser = options.proxyUser { proxy.credentials = proxyUser }
         proxy.alwaysTunnel = options.proxyTunnel
+        // As curl: the proxy's TLS is configured apart from the origins' (-k and --cacert are not for it).
+        if options.proxyInsecure { proxy.tls.certificateVerification = false }
+        if let caFile = options.proxyCAFile { proxy.tls.trustRoots = .file(caFile) }
         // curl's -U: Basic at once (--proxy-basic), unless another scheme or --proxy-anyauth was asked for.
         switch options.proxyScheme {
         case .basic:
@@ -332,6 +335,9 @@ func run() async -> Int32 {
         }
         configuration.proxy = .proxy(proxy, bypass: options.noProxy ?? "")
     } else {
+        if options.proxyInsecure || options.proxyCAFile != nil {
+            warn("--proxy-insecure and --proxy-cacert apply to an https:// proxy given with -x; the environment's proxies are verified against the system's CAs", options)
+        }
         if options.proxyTunnel {
             warn("-p/--proxytunnel applies to a proxy given with -x; the environment's proxies forward http:// URLs as before", options)
         }

@@ -237,6 +237,26 @@ final class CommandLineCurlParityTests: XCTestCase {
         ], values: values)
     }
 
+    /// An HTTPS proxy (stunnel before tinyproxy): `-x https://` with `--proxy-cacert`, for both schemes and with -p;
+    /// `--proxy-insecure`; and without either, the proxy's certificate refused (curl's exit 60) although `--cacert`
+    /// names its CA, since that option is for the origin.
+    func testHTTPSProxyMatchesCurl() throws {
+        var values = try peerValues()
+        values["httpsproxy"] = try Peers.httpsProxy().url
+        let code = ["-w", " %{http_code} %{http_connect}"]
+        try check([
+            Row(name: "-x https:// for http (absolute form)", arguments: ["-s", "-x", "{httpsproxy}", "--proxy-cacert", "{ca}"] + code + ["{nginx}/small.txt"]),
+            Row(name: "-x https:// for https (TLS inside TLS)",
+                arguments: ["-s", "-x", "{httpsproxy}", "--proxy-cacert", "{ca}", "--cacert", "{ca}"] + code + ["{nginxs}/small.txt"]),
+            Row(name: "-x https:// -p for http", arguments: ["-s", "-p", "-x", "{httpsproxy}", "--proxy-cacert", "{ca}"] + code + ["{nginx}/small.txt"]),
+            Row(name: "-i through an HTTPS proxy's tunnel",
+                arguments: ["-s", "-i", "-x", "{httpsproxy}", "--proxy-cacert", "{ca}", "--cacert", "{ca}", "{nginxs}/small.txt"]),
+            Row(name: "--proxy-insecure", arguments: ["-s", "-x", "{httpsproxy}", "--proxy-insecure", "--cacert", "{ca}"] + code + ["{nginxs}/small.txt"]),
+            Row(name: "the proxy's certificate is not checked against --cacert",
+                arguments: ["-s", "-x", "{httpsproxy}", "--cacert", "{ca}"] + code + ["{nginxs}/small.txt"], stderrPresence: true),
+        ], values: values)
+    }
+
     /// -U and its schemes against tinyproxy (Basic) and squid (Digest): curl sends Basic to the proxy at once
     /// (`--proxy-basic`, the default), so -i shows no 407; `--proxy-anyauth` waits for the challenge.
     func testProxyCredentialsMatchCurl() throws {

@@ -15,6 +15,29 @@ final class ProxyConfigurationTests: XCTestCase {
         XCTAssertEqual(socks.credentials, HTTPCredentials(username: "u@x", password: "p:w"))
         XCTAssertEqual(socks.description, "socks5h://[::1]:9050", "no credentials in the description")
         XCTAssertEqual(try ProxyConfiguration(url: "socks5://127.0.0.1:1080").kind, .socks5)
+        let secure = try ProxyConfiguration(url: "HTTPS://proxy.internal")
+        XCTAssertEqual(secure.kind, .https)
+        XCTAssertEqual(secure.port, 443, "curl's default HTTPS proxy port")
+        XCTAssertEqual(secure.description, "https://proxy.internal:443")
+        XCTAssertTrue(secure.isHTTP)
+        XCTAssertFalse(secure.isSOCKS)
+        XCTAssertEqual(try ProxyConfiguration(url: "https://proxy.internal:8443").port, 8443)
+    }
+
+    /// An HTTPS proxy from the environment, and its TLS settings part of the pool key: connections made trusting
+    /// another CA for the proxy are not shared.
+    func testHTTPSProxiesFromTheEnvironmentAndInPoolKeys() throws {
+        let resolver = ProxyResolver(.environment, environment: ["https_proxy": "https://secure:8443", "no_proxy": ""])
+        let proxy = try XCTUnwrap(resolver.proxy(for: try HTTPURL("https://example.com/")))
+        XCTAssertEqual(proxy.kind, .https)
+        XCTAssertEqual(proxy.tls, TLSConfiguration(), "the system's CAs, verified")
+        var key = ConnectionKey(scheme: "https", host: "h", port: 443)
+        key.proxy = proxy
+        var otherTrust = key
+        otherTrust.proxy?.tls.trustRoots = .file("/tmp/other-ca.pem")
+        var plainProxy = key
+        plainProxy.proxy?.kind = .http
+        XCTAssertEqual(Set([key, otherTrust, plainProxy]).count, 3)
     }
 
     func testBadProxyURLsAreTypedErrors() {
@@ -63,7 +86,7 @@ final class ProxyConfigurationTests: XCTestCase {
     /// A bad proxy variable fails the requests that would go through it, not every request: not plain http when
     /// only https_proxy is bad, not loopback, not a host no_proxy names (they all failed with `.invalidURL`).
     func testABadProxyVariableFailsOnlyTheRequestsThatWouldUseIt() throws {
-        let resolver = ProxyResolver(.environment, environment: ["https_proxy": "https://proxy.corp:8443", "no_proxy": "intranet.test"])
+        let resolver = ProxyResolver(.environment, environment: ["https_proxy": "ftp://proxy.corp:8443", "no_proxy": "intranet.test"])
         XCTAssertEqual(resolver.problem(for: try HTTPURL("https://example.com/"))?.code, .invalidURL)
         XCTAssertNil(resolver.problem(for: try HTTPURL("http://example.com/")), "plain http does not use https_proxy")
         XCTAssertNil(resolver.problem(for: try HTTPURL("https://localhost:8443/")), "loopback bypasses proxies")

@@ -307,6 +307,68 @@ final class ProxyIntegrationTests: XCTestCase {
         XCTAssertEqual(plain.status.code, 407, "tinyproxy's Basic challenge is not answered when only Digest is allowed")
     }
 
+    // MARK: HTTPS proxies
+
+    /// Through an HTTPS proxy (stunnel before tinyproxy): a plain-http URL in absolute form inside the TLS to the
+    /// proxy (tinyproxy's `Via` shows it forwarded), an https URL with its own TLS inside that one, and `alwaysTunnel`
+    /// carrying plain http in a tunnel; the connection is reused for each.
+    func testAnHTTPSProxyCarriesBothSchemesAndTunnels() async throws {
+        var proxy = try ProxyConfiguration(url: try Peers.httpsProxy().url)
+        proxy.tls.trustRoots = .file(try Peers.nginx().caFile)
+        let nginx = try Peers.nginx()
+        let client = try client(proxy: .proxy(proxy))
+        let secure = "https://127.0.0.1:\(nginx.httpsPort)/small.txt"
+        for _ in 0..<3 { _ = try await client.send(HTTPClientRequest(url: secure)).body.collect(upTo: 1 << 20) }
+        XCTAssertEqual(client.connectionsOpened, 1, "the tunnel, TLS inside TLS, is reused")
+        try await assertFetchesSmallFile(client)
+        let plain = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(nginx.httpPort)/small.txt"))
+        XCTAssertNotNil(plain.headers[HTTPField.Name("Via")!], "forwarded by the proxy in absolute form")
+        // A large body through two layers of TLS arrives whole.
+        let big = try await client.send(HTTPClientRequest(url: "https://127.0.0.1:\(nginx.httpsPort)/big.bin"))
+        let expected = try Data(contentsOf: URL(fileURLWithPath: try Peers.directory() + "/www/big.bin"))
+        let bigBody = try await big.body.collect(upTo: 16 << 20)
+        XCTAssertEqual(Data(bigBody), expected)
+
+        // And 8 MiB the other way, a PUT whose writes through both layers fill the socket, stored byte for byte.
+        let name = "https-proxy-\(UInt32.random(in: 0...UInt32.max)).bin"
+        var put = HTTPClientRequest(url: "https://127.0.0.1:\(nginx.httpsPort)/dav/\(name)")
+        put.method = .put
+        put.body = .bytes(Array(expected))
+        let stored = try await client.send(put)
+        XCTAssertTrue([201, 204].contains(stored.status.code), "\(stored.status)")
+        let storedPath = try Peers.directory() + "/dav/" + name
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: storedPath)), expected)
+        try? FileManager.default.removeItem(atPath: storedPath)
+
+        proxy.alwaysTunnel = true
+        let tunnelling = try self.client(proxy: .proxy(proxy))
+        let tunnelled = try await tunnelling.send(HTTPClientRequest(url: "http://127.0.0.1:\(nginx.httpPort)/small.txt"))
+        XCTAssertEqual(tunnelled.status, .ok)
+        XCTAssertNil(tunnelled.headers[HTTPField.Name("Via")!], "tunnelled, not forwarded")
+    }
+
+    /// The proxy's certificate is checked against its own trust settings, not the client's: with only the origins'
+    /// CA configured for the client, the proxy (same certificate) is rejected as unknown, naming the proxy; with
+    /// verification off for the proxy alone the request goes through and the origin is still verified.
+    func testAnHTTPSProxysCertificateIsVerifiedApartFromTheOrigins() async throws {
+        let nginx = try Peers.nginx()
+        let url = "https://127.0.0.1:\(nginx.httpsPort)/small.txt"
+        var proxy = try ProxyConfiguration(url: try Peers.httpsProxy().url)
+        let unknown = try client(proxy: .proxy(proxy))
+        let error = await assertThrowsHTTPError(.certificateInvalid) { try await unknown.send(HTTPClientRequest(url: url)) }
+        XCTAssertTrue(error?.message.hasPrefix("TLS to proxy https://127.0.0.1:") == true, error?.message ?? "")
+
+        proxy.tls.certificateVerification = false
+        let insecure = try client(proxy: .proxy(proxy))
+        let response = try await insecure.send(HTTPClientRequest(url: url))
+        XCTAssertEqual(response.status, .ok)
+
+        // The origin's check still applies inside the tunnel: the client trusting only the system's CAs rejects it.
+        let strict = try client(proxy: .proxy(proxy)) { $0.tls.trustRoots = .system }
+        let origin = await assertThrowsHTTPError(.certificateInvalid) { try await strict.send(HTTPClientRequest(url: url)) }
+        XCTAssertFalse(origin?.message.hasPrefix("TLS to proxy") == true, origin?.message ?? "")
+    }
+
     // MARK: Pool
 
     func testConnectionsAreKeyedByProxy() async throws {

@@ -17,6 +17,10 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: String, Sendable, Hashable {
         /// An HTTP proxy (`http://` proxy URLs): absolute-form requests and CONNECT tunnels.
         case http
+        /// An HTTP proxy reached over TLS (`https://` proxy URLs, curl's HTTPS proxy): the same requests and
+        /// tunnels as ``http``, inside a TLS connection to the proxy that ``ProxyConfiguration/tls`` configures.
+        /// An `https` URL's own TLS then runs inside that one, end to end with the origin.
+        case https
         /// A SOCKS5 proxy. The client resolves the host name itself (`socks5://`, as curl).
         case socks5
         /// A SOCKS5 proxy that is given the host name to resolve (`socks5h://`, as curl).
@@ -48,6 +52,11 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
     /// client supports, the strongest the proxy offers (`--proxy-anyauth`). A challenge in none of them is not
     /// answered.
     public var authenticationSchemes: Set<HTTPAuthenticationScheme>?
+    /// The TLS connection to an ``Kind/https`` proxy: its trust roots, certificate check and client certificate
+    /// (curl's `--proxy-cacert`, `--proxy-insecure`, `--proxy-cert`). Separate from the client's
+    /// ``HTTPClient/Configuration/tls``, which is for the origins, as curl keeps them: the proxy's certificate is
+    /// checked against the system's roots and the proxy's name by default. Ignored for other kinds.
+    public var tls = TLSConfiguration()
 
     /// Creates a proxy configuration from its parts.
     ///
@@ -62,18 +71,19 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses a proxy URL as curl and the `*_proxy` variables write it: `[scheme://][user:password@]host[:port]`.
-    /// The scheme is `http` (the default), `socks5` or `socks5h`; the port defaults to 1080 for SOCKS
-    /// and to 1080 for HTTP too (curl's `CURL_DEFAULT_PROXY_PORT`).
+    /// The scheme is `http` (the default), `https`, `socks5` or `socks5h`; the port defaults to 443 for `https`
+    /// and to 1080 for the others (curl's `CURL_DEFAULT_HTTPS_PROXY_PORT` and `CURL_DEFAULT_PROXY_PORT`).
     public init(url: String) throws(HTTPClientError) {
         var text = Substring(url).trimmingWhitespace()
         var kind = Kind.http
         if let range = text.firstRange(of: "://") {
             switch text[..<range.lowerBound].lowercased() {
             case "http": kind = .http
+            case "https": kind = .https
             case "socks5": kind = .socks5
             case "socks5h": kind = .socks5h
             case let other:
-                throw HTTPClientError(.invalidURL, "unsupported proxy scheme '\(other)' in proxy URL (use http, socks5 or socks5h)")
+                throw HTTPClientError(.invalidURL, "unsupported proxy scheme '\(other)' in proxy URL (use http, https, socks5 or socks5h)")
             }
             text = text[range.upperBound...]
         }
@@ -98,7 +108,7 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
         let hasPort = afterHost.contains(":")
         self.kind = kind
         self.host = parsed.host
-        self.port = hasPort ? parsed.port : 1080
+        self.port = hasPort ? parsed.port : (kind == .https ? 443 : 1080)
         if let user = parsed.user {
             credentials = HTTPCredentials(username: user, password: parsed.password ?? "")
         }
@@ -109,7 +119,9 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
         "\(kind.rawValue)://\(host.contains(":") ? "[\(host)]" : host):\(port)"
     }
 
-    var isSOCKS: Bool { kind != .http }
+    var isSOCKS: Bool { kind == .socks5 || kind == .socks5h }
+    /// Whether this is an HTTP proxy, over TLS or not: it reads absolute-form requests and answers `CONNECT`.
+    var isHTTP: Bool { kind == .http || kind == .https }
 }
 
 /// Which proxy, if any, requests go through.

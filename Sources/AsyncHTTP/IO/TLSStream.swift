@@ -144,9 +144,13 @@ final class TLSStream: @unchecked Sendable {
     let cacheKey: String
     private let ssl: OpaquePointer
     private let lock = Locked(false)
+    /// The TLS connection to an HTTPS proxy this one runs inside (a `CONNECT` tunnel), or nil when this one reads
+    /// and writes the socket itself. Held so that it outlives this stream's `SSL`, whose BIO points at it.
+    let outer: TLSStream?
 
     private static let exDataIndex: Int32 = ahttp_SSL_get_ex_new_index()
-    private static let bioMethod = BIOMethod()
+    private static let bioMethod = BIOMethod(layered: false)
+    private static let layeredBIOMethod = BIOMethod(layered: true)
 
     /// The stream whose `SSL` this is, for OpenSSL callbacks.
     static func owner(of ssl: OpaquePointer) -> TLSStream? {
@@ -154,16 +158,26 @@ final class TLSStream: @unchecked Sendable {
         return Unmanaged<TLSStream>.fromOpaque(pointer).takeUnretainedValue()
     }
 
-    init(socket: Socket, context: TLSContext, host: String, port: Int, hostIsIPAddress: Bool, route: String = "") throws(HTTPClientError) {
+    /// TLS on `socket`, or, with `outer`, inside that TLS connection (to an HTTPS proxy, through its tunnel), whose
+    /// socket must be `socket`.
+    init(socket: Socket, context: TLSContext, host: String, port: Int, hostIsIPAddress: Bool, route: String = "",
+         over outer: TLSStream? = nil) throws(HTTPClientError) {
         guard let ssl = SSL_new(context.context) else {
             throw HTTPClientError(.tlsHandshakeFailed, "SSL_new failed", tlsReason: takeOpenSSLErrors())
         }
         self.ssl = ssl
         self.socket = socket
         self.context = context
+        self.outer = outer
         self.sessionKey = "\(host):\(port)"
         self.cacheKey = sessionKey + route
-        guard let method = Self.bioMethod.pointer, let bio = ahttp_bio_new_socket(method, socket.fd) else {
+        let bio: OpaquePointer?
+        if let outer {
+            bio = Self.layeredBIOMethod.pointer.flatMap { ahttp_bio_new_layered($0, outer.ssl) }
+        } else {
+            bio = Self.bioMethod.pointer.flatMap { ahttp_bio_new_socket($0, socket.fd) }
+        }
+        guard let bio else {
             throw HTTPClientError(.tlsHandshakeFailed, "cannot create the socket BIO", tlsReason: takeOpenSSLErrors())
         }
         SSL_set_bio(ssl, bio, bio)
@@ -274,14 +288,19 @@ final class TLSStream: @unchecked Sendable {
     }
 
     /// Whether OpenSSL's last `recv` on the socket left it empty: it returned less than asked, or `EAGAIN`.
-    var socketDrained: Bool { ahttp_SSL_socket_drained(ssl) == 1 }
+    /// Inside a tunnel: whether the outer connection's last `recv` left the socket empty and it holds no bytes.
+    var socketDrained: Bool {
+        guard let outer else { return ahttp_SSL_socket_drained(ssl) == 1 }
+        return outer.socketDrained && SSL_has_pending(outer.ssl) == 0
+    }
 
     /// Whether an idle connection's OpenSSL buffer holds anything that makes it unfit for reuse: application
     /// data nobody asked for, or the server's close_notify. With read-ahead on, such bytes may already have
     /// left the socket (so `recv(MSG_PEEK)` sees nothing). A post-handshake message (a TLS 1.3 session
     /// ticket or key update) is processed by the peek and does not count.
     var hasUnexpectedInput: Bool {
-        guard SSL_has_pending(ssl) == 1 else { return false }
+        // Inside a tunnel, bytes the outer connection holds are this one's records.
+        guard SSL_has_pending(ssl) == 1 || outer.map({ SSL_has_pending($0.ssl) == 1 }) == true else { return false }
         ERR_clear_error()
         var byte: UInt8 = 0
         let n = SSL_peek(ssl, &byte, 1)
@@ -298,6 +317,7 @@ final class TLSStream: @unchecked Sendable {
             return !done
         }
         if first { _ = SSL_shutdown(ssl) }
+        outer?.shutdown()
     }
 }
 
@@ -316,7 +336,7 @@ enum TLSOutcome {
 private final class BIOMethod: @unchecked Sendable {
     // @unchecked: `pointer` is written once in init and never changed; OpenSSL method tables are read-only after setup.
     let pointer: OpaquePointer?
-    init() { pointer = ahttp_bio_method_new() }
+    init(layered: Bool) { pointer = layered ? ahttp_layered_bio_method_new() : ahttp_bio_method_new() }
 }
 
 /// Empties OpenSSL's thread-local error queue into one line.

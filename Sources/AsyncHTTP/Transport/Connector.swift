@@ -29,6 +29,8 @@ final class Connector: Sendable {
     /// Made by the first https connection (``tlsContext()``), so a client that only speaks plain http never
     /// initialises OpenSSL or parses a trust store.
     private let lazyTLSContext = Locked<Result<TLSContext, HTTPClientError>?>(nil)
+    /// HTTPS proxies' TLS contexts, by their configuration (``ProxyConfiguration/tls``), made on first use.
+    private let proxyTLSContexts = Locked<[TLSConfiguration: Result<TLSContext, HTTPClientError>]>([:])
     private let connectionIDs = Atomic<Int>(0)
     private let resumedSessions = Atomic<Int>(0)
     /// Every connection's polls for a response head, and the heads that came during one.
@@ -62,25 +64,29 @@ final class Connector: Sendable {
         let connectDeadline = earliest(started + settings.connectTimeout, deadlines.total)
         var socket: Socket
         var tunnelResponses: [HTTP1ResponseHead] = []
+        // The TLS connection to an HTTPS proxy: the connection's own stream for a plain-http request in absolute
+        // form or through a tunnel, and the one an https origin's TLS runs inside.
+        var proxyTLS: TLSStream?
         if case .unixSocket(let path)? = key.endpoint {
             let address = try SocketAddress(unix: path)
             socket = try await Socket.connect(to: address, deadline: connectDeadline, notifier: IOBackend.notifier)
         } else if let proxy = key.proxy {
-            socket = try await connectSocket(host: proxy.host, port: proxy.port, endpoint: key.endpoint,
-                                             deadline: connectDeadline, what: "proxy \(proxy)")
+            (socket, proxyTLS) = try await connectProxy(proxy, endpoint: key.endpoint, deadline: connectDeadline)
             do {
                 let target = key.proxyTarget
                 switch proxy.kind {
                 case .socks5, .socks5h:
                     try await SOCKS5.connect(socket, through: proxy, to: target.host, port: target.port, addresses: target.addresses,
                                              deadline: connectDeadline)
-                case .http where key.tunnelsThroughProxy:
-                    (socket, tunnelResponses) = try await tunnel(on: socket, through: proxy, to: target.host, port: target.port,
-                                                                 key: key, deadline: connectDeadline)
-                case .http:
-                    break // plain http goes to the proxy in absolute form
+                case .http, .https:
+                    // Plain http goes to the proxy in absolute form, unless it is tunnelled too.
+                    guard key.tunnelsThroughProxy else { break }
+                    (socket, proxyTLS, tunnelResponses) = try await tunnel(
+                        on: socket, tls: proxyTLS, through: proxy, to: target.host, port: target.port, key: key,
+                        deadline: connectDeadline)
                 }
             } catch {
+                proxyTLS?.shutdown()
                 socket.close()
                 throw error
             }
@@ -100,11 +106,12 @@ final class Connector: Sendable {
                     + (key.endpoint.map { " \($0)" } ?? "") + (key.target.map { " to \($0)" } ?? "")
                 let stream = try TLSStream(socket: socket, context: try tlsContext(), host: key.host, port: key.port,
                                            hostIsIPAddress: SocketAddress(numericHost: key.host, port: key.port) != nil,
-                                           route: route)
+                                           route: route, over: proxyTLS)
                 try await stream.handshake(deadline: earliest(.now + settings.connectTimeout, deadlines.total))
                 resumed = stream.sessionWasReused
                 tls = stream
             } catch {
+                proxyTLS?.shutdown()
                 socket.close()
                 throw error
             }
@@ -112,6 +119,8 @@ final class Connector: Sendable {
                 resumedSessions.add(1, ordering: .relaxed)
                 settings.logger.trace("TLS session resumed", metadata: ["key": "\(key)"])
             }
+        } else {
+            tls = proxyTLS
         }
         let id = connectionIDs.add(1, ordering: .relaxed).newValue
         let connection = HTTP1Connection(id: id, key: key, socket: socket, tls: tls, limits: settings.limits)
@@ -123,23 +132,56 @@ final class Connector: Sendable {
         return connection
     }
 
-    /// A `CONNECT` tunnel to `host:port` (the key's, or its ``ConnectionKey/target``) through `proxy`.
+    /// A `CONNECT` tunnel to `host:port` (the key's, or its ``ConnectionKey/target``) through `proxy`, over `tls`
+    /// for an HTTPS proxy.
     private func tunnel(
-        on socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, key: ConnectionKey,
+        on socket: Socket, tls: TLSStream?, through proxy: ProxyConfiguration, to host: String, port: Int, key: ConnectionKey,
         deadline: MonotonicTime
-    ) async throws(HTTPClientError) -> (socket: Socket, responses: [HTTP1ResponseHead]) {
-        let reconnect = { () async throws(HTTPClientError) -> Socket in
-            try await self.connectSocket(host: proxy.host, port: proxy.port, endpoint: key.endpoint, deadline: deadline,
-                                         what: "proxy \(proxy)")
+    ) async throws(HTTPClientError) -> (socket: Socket, tls: TLSStream?, responses: [HTTP1ResponseHead]) {
+        let reconnect = { () async throws(HTTPClientError) -> (Socket, TLSStream?) in
+            try await self.connectProxy(proxy, endpoint: key.endpoint, deadline: deadline)
         }
         guard let tunnelAuthenticator else {
             return try await ProxyTunnel.open(
-                on: socket, through: proxy, to: host, port: port, authenticator: NoTunnelAuthentication(),
+                on: socket, tls: tls, through: proxy, to: host, port: port, authenticator: NoTunnelAuthentication(),
                 userAgent: settings.userAgent, limits: settings.limits, deadline: deadline, reconnect: reconnect)
         }
         return try await ProxyTunnel.open(
-            on: socket, through: proxy, to: host, port: port, authenticator: tunnelAuthenticator,
+            on: socket, tls: tls, through: proxy, to: host, port: port, authenticator: tunnelAuthenticator,
             userAgent: settings.userAgent, limits: settings.limits, deadline: deadline, reconnect: reconnect)
+    }
+
+    /// A connection to `proxy`: TCP, then for an HTTPS proxy the TLS handshake with it, its certificate checked
+    /// against the proxy's name as ``ProxyConfiguration/tls`` says.
+    private func connectProxy(
+        _ proxy: ProxyConfiguration, endpoint: ConnectionKey.Endpoint?, deadline: MonotonicTime
+    ) async throws(HTTPClientError) -> (Socket, TLSStream?) {
+        let socket = try await connectSocket(host: proxy.host, port: proxy.port, endpoint: endpoint, deadline: deadline,
+                                             what: "proxy \(proxy)")
+        guard proxy.kind == .https else { return (socket, nil) }
+        do {
+            // The session cache keeps the proxy's sessions apart from a direct connection to the same host and port.
+            let stream = try TLSStream(socket: socket, context: try proxyTLSContext(proxy.tls), host: proxy.host, port: proxy.port,
+                                       hostIsIPAddress: SocketAddress(numericHost: proxy.host, port: proxy.port) != nil,
+                                       route: " (HTTPS proxy)")
+            try await stream.handshake(deadline: deadline)
+            return (socket, stream)
+        } catch {
+            socket.close()
+            throw error.aboutProxy(proxy)
+        }
+    }
+
+    /// The TLS context for HTTPS proxies configured as `configuration`: the client's own when they match, else one
+    /// made on first use and kept.
+    private func proxyTLSContext(_ configuration: TLSConfiguration) throws(HTTPClientError) -> TLSContext {
+        if configuration == settings.tls { return try tlsContext() }
+        return try proxyTLSContexts.withLock { contexts in
+            if let context = contexts[configuration] { return context }
+            let made = Result { () throws(HTTPClientError) in try TLSContext(configuration: configuration) }
+            contexts[configuration] = made
+            return made
+        }.get()
     }
 
     /// A TCP connection to `host:port` (or where `endpoint` says instead), its addresses raced with Happy
@@ -173,4 +215,14 @@ private struct NoTunnelAuthentication: ProxyTunnelAuthenticator {
     func accepted(_ exchange: Void) async {}
     func needsSameConnection(_ exchange: Void) -> Bool { false }
     func wasRefused(_ exchange: Void) -> Bool { false }
+}
+
+private extension HTTPClientError {
+    /// This error (of the TLS connection to `proxy`) with the proxy named first: its own message names only a host
+    /// and port, which could as well be an origin's.
+    func aboutProxy(_ proxy: ProxyConfiguration) -> HTTPClientError {
+        var error = self
+        error.message = "TLS to proxy \(proxy): " + message
+        return error
+    }
 }

@@ -163,7 +163,7 @@ final class HTTP1Transport: Sendable {
         } else {
             key = ConnectionKey(scheme: scheme, host: host, port: url.port, endpoint: targets.endpoint(host: url.host, port: url.port))
         }
-        let absoluteForm = proxy?.kind == .http && !key.tunnelsThroughProxy
+        let absoluteForm = proxy?.isHTTP == true && !key.tunnelsThroughProxy
         let prepared = try PreparedRequest(request, url: url, userAgent: settings.userAgent, absoluteForm: absoluteForm,
                                            expectContinue: request.expectContinue ?? settings.expectContinue)
         return RoundTrip(

@@ -211,7 +211,7 @@ struct ProxyRouter: Sendable {
     /// A Unix socket (the client's, the request's, or an `http+unix` URL's) is dialled directly, as the transport
     /// does: no proxy then.
     func sendsAbsoluteForm(_ request: HTTPClientRequest, url: HTTPURL, to proxy: ProxyConfiguration?) -> Bool {
-        guard let proxy, proxy.kind == .http, !url.isSecure, !proxy.alwaysTunnel, url.unixSocketPath == nil else { return false }
+        guard let proxy, proxy.isHTTP, !url.isSecure, !proxy.alwaysTunnel, url.unixSocketPath == nil else { return false }
         let targets = targets(for: request)
         return targets.unixSocket == nil && targets.connectTarget(host: url.host, port: url.port) == nil
     }

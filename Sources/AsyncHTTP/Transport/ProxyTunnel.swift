@@ -30,22 +30,23 @@ protocol ProxyTunnelAuthenticator: Sendable {
 /// `HTTPClientError.Code.proxyFailed` error that names the status: there is no response to return.
 enum ProxyTunnel {
     static func open<Authenticator: ProxyTunnelAuthenticator>(
-        on socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, authenticator: Authenticator,
-        userAgent: String?, limits: HTTP1ResponseParser.Limits, deadline: MonotonicTime,
-        reconnect: () async throws(HTTPClientError) -> Socket
-    ) async throws(HTTPClientError) -> (socket: Socket, responses: [HTTP1ResponseHead]) {
+        on socket: Socket, tls: TLSStream?, through proxy: ProxyConfiguration, to host: String, port: Int,
+        authenticator: Authenticator, userAgent: String?, limits: HTTP1ResponseParser.Limits, deadline: MonotonicTime,
+        reconnect: () async throws(HTTPClientError) -> (Socket, TLSStream?)
+    ) async throws(HTTPClientError) -> (socket: Socket, tls: TLSStream?, responses: [HTTP1ResponseHead]) {
         let authority = (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
         var exchange = try authenticator.beginTunnel(through: proxy, authority: authority)
         var authorization = try await authenticator.authorization(before: &exchange, authority: authority,
                                                                   basicRequested: proxy.sendsCredentialsPreemptively)
         var socket = socket
+        var tls = tls
         let deadlines = Deadlines(inactivity: nil, total: deadline)
         // Every answer to CONNECT, for observers (curl's -i prints them before the origin's head).
         var responses: [HTTP1ResponseHead] = []
         // Bounded: the authenticator caps its rounds; each round either returns, throws or answers one 407.
         for _ in 0..<16 {
             let connection = HTTP1Connection(id: 0, key: ConnectionKey(scheme: "http", host: proxy.host, port: proxy.port),
-                                             socket: socket, tls: nil, limits: limits)
+                                             socket: socket, tls: tls, limits: limits)
             try connection.startRequest(method: .connect)
             var head = "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n"
             if let userAgent { head += "User-Agent: \(userAgent)\r\n" }
@@ -64,7 +65,11 @@ enum ProxyTunnel {
             responses.append(response)
             let code = response.status.code
             if (200..<300).contains(code) {
-                switch connection.hasBufferedInput ? .bytes : socket.pendingInput() {
+                // Over TLS, OpenSSL is asked (a session ticket the proxy sent is not the origin's bytes); the
+                // socket's peek would see every record.
+                let pending = connection.hasBufferedInput ? .bytes
+                    : tls.map { $0.hasUnexpectedInput ? Socket.PendingInput.bytes : .nothing } ?? socket.pendingInput()
+                switch pending {
                 case .nothing:
                     break
                 case .bytes:
@@ -73,7 +78,7 @@ enum ProxyTunnel {
                     throw HTTPClientError(.proxyFailed, "proxy \(proxy) closed the tunnel to \(authority) right after accepting CONNECT")
                 }
                 await authenticator.accepted(exchange)
-                return (socket, responses)
+                return (socket, tls, responses)
             }
             guard code == 407 else {
                 var refused = HTTPClientError(.proxyFailed, "proxy \(proxy) refused CONNECT to \(authority): \(code) \(response.status.reasonPhrase)")
@@ -103,8 +108,9 @@ enum ProxyTunnel {
             }
             authorization = answer
             if !reusable {
+                tls?.shutdown()
                 socket.close()
-                socket = try await reconnect()
+                (socket, tls) = try await reconnect()
             }
         }
         throw HTTPClientError(.proxyFailed, "proxy authentication for CONNECT to \(authority) did not settle")

@@ -76,6 +76,12 @@ enum Peers {
         try openPeer("ASYNCHTTP_TINYPROXY_URL", name: "tinyproxy")
     }
 
+    /// stunnel 5 in front of that tinyproxy: an HTTPS proxy (`https://127.0.0.1:PORT`), whose certificate is
+    /// nginx's (``nginx()``'s `caFile` verifies it; its names are localhost, 127.0.0.1 and ::1).
+    static func httpsProxy() throws -> OpenPeer {
+        try openPeer("ASYNCHTTP_HTTPS_PROXY_URL", name: "stunnel (HTTPS proxy)")
+    }
+
     /// tinyproxy as above with Basic proxy authentication (`proxyuser`/`proxypass`, realm `Tinyproxy`).
     /// Without `Proxy-Authorization` it answers 407 with `Proxy-Authenticate: Basic realm="Tinyproxy"` and
     /// `Connection: close`. With wrong credentials tinyproxy 1.11 answers 401 with `WWW-Authenticate`
