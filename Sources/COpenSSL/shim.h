@@ -187,6 +187,12 @@ static inline BIO_METHOD *ahttp_layered_bio_method_new(void) {
     return method;
 }
 
+// An inner connection's records at most this much plaintext, so that each one, with its header and tag, fits one
+// record of the outer connection instead of a full one and a 22-byte one.
+static inline long ahttp_SSL_set_inner_max_send_fragment(SSL *ssl) {
+    return SSL_set_max_send_fragment(ssl, 16384 - 256);
+}
+
 static inline BIO *ahttp_bio_new_layered(BIO_METHOD *method, SSL *outer) {
     BIO *bio = BIO_new(method);
     if (bio != NULL) { BIO_set_data(bio, outer); }

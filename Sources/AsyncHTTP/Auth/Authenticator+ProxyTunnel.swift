@@ -2,8 +2,10 @@
 /// down to the transport's protocol, never from the transport up into Auth.
 extension Authenticator: ProxyTunnelAuthenticator {
     nonisolated func beginTunnel(through proxy: ProxyConfiguration, authority: String) throws(HTTPClientError) -> AuthExchange {
+        // An HTTPS proxy's space is its own: what succeeded over TLS to it is never sent to an http:// proxy on the
+        // same host and port.
         AuthExchange(
-            isProxy: true, scheme: "http", host: proxy.host, port: proxy.port, target: try HTTPURL("https://\(authority)/"),
+            isProxy: true, scheme: proxy.kind == .https ? "https" : "http", host: proxy.host, port: proxy.port, target: try HTTPURL("https://\(authority)/"),
             urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: proxy.authenticationSchemes)
     }
 

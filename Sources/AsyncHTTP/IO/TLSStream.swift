@@ -174,6 +174,7 @@ final class TLSStream: @unchecked Sendable {
         let bio: OpaquePointer?
         if let outer {
             bio = Self.layeredBIOMethod.pointer.flatMap { ahttp_bio_new_layered($0, outer.ssl) }
+            _ = ahttp_SSL_set_inner_max_send_fragment(ssl)
         } else {
             bio = Self.bioMethod.pointer.flatMap { ahttp_bio_new_socket($0, socket.fd) }
         }
@@ -310,13 +311,33 @@ final class TLSStream: @unchecked Sendable {
         return code != SSL_ERROR_WANT_READ && code != SSL_ERROR_WANT_WRITE
     }
 
+    /// What waits on this connection right after a handshake or an exchange that should have left nothing: records
+    /// of application data (or a close_notify) OpenSSL holds or can read now, else the socket's own answer, which
+    /// also sees a bare close. A post-handshake message (a session ticket) is processed and does not count.
+    func pendingInput() -> Socket.PendingInput {
+        ERR_clear_error()
+        var byte: UInt8 = 0
+        let n = SSL_peek(ssl, &byte, 1)
+        if n > 0 { return .bytes }
+        let code = SSL_get_error(ssl, n)
+        ERR_clear_error()
+        switch code {
+        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return socketDrained ? .nothing : socket.pendingInput()
+        default: return .closed
+        }
+    }
+
     /// Sends close_notify without waiting for the peer's (RFC 8446 §6.1 allows a one-sided close).
     func shutdown() {
         let first = lock.withLock { done -> Bool in
             defer { done = true }
             return !done
         }
-        if first { _ = SSL_shutdown(ssl) }
+        if first {
+            _ = SSL_shutdown(ssl)
+            // A close_notify that could not go out (a dead outer connection) leaves its reasons behind.
+            ERR_clear_error()
+        }
         outer?.shutdown()
     }
 }

@@ -84,7 +84,7 @@ struct AuthMiddleware: HTTPClientMiddleware {
         var proxySide: AuthExchange? = nil
         if viaPlainProxy, let proxy {
             proxySide = AuthExchange(
-                isProxy: true, scheme: "http", host: proxy.host, port: proxy.port, target: url,
+                isProxy: true, scheme: proxy.kind == .https ? "https" : "http", host: proxy.host, port: proxy.port, target: url,
                 urlCredentials: nil, requestCredentials: proxy.credentials, allowedSchemes: proxy.authenticationSchemes)
             proxySide?.began = began
         }

@@ -67,11 +67,13 @@ final class Connector: Sendable {
         // The TLS connection to an HTTPS proxy: the connection's own stream for a plain-http request in absolute
         // form or through a tunnel, and the one an https origin's TLS runs inside.
         var proxyTLS: TLSStream?
+        // The HTTPS proxy's handshake, left out of the busy-poll seed below as the origin's is.
+        var proxyHandshake: UInt64 = 0
         if case .unixSocket(let path)? = key.endpoint {
             let address = try SocketAddress(unix: path)
             socket = try await Socket.connect(to: address, deadline: connectDeadline, notifier: IOBackend.notifier)
         } else if let proxy = key.proxy {
-            (socket, proxyTLS) = try await connectProxy(proxy, endpoint: key.endpoint, deadline: connectDeadline)
+            (socket, proxyTLS, proxyHandshake) = try await connectProxy(proxy, endpoint: key.endpoint, deadline: connectDeadline)
             do {
                 let target = key.proxyTarget
                 switch proxy.kind {
@@ -126,7 +128,7 @@ final class Connector: Sendable {
         let connection = HTTP1Connection(id: id, key: key, socket: socket, tls: tls, limits: settings.limits)
         connection.transferDecodingLimits = settings.transferDecodingLimits
         connection.tunnelResponses = tunnelResponses
-        connection.busyPoll = BusyPollPolicy(limit: settings.busyPollLimit, opening: started.nanoseconds(to: connected))
+        connection.busyPoll = BusyPollPolicy(limit: settings.busyPollLimit, opening: started.nanoseconds(to: connected) &- min(proxyHandshake, started.nanoseconds(to: connected)))
         connection.busyPollCounters = busyPollCounters
         settings.logger.debug("connection \(id) opened", metadata: ["key": "\(key)", "remote": "\(socket.remote)"])
         return connection
@@ -139,7 +141,8 @@ final class Connector: Sendable {
         deadline: MonotonicTime
     ) async throws(HTTPClientError) -> (socket: Socket, tls: TLSStream?, responses: [HTTP1ResponseHead]) {
         let reconnect = { () async throws(HTTPClientError) -> (Socket, TLSStream?) in
-            try await self.connectProxy(proxy, endpoint: key.endpoint, deadline: deadline)
+            let (socket, tls, _) = try await self.connectProxy(proxy, endpoint: key.endpoint, deadline: deadline)
+            return (socket, tls)
         }
         guard let tunnelAuthenticator else {
             return try await ProxyTunnel.open(
@@ -152,20 +155,23 @@ final class Connector: Sendable {
     }
 
     /// A connection to `proxy`: TCP, then for an HTTPS proxy the TLS handshake with it, its certificate checked
-    /// against the proxy's name as ``ProxyConfiguration/tls`` says.
+    /// against the proxy's name as ``ProxyConfiguration/tls`` says; with how long that handshake took (ns).
     private func connectProxy(
         _ proxy: ProxyConfiguration, endpoint: ConnectionKey.Endpoint?, deadline: MonotonicTime
-    ) async throws(HTTPClientError) -> (Socket, TLSStream?) {
+    ) async throws(HTTPClientError) -> (Socket, TLSStream?, handshake: UInt64) {
         let socket = try await connectSocket(host: proxy.host, port: proxy.port, endpoint: endpoint, deadline: deadline,
                                              what: "proxy \(proxy)")
-        guard proxy.kind == .https else { return (socket, nil) }
+        guard proxy.kind == .https else { return (socket, nil, 0) }
+        let connected = MonotonicTime.now
         do {
-            // The session cache keeps the proxy's sessions apart from a direct connection to the same host and port.
+            // The session cache keeps the proxy's sessions apart from a direct connection to the same host and port,
+            // and, as for origins, apart per proxy user and endpoint (a ticket would let the proxy link them).
+            let route = " (HTTPS proxy)" + (proxy.credentials.map { " as \($0.username)" } ?? "") + (endpoint.map { " \($0)" } ?? "")
             let stream = try TLSStream(socket: socket, context: try proxyTLSContext(proxy.tls), host: proxy.host, port: proxy.port,
                                        hostIsIPAddress: SocketAddress(numericHost: proxy.host, port: proxy.port) != nil,
-                                       route: " (HTTPS proxy)")
+                                       route: route)
             try await stream.handshake(deadline: deadline)
-            return (socket, stream)
+            return (socket, stream, connected.nanoseconds(to: .now))
         } catch {
             socket.close()
             throw error.aboutProxy(proxy)

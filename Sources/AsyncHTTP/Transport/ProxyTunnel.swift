@@ -68,7 +68,7 @@ enum ProxyTunnel {
                 // Over TLS, OpenSSL is asked (a session ticket the proxy sent is not the origin's bytes); the
                 // socket's peek would see every record.
                 let pending = connection.hasBufferedInput ? .bytes
-                    : tls.map { $0.hasUnexpectedInput ? Socket.PendingInput.bytes : .nothing } ?? socket.pendingInput()
+                    : tls.map { $0.pendingInput() } ?? socket.pendingInput()
                 switch pending {
                 case .nothing:
                     break
