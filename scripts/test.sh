@@ -13,6 +13,8 @@
 #     tinyproxy without authentication     ASYNCHTTP_TINYPROXY_URL
 #     tinyproxy with Basic authentication  ASYNCHTTP_TINYPROXY_AUTH_URL, _USER, _PASSWORD
 #     stunnel before that tinyproxy        ASYNCHTTP_HTTPS_PROXY_URL (an HTTPS proxy; nginx's certificate)
+#       and one that asks for a client     ASYNCHTTP_HTTPS_PROXY_CLIENT_CERT_URL, _CLIENT_CERT, _CLIENT_KEY
+#       certificate
 #     squid with Digest authentication     ASYNCHTTP_SQUID_URL, _USER, _PASSWORD, _REALM
 #     dante SOCKS5 without authentication  ASYNCHTTP_SOCKS5_URL
 #     SOCKS5 with username/password        ASYNCHTTP_SOCKS5_AUTH_URL, _USER, _PASSWORD, _LOG
@@ -90,6 +92,18 @@ if [ ! -s "$CERT" ] || [ ! -s "$KEY" ] || ! openssl x509 -checkend 86400 -noout 
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 825 \
         -keyout "$KEY" -out "$CERT" -subj "/CN=localhost" \
         -addext "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1" 2>/dev/null
+fi
+
+# The client certificate the HTTPS proxy that asks for one trusts (stunnel's `verify = 2` with it as CAfile): ahttp's
+# --proxy-cert against curl's, and ProxyConfiguration.tls.clientCertificate.
+PROXY_CLIENT_CERT="$PEERS/tls/proxy-client.pem"
+PROXY_CLIENT_KEY="$PEERS/tls/proxy-client.key"
+if [ ! -s "$PROXY_CLIENT_CERT" ] || [ ! -s "$PROXY_CLIENT_KEY" ] \
+    || ! openssl x509 -checkend 86400 -noout -in "$PROXY_CLIENT_CERT" >/dev/null 2>&1; then
+    log "generating the HTTPS proxy's client certificate"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 825 \
+        -keyout "$PROXY_CLIENT_KEY" -out "$PROXY_CLIENT_CERT" -subj "/CN=asynchttp proxy client" \
+        -addext "extendedKeyUsage=clientAuth" 2>/dev/null
 fi
 
 # small.txt: exactly 1 KiB of repetitive text (so gzip visibly shrinks it), deterministic.
@@ -367,16 +381,28 @@ accept = 127.0.0.1:$PORT_A
 connect = 127.0.0.1:$TINYPROXY_OPEN_PORT
 cert = $CERT
 key = $KEY
+[https-proxy-client-certificate]
+accept = 127.0.0.1:$PORT_B
+connect = 127.0.0.1:$TINYPROXY_OPEN_PORT
+cert = $CERT
+key = $KEY
+verify = 2
+CAfile = $PROXY_CLIENT_CERT
 EOF
     : > "$dir/stunnel.log"
     stunnel4 "$dir/stunnel.conf" >> "$dir/stunnel.log" 2>&1 &
     PEER_PID=$!
 }
 stunnel_ready() {
-    curl -fsS -o /dev/null --max-time 1 -x "https://127.0.0.1:$PORT_A" --proxy-cacert "$CERT" "$ORIGIN_URL"
+    curl -fsS -o /dev/null --max-time 1 -x "https://127.0.0.1:$PORT_A" --proxy-cacert "$CERT" "$ORIGIN_URL" &&
+        curl -fsS -o /dev/null --max-time 1 -x "https://127.0.0.1:$PORT_B" --proxy-cacert "$CERT" \
+            --proxy-cert "$PROXY_CLIENT_CERT" --proxy-key "$PROXY_CLIENT_KEY" "$ORIGIN_URL"
 }
 start_peer "stunnel before tinyproxy (an HTTPS proxy)" 50 launch_stunnel stunnel_ready "$PEERS/stunnel/stunnel.log"
 export ASYNCHTTP_HTTPS_PROXY_URL="https://127.0.0.1:$PORT_A"
+export ASYNCHTTP_HTTPS_PROXY_CLIENT_CERT_URL="https://127.0.0.1:$PORT_B"
+export ASYNCHTTP_HTTPS_PROXY_CLIENT_CERT="$PROXY_CLIENT_CERT"
+export ASYNCHTTP_HTTPS_PROXY_CLIENT_KEY="$PROXY_CLIENT_KEY"
 TINYPROXY_NAME=auth
 start_peer "tinyproxy (Basic authentication)" 50 launch_tinyproxy tinyproxy_ready "$PEERS/tinyproxy/auth.log"
 export ASYNCHTTP_TINYPROXY_AUTH_URL="http://127.0.0.1:$PORT_A"

@@ -298,11 +298,17 @@ struct ProxyArguments: ParsableArguments {
           help: "Through the HTTP proxy given with -x, send http:// URLs through a CONNECT tunnel too.")
     var proxyTunnel = false
     @Flag(name: .customLong("proxy-insecure"), inversion: .prefixedNo, exclusivity: .chooseLast,
-          help: "Do not verify the certificate of the HTTPS proxy given with -x.")
+          help: "Do not verify the HTTPS proxy's certificate.")
     var proxyInsecure = false
     @Option(name: .customLong("proxy-cacert"), parsing: curlValue,
-            help: ArgumentHelp("Trust the CAs in this PEM file for the HTTPS proxy given with -x.", valueName: "file"))
+            help: ArgumentHelp("Trust the CAs in this PEM file for the HTTPS proxy.", valueName: "file"))
     var proxyCACert: String?
+    @Option(name: .customLong("proxy-cert"), parsing: curlValue,
+            help: ArgumentHelp("A client certificate for the HTTPS proxy (PEM; the key too unless --proxy-key).", valueName: "certificate"))
+    var proxyCert: String?
+    @Option(name: .customLong("proxy-key"), parsing: curlValue,
+            help: ArgumentHelp("The HTTPS proxy's client certificate's private key (PEM, unencrypted).", valueName: "key"))
+    var proxyKey: String?
 }
 
 struct VerboseArguments: ParsableArguments {

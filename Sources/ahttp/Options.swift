@@ -80,9 +80,12 @@ struct Options {
     var noProxy: String?
     /// -p, --proxytunnel: the -x proxy tunnels plain http too.
     var proxyTunnel = false
-    /// --proxy-insecure, --proxy-cacert: the TLS to an https:// proxy given with -x.
+    /// --proxy-insecure, --proxy-cacert, --proxy-cert, --proxy-key: the TLS to an https:// proxy, given with -x or
+    /// found in the environment.
     var proxyInsecure = false
     var proxyCAFile: String?
+    var proxyCertificate: String?
+    var proxyKey: String?
     /// --proxy-basic (the default), --proxy-digest, --proxy-ntlm, --proxy-anyauth: how -U answers the proxy.
     var proxyScheme: ProxyAuthSchemeFlag = .basic
     /// --suppress-connect-headers: -i and -D leave out the proxy's answers to CONNECT.
@@ -257,6 +260,13 @@ extension AhttpCommand {
         options.proxyTunnel = proxy.proxyTunnel
         options.proxyInsecure = proxy.proxyInsecure
         options.proxyCAFile = proxy.proxyCACert
+        if let text = proxy.proxyCert {
+            guard !text.contains(":") else {
+                throw UsageError(message: "--proxy-cert: encrypted keys (CERT:PASSWORD) are not supported; give an unencrypted key with --proxy-key")
+            }
+            options.proxyCertificate = text
+        }
+        options.proxyKey = proxy.proxyKey
         options.suppressConnectHeaders = proxy.suppressConnectHeaders
         if let scheme = proxy.proxyScheme { options.proxyScheme = scheme }
 

@@ -47,14 +47,17 @@ final class TraceASCII: HTTPClientObserver {
         case .connectionAcquired(let info):
             text = info.reused ? "== Info: Re-using existing connection #\(info.id) to \(info.route)\n"
                 : "== Info: Connected to \(info.route) (#\(info.id))\n"
+            // Through a tunnel: each CONNECT and the proxy's answer, as curl traces them.
+            for round in info.tunnelResponses {
+                text += block("=> Send header", lines: redactedHeadLines(round.request), count: round.request.count)
+                text += received(ReceivedHead(status: round.status, version: round.version, headers: round.headers.redactingSecrets()))
+            }
         case .headSent(let bytes):
             text = block("=> Send header", lines: redactedHeadLines(bytes), count: bytes.count)
         case .bodyBytesSent(let total):
             text = "=> Send data, \(total) bytes so far (0x\(String(total, radix: 16)))\n"
         case .headReceived(let status, let version, let headers):
-            let head = ReceivedHead(status: status, version: version, headers: headers.redactingSecrets()).text
-            text = block("<= Recv header", lines: head.split(separator: "\r\n", omittingEmptySubsequences: false).dropLast().map(String.init),
-                         count: head.utf8.count)
+            text = received(ReceivedHead(status: status, version: version, headers: headers.redactingSecrets()))
         case .bodyBytesReceived(let count):
             text = "<= Recv data, \(count) bytes (0x\(String(count, radix: 16)))\n"
         case .retry(let reason):
@@ -67,6 +70,13 @@ final class TraceASCII: HTTPClientObserver {
             text = "== Info: \(error)\n"
         }
         fd.withLock { fd in try? writeAll(fd, Array(text.utf8)[...]) }
+    }
+
+    /// A received head's block, rebuilt from its parsed fields.
+    private func received(_ head: ReceivedHead) -> String {
+        let text = head.text
+        return block("<= Recv header", lines: text.split(separator: "\r\n", omittingEmptySubsequences: false).dropLast().map(String.init),
+                     count: text.utf8.count)
     }
 
     /// `label, N bytes (0xN)` and then each line with the offset of its first byte, as curl's --trace-ascii.

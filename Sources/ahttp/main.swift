@@ -321,9 +321,7 @@ func run() async -> Int32 {
     } else if var proxy = options.proxy {
         if let proxyUser = options.proxyUser { proxy.credentials = proxyUser }
         proxy.alwaysTunnel = options.proxyTunnel
-        // As curl: the proxy's TLS is configured apart from the origins' (-k and --cacert are not for it).
-        if options.proxyInsecure { proxy.tls.certificateVerification = false }
-        if let caFile = options.proxyCAFile { proxy.tls.trustRoots = .file(caFile) }
+        proxy.tls = options.proxyTLS
         // curl's -U: Basic at once (--proxy-basic), unless another scheme or --proxy-anyauth was asked for.
         switch options.proxyScheme {
         case .basic:
@@ -335,9 +333,7 @@ func run() async -> Int32 {
         }
         configuration.proxy = .proxy(proxy, bypass: options.noProxy ?? "")
     } else {
-        if options.proxyInsecure || options.proxyCAFile != nil {
-            warn("--proxy-insecure and --proxy-cacert apply to an https:// proxy given with -x; the environment's proxies are verified against the system's CAs", options)
-        }
+        configuration.environmentProxyTLS = options.proxyTLS
         if options.proxyTunnel {
             warn("-p/--proxytunnel applies to a proxy given with -x; the environment's proxies forward http:// URLs as before", options)
         }
@@ -572,6 +568,18 @@ func flagDuration(_ seconds: Double) -> Duration {
 }
 
 extension Options {
+    /// The TLS to an https:// proxy, given with -x or found in the environment: configured apart from the origins'
+    /// (-k, --cacert, -E and --key are not for it), as curl.
+    var proxyTLS: TLSConfiguration {
+        var tls = TLSConfiguration()
+        if proxyInsecure { tls.certificateVerification = false }
+        if let caFile = proxyCAFile { tls.trustRoots = .file(caFile) }
+        if let certificate = proxyCertificate {
+            tls.clientCertificate = .init(certificateFile: certificate, privateKeyFile: proxyKey ?? certificate)
+        }
+        return tls
+    }
+
     /// -Y/--speed-limit and -y/--speed-time as curl reads them (tool_getparam.c): -Y alone checks over 30 s, -y alone
     /// at 1 byte per second; a 0 for either turns the check off (libcurl checks only with both set).
     var lowSpeedLimit: LowSpeedLimit? {
@@ -679,15 +687,30 @@ struct CommandLineCookieFiles: CookieStorage {
 struct VerboseHeads: HTTPClientObserver {
     func observe(_ event: HTTPClientEvent) {
         switch event.kind {
+        case .connectionAcquired(let info):
+            // A new connection through a tunnel: each CONNECT and the proxy's answer, before the request's own
+            // head, as curl shows them.
+            for round in info.tunnelResponses {
+                sent(round.request)
+                received(status: round.status, version: round.version, headers: round.headers)
+            }
         case .headSent(let bytes):
-            try? writeAll(2, Array(redactedHeadLines(bytes).map { "> " + $0 + "\n" }.joined().utf8)[...])
+            sent(bytes)
         case .headReceived(let status, let version, let headers):
-            let lines = ["HTTP/\(version.major).\(version.minor) \(status.code) \(status.reasonPhrase)"]
-                + headers.redactingSecrets().map { "\($0.name): \($0.value)" } + [""]
-            try? writeAll(2, Array(lines.map { "< " + $0 + "\n" }.joined().utf8)[...])
+            received(status: status, version: version, headers: headers)
         default:
             break
         }
+    }
+
+    private func sent(_ head: [UInt8]) {
+        try? writeAll(2, Array(redactedHeadLines(head).map { "> " + $0 + "\n" }.joined().utf8)[...])
+    }
+
+    private func received(status: HTTPResponse.Status, version: HTTPVersion, headers: HTTPFields) {
+        let lines = ["HTTP/\(version.major).\(version.minor) \(status.code) \(status.reasonPhrase)"]
+            + headers.redactingSecrets().map { "\($0.name): \($0.value)" } + [""]
+        try? writeAll(2, Array(lines.map { "< " + $0 + "\n" }.joined().utf8)[...])
     }
 }
 

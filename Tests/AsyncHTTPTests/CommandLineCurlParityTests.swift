@@ -30,6 +30,8 @@ final class CommandLineCurlParityTests: XCTestCase {
         var curlOnly: (String) -> String = { $0 }
         /// Files to create in both working directories first.
         var inputs: [String: String] = [:]
+        /// Environment variables for both tools (placeholders substituted), after the proxy variables are cleared.
+        var environment: [String: String] = [:]
     }
 
     struct Run {
@@ -46,7 +48,8 @@ final class CommandLineCurlParityTests: XCTestCase {
         return result
     }
 
-    func run(_ executable: String, _ arguments: [String], in directory: URL, home: URL) throws -> (Int32, String, String) {
+    func run(_ executable: String, _ arguments: [String], in directory: URL, home: URL,
+             environment extra: [String: String] = [:]) throws -> (Int32, String, String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -58,6 +61,7 @@ final class CommandLineCurlParityTests: XCTestCase {
         environment["HOME"] = home.path
         environment["XDG_CONFIG_HOME"] = home.path
         environment["CURL_HOME"] = home.path
+        environment.merge(extra) { $1 }
         process.environment = environment
         let out = Pipe()
         let err = Pipe()
@@ -92,7 +96,8 @@ final class CommandLineCurlParityTests: XCTestCase {
                 try Data(substitute(content, values).utf8).write(to: directory.appendingPathComponent(name))
             }
             let arguments = row.arguments.map { substitute($0, values) }
-            let (status, stdout, stderr) = try run(executable, arguments, in: directory, home: home)
+            let (status, stdout, stderr) = try run(executable, arguments, in: directory, home: home,
+                                                   environment: row.environment.mapValues { substitute($0, values) })
             var files: [String: String] = [:]
             for name in row.files {
                 let path = directory.appendingPathComponent(name).path
@@ -254,6 +259,38 @@ final class CommandLineCurlParityTests: XCTestCase {
             Row(name: "--proxy-insecure", arguments: ["-s", "-x", "{httpsproxy}", "--proxy-insecure", "--cacert", "{ca}"] + code + ["{nginxs}/small.txt"]),
             Row(name: "the proxy's certificate is not checked against --cacert",
                 arguments: ["-s", "-x", "{httpsproxy}", "--cacert", "{ca}"] + code + ["{nginxs}/small.txt"], stderrPresence: true),
+        ], values: values)
+    }
+
+    /// The proxy's TLS options apply to an HTTPS proxy from the environment as to one given with -x (curl's rule), and
+    /// --proxy-cert answers a proxy that asks for a client certificate. The environment's proxies never carry
+    /// loopback URLs (the library's rule, docs/proxies.md), so the URL names a host that --connect-to sends to nginx:
+    /// through an HTTP proxy that is a CONNECT to the rule's target, for both tools; -k is for the origin, whose
+    /// certificate does not name that host, and the proxy's is still checked.
+    func testHTTPSProxyTLSOptionsMatchCurl() throws {
+        var values = try peerValues()
+        values["httpsproxy"] = try Peers.httpsProxy().url
+        let certificateProxy = try Peers.httpsProxyRequiringClientCertificate()
+        values["certproxy"] = certificateProxy.proxy.url
+        values["proxycert"] = certificateProxy.certificate
+        values["proxykey"] = certificateProxy.key
+        values["origin"] = "https://origin.example:\(try Peers.nginx().httpsPort)"
+        values["to"] = "origin.example:\(try Peers.nginx().httpsPort):127.0.0.1:\(try Peers.nginx().httpsPort)"
+        let code = ["-w", " %{http_code} %{http_connect}"]
+        let origin = ["-k", "--connect-to", "{to}"] + code + ["{origin}/small.txt"]
+        try check([
+            Row(name: "https_proxy with --proxy-cacert", arguments: ["-s", "--proxy-cacert", "{ca}"] + origin,
+                environment: ["https_proxy": "{httpsproxy}"]),
+            Row(name: "https_proxy without --proxy-cacert: the proxy's certificate is unknown", arguments: ["-s"] + origin,
+                stderrPresence: true, environment: ["https_proxy": "{httpsproxy}"]),
+            Row(name: "https_proxy with --proxy-insecure", arguments: ["-s", "--proxy-insecure"] + origin,
+                environment: ["https_proxy": "{httpsproxy}"]),
+            Row(name: "-x to a proxy that asks for a client certificate, with --proxy-cert and --proxy-key",
+                arguments: ["-s", "-x", "{certproxy}", "--proxy-cacert", "{ca}", "--proxy-cert", "{proxycert}",
+                            "--proxy-key", "{proxykey}", "--cacert", "{ca}"] + code + ["{nginxs}/small.txt"]),
+            Row(name: "https_proxy that asks for a client certificate, with --proxy-cert (key in another file)",
+                arguments: ["-s", "--proxy-cacert", "{ca}", "--proxy-cert", "{proxycert}", "--proxy-key", "{proxykey}"] + origin,
+                environment: ["https_proxy": "{certproxy}"]),
         ], values: values)
     }
 

@@ -40,6 +40,32 @@ final class ProxyConfigurationTests: XCTestCase {
         XCTAssertEqual(Set([key, otherTrust, plainProxy]).count, 3)
     }
 
+    /// `environmentProxyTLS` configures an `https://` proxy the environment names, wherever it is named, and no
+    /// other kind: plain-http and SOCKS proxies have no TLS of their own.
+    func testEnvironmentProxyTLSAppliesToHTTPSProxiesFromTheEnvironment() throws {
+        var tls = TLSConfiguration()
+        tls.trustRoots = .file("/tmp/proxy-ca.pem")
+        tls.clientCertificate = .init(certificateFile: "/tmp/proxy-client.pem", privateKeyFile: "/tmp/proxy-client.key")
+        let http = try HTTPURL("http://example.com/")
+        let https = try HTTPURL("https://example.com/")
+        let secure = ProxyResolver(.environment, environmentProxyTLS: tls,
+                                   environment: ["https_proxy": "https://secure:8443", "http_proxy": "http://web:3128"])
+        XCTAssertEqual(secure.proxy(for: https)?.tls, tls)
+        XCTAssertEqual(secure.proxy(for: http)?.tls, TLSConfiguration(), "an http:// proxy: no TLS to configure")
+        let all = ProxyResolver(.environment, environmentProxyTLS: tls, environment: ["all_proxy": "https://everything:443"])
+        XCTAssertEqual(all.proxy(for: http)?.tls, tls, "all_proxy's HTTPS proxy, for plain-http URLs too")
+        XCTAssertEqual(ProxyResolver(.environment, environmentProxyTLS: tls, environment: ["all_proxy": "socks5h://sock:1080"])
+            .proxy(for: https)?.tls, TLSConfiguration())
+        // A proxy given explicitly keeps its own settings.
+        let explicit = try ProxyConfiguration(url: "https://given:443")
+        XCTAssertEqual(ProxyResolver(.proxy(explicit), environmentProxyTLS: tls).proxy(for: https)?.tls, TLSConfiguration())
+        // And the router hands it to requests that ask for the environment while the client has another setting.
+        let router = ProxyRouter(.none, environmentProxyTLS: tls, environment: ["https_proxy": "https://secure:8443"])
+        var request = HTTPClientRequest(url: "https://example.com/")
+        request.proxy = .environment
+        XCTAssertEqual(try router.route(for: request, url: https)?.tls, tls)
+    }
+
     func testBadProxyURLsAreTypedErrors() {
         for bad in ["ftp://proxy:21", "http://proxy:3128/path", "http://", "http://proxy:99999"] {
             XCTAssertThrowsError(try ProxyConfiguration(url: bad), bad) { error in

@@ -369,6 +369,35 @@ final class ProxyIntegrationTests: XCTestCase {
         XCTAssertFalse(origin?.message.hasPrefix("TLS to proxy") == true, origin?.message ?? "")
     }
 
+    /// A proxy that requires a client certificate (stunnel's `verify = 2`) gets the one in the proxy's own TLS
+    /// settings; the client's certificate for origins is not offered to it.
+    func testAnHTTPSProxyThatAsksForAClientCertificateGetsTheProxysOwn() async throws {
+        let nginx = try Peers.nginx()
+        let peer = try Peers.httpsProxyRequiringClientCertificate()
+        let certificate = TLSConfiguration.ClientCertificate(certificateFile: peer.certificate, privateKeyFile: peer.key)
+        var proxy = try ProxyConfiguration(url: peer.proxy.url)
+        proxy.tls.trustRoots = .file(nginx.caFile)
+        for url in ["https://127.0.0.1:\(nginx.httpsPort)/small.txt", "http://127.0.0.1:\(nginx.httpPort)/small.txt"] {
+            // The origins' certificate is the client's, not the proxy's: the proxy refuses the handshake.
+            let without = try client(proxy: .proxy(proxy)) { $0.tls.clientCertificate = certificate }
+            do {
+                let response = try await without.send(HTTPClientRequest(url: url))
+                XCTFail("\(url): the proxy let a client without its certificate through: \(response.status)")
+            } catch let error as HTTPClientError {
+                XCTAssertEqual(error.code, .tlsHandshakeFailed, "\(url): \(error)")
+                XCTAssertTrue(error.message.hasPrefix("proxy https://127.0.0.1:\(peer.proxy.port) refused the TLS client certificate"),
+                              "\(url): \(error)")
+            }
+            var withCertificate = proxy
+            withCertificate.tls.clientCertificate = certificate
+            let through = try client(proxy: .proxy(withCertificate))
+            let response = try await through.send(HTTPClientRequest(url: url))
+            XCTAssertEqual(response.status, .ok, url)
+            let body = try await response.body.collect(upTo: 1 << 20)
+            XCTAssertEqual(body.count, 1024, url)
+        }
+    }
+
     // MARK: Pool
 
     func testConnectionsAreKeyedByProxy() async throws {
@@ -404,6 +433,24 @@ final class ProxyIntegrationTests: XCTestCase {
         XCTAssertEqual(fromEnv.stdout, "200", fromEnv.stderr)
         let bypassed = try runAhttp(args + ["--noproxy", "*", secure], environment: ["https_proxy": "http://127.0.0.1:1"])
         XCTAssertEqual(bypassed.stdout, "200", "--noproxy * reaches nginx directly: \(bypassed.stderr)")
+        // -v and --trace-ascii show the tunnel's CONNECT and the proxy's answer before the request, as curl does,
+        // the proxy's credentials redacted.
+        let verbose = try runAhttp(["-s", "-v", "-o", "/dev/null", "--cacert", nginx.caFile, "--trace-ascii", "-",
+                                    "-x", tiny.url, "-U", "\(tiny.user):\(tiny.password)", secure])
+        let lines = verbose.stderr.split(separator: "\n").map(String.init)
+        let connect = lines.firstIndex(of: "> CONNECT 127.0.0.1:\(nginx.httpsPort) HTTP/1.1")
+        let established = lines.firstIndex { $0.hasPrefix("< HTTP/1.") && $0.contains(" 200 ") }
+        let get = lines.firstIndex(of: "> GET /small.txt HTTP/1.1")
+        XCTAssertNotNil(connect, verbose.stderr)
+        XCTAssertTrue(lines.contains("> Proxy-Authorization: Basic <redacted>"), verbose.stderr)
+        XCTAssertFalse(verbose.stderr.contains(tiny.password) || verbose.stdout.contains(tiny.password), "no secret in -v or the trace")
+        if let connect, let established, let get {
+            XCTAssertTrue(connect < established && established < get, verbose.stderr)
+        } else {
+            XCTFail("the CONNECT exchange and the GET: \(verbose.stderr)")
+        }
+        XCTAssertTrue(verbose.stdout.contains("0000: CONNECT 127.0.0.1:\(nginx.httpsPort) HTTP/1.1"), verbose.stdout)
+        XCTAssertTrue(verbose.stdout.split(separator: "\n").contains { $0.hasPrefix("0000: HTTP/1.") && $0.contains(" 200 ") }, verbose.stdout)
         let ntlm = try Peers.ntlm()
         let viaNTLM = try runAhttp(["-s", "--ntlm", "-u", "\(ntlm.qualifiedUser):\(ntlm.password)", ntlm.url + "/ntlm/cli"])
         XCTAssertTrue(viaNTLM.stdout.contains("\"authenticated\": true"), viaNTLM.stdout + viaNTLM.stderr)

@@ -90,7 +90,8 @@ public struct HTTPClientEvent: Sendable {
         public var tunnelResponses: [TunnelResponse] = []
     }
 
-    /// A proxy's answer to `CONNECT`: its status line and fields (it has no body that is read past the head).
+    /// A proxy's answer to `CONNECT`: its status line and fields (it has no body that is read past the head), and
+    /// the `CONNECT` it answered.
     public struct TunnelResponse: Sendable, Hashable {
         /// The status, `200 Connection established` for a tunnel that opened.
         public var status: HTTPResponse.Status
@@ -98,6 +99,18 @@ public struct HTTPClientEvent: Sendable {
         public var version: HTTPVersion
         /// The response's fields.
         public var headers: HTTPFields
+        /// The `CONNECT` request head this answers, as it was written, blank line included (curl's `-v` shows it
+        /// with `> `). It holds the `Proxy-Authorization` value when one was sent: redact before showing it, as
+        /// for ``HTTPClientEvent/Kind/headSent(_:)``.
+        public var request: [UInt8] = []
+
+        /// Creates an answer from its parts.
+        public init(status: HTTPResponse.Status, version: HTTPVersion, headers: HTTPFields, request: [UInt8] = []) {
+            self.status = status
+            self.version = version
+            self.headers = headers
+            self.request = request
+        }
     }
 
     /// Times since the request was queued; nil for a phase not reached.

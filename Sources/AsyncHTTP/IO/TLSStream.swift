@@ -142,6 +142,9 @@ final class TLSStream: @unchecked Sendable {
     /// that a session got directly is never offered through a proxy, or the other way round (a ticket would let the
     /// server link the two visits).
     let cacheKey: String
+    /// Who the stream talks to, in the messages of errors after the handshake: ``sessionKey``, or the proxy's URL for
+    /// the TLS to an HTTPS proxy (whose handshake errors the connector prefixes itself).
+    private let peer: String
     private let ssl: OpaquePointer
     private let lock = Locked(false)
     /// The TLS connection to an HTTPS proxy this one runs inside (a `CONNECT` tunnel), or nil when this one reads
@@ -160,8 +163,9 @@ final class TLSStream: @unchecked Sendable {
 
     /// TLS on `socket`, or, with `outer`, inside that TLS connection (to an HTTPS proxy, through its tunnel), whose
     /// socket must be `socket`.
+    /// `peer` names the other end in the errors of reads and writes (default `host:port`).
     init(socket: Socket, context: TLSContext, host: String, port: Int, hostIsIPAddress: Bool, route: String = "",
-         over outer: TLSStream? = nil) throws(HTTPClientError) {
+         peer: String? = nil, over outer: TLSStream? = nil) throws(HTTPClientError) {
         guard let ssl = SSL_new(context.context) else {
             throw HTTPClientError(.tlsHandshakeFailed, "SSL_new failed", tlsReason: takeOpenSSLErrors())
         }
@@ -171,6 +175,7 @@ final class TLSStream: @unchecked Sendable {
         self.outer = outer
         self.sessionKey = "\(host):\(port)"
         self.cacheKey = sessionKey + route
+        self.peer = peer ?? sessionKey
         let bio: OpaquePointer?
         if let outer {
             bio = Self.layeredBIOMethod.pointer.flatMap { ahttp_bio_new_layered($0, outer.ssl) }
@@ -278,13 +283,21 @@ final class TLSStream: @unchecked Sendable {
             // complete ends; a body delimited by the close is a truncation (RFC 9112 §9.8; docs/framing.md).
             let code = errno
             if code == 0 || code == ECONNRESET { return .uncleanEnd }
-            return .failed(HTTPClientError(.ioFailure, "TLS I/O with \(sessionKey) failed: \(errnoText(code))", errno: code))
+            return .failed(HTTPClientError(.ioFailure, "TLS I/O with \(peer) failed: \(errnoText(code))", errno: code))
         default:
             // OpenSSL 3 reports an EOF without close_notify as SSL_ERROR_SSL with
             // SSL_R_UNEXPECTED_EOF_WHILE_READING ("unexpected eof while reading").
             let reasons = takeOpenSSLErrors()
             if let reasons, reasons.contains("unexpected eof") { return .uncleanEnd }
-            return .failed(HTTPClientError(.ioFailure, "TLS error on \(sessionKey)", tlsReason: reasons))
+            // TLS 1.3 (RFC 8446 §4.4.2.4): a server that wanted a client certificate and got none, or refused the one
+            // sent, says so with an alert after the client's Finished, so it reaches the first read, not the handshake.
+            if let reasons, reasons.contains("alert certificate required") || reasons.contains("alert bad certificate")
+                || reasons.contains("alert unknown ca") || reasons.contains("alert certificate unknown") {
+                return .failed(HTTPClientError(.tlsHandshakeFailed,
+                    "\(peer) refused the TLS client certificate: it requires one, and none was configured for it or it does"
+                        + " not accept the one sent", tlsReason: reasons))
+            }
+            return .failed(HTTPClientError(.ioFailure, "TLS error on \(peer)", tlsReason: reasons))
         }
     }
 

@@ -63,7 +63,7 @@ final class Connector: Sendable {
         let started = MonotonicTime.now
         let connectDeadline = earliest(started + settings.connectTimeout, deadlines.total)
         var socket: Socket
-        var tunnelResponses: [HTTP1ResponseHead] = []
+        var tunnelRounds: [TunnelRound] = []
         // The TLS connection to an HTTPS proxy: the connection's own stream for a plain-http request in absolute
         // form or through a tunnel, and the one an https origin's TLS runs inside.
         var proxyTLS: TLSStream?
@@ -83,7 +83,7 @@ final class Connector: Sendable {
                 case .http, .https:
                     // Plain http goes to the proxy in absolute form, unless it is tunnelled too.
                     guard key.tunnelsThroughProxy else { break }
-                    (socket, proxyTLS, tunnelResponses) = try await tunnel(
+                    (socket, proxyTLS, tunnelRounds) = try await tunnel(
                         on: socket, tls: proxyTLS, through: proxy, to: target.host, port: target.port, key: key,
                         deadline: connectDeadline)
                 }
@@ -127,7 +127,7 @@ final class Connector: Sendable {
         let id = connectionIDs.add(1, ordering: .relaxed).newValue
         let connection = HTTP1Connection(id: id, key: key, socket: socket, tls: tls, limits: settings.limits)
         connection.transferDecodingLimits = settings.transferDecodingLimits
-        connection.tunnelResponses = tunnelResponses
+        connection.tunnelRounds = tunnelRounds
         connection.busyPoll = BusyPollPolicy(limit: settings.busyPollLimit, opening: started.nanoseconds(to: connected) &- min(proxyHandshake, started.nanoseconds(to: connected)))
         connection.busyPollCounters = busyPollCounters
         settings.logger.debug("connection \(id) opened", metadata: ["key": "\(key)", "remote": "\(socket.remote)"])
@@ -139,7 +139,7 @@ final class Connector: Sendable {
     private func tunnel(
         on socket: Socket, tls: TLSStream?, through proxy: ProxyConfiguration, to host: String, port: Int, key: ConnectionKey,
         deadline: MonotonicTime
-    ) async throws(HTTPClientError) -> (socket: Socket, tls: TLSStream?, responses: [HTTP1ResponseHead]) {
+    ) async throws(HTTPClientError) -> (socket: Socket, tls: TLSStream?, rounds: [TunnelRound]) {
         let reconnect = { () async throws(HTTPClientError) -> (Socket, TLSStream?) in
             let (socket, tls, _) = try await self.connectProxy(proxy, endpoint: key.endpoint, deadline: deadline)
             return (socket, tls)
@@ -169,7 +169,7 @@ final class Connector: Sendable {
             let route = " (HTTPS proxy)" + (proxy.credentials.map { " as \($0.username)" } ?? "") + (endpoint.map { " \($0)" } ?? "")
             let stream = try TLSStream(socket: socket, context: try proxyTLSContext(proxy.tls), host: proxy.host, port: proxy.port,
                                        hostIsIPAddress: SocketAddress(numericHost: proxy.host, port: proxy.port) != nil,
-                                       route: route)
+                                       route: route, peer: "proxy \(proxy)")
             try await stream.handshake(deadline: deadline)
             return (socket, stream, connected.nanoseconds(to: .now))
         } catch {

@@ -45,9 +45,9 @@ final class HTTP1Connection: @unchecked Sendable {
     var pacer: TransferPacer? {
         didSet { if pacedCredit > 0 { oldValue?.refund(pacedCredit); pacedCredit = 0 } }
     }
-    /// The proxy's answers to `CONNECT` when this connection was opened through a tunnel (a `407` answered, then
-    /// the `2xx`); empty otherwise. Reported to observers with the connection's first request.
-    var tunnelResponses: [HTTP1ResponseHead] = []
+    /// The `CONNECT`s and the proxy's answers when this connection was opened through a tunnel (a `407`
+    /// answered, then the `2xx`); empty otherwise. Reported to observers with the connection's first request.
+    var tunnelRounds: [TunnelRound] = []
     /// The low-speed limit of the current lease's request and its window, nil for none; set by the transport for
     /// each attempt. Looked at only when the connection waits for the socket (``waitUntil(_:deadline:phase:)``).
     var lowSpeed: LowSpeedWatch?

@@ -291,8 +291,8 @@ final class HTTP1Transport: Sendable {
         observation.connectionAcquired(.init(
             id: connection.id, reused: reused, tlsSessionResumed: connection.tls?.sessionWasReused ?? false,
             route: key.description, remoteAddress: connection.socket.remote.description,
-            tunnelResponses: reused ? [] : connection.tunnelResponses.map {
-                .init(status: $0.status, version: $0.version, headers: $0.headers)
+            tunnelResponses: reused ? [] : connection.tunnelRounds.map {
+                .init(status: $0.response.status, version: $0.response.version, headers: $0.response.headers, request: $0.request)
             }))
     }
 

@@ -28,7 +28,10 @@ struct ProxyResolver: Sendable {
         isDirect = http == nil && https == nil && httpProblem == nil && httpsProblem == nil
     }
 
-    init(_ setting: ProxySetting, environment: [String: String] = ProcessEnvironment.current()) {
+    /// `environmentProxyTLS` is the TLS for an `https://` proxy read from the environment
+    /// (``HTTPClient/Configuration/environmentProxyTLS``).
+    init(_ setting: ProxySetting, environmentProxyTLS: TLSConfiguration = TLSConfiguration(),
+         environment: [String: String] = ProcessEnvironment.current()) {
         switch setting {
         case .none:
             self = .direct
@@ -46,7 +49,9 @@ struct ProxyResolver: Sendable {
             func parse(_ text: String?, _ name: String) -> (ProxyConfiguration?, HTTPClientError?) {
                 guard let text else { return (nil, nil) }
                 do throws(HTTPClientError) {
-                    return (try ProxyConfiguration(url: text), nil)
+                    var proxy = try ProxyConfiguration(url: text)
+                    if proxy.kind == .https { proxy.tls = environmentProxyTLS }
+                    return (proxy, nil)
                 } catch {
                     return (nil, HTTPClientError(.invalidURL, "the \(name) environment variable is not a valid proxy URL: \(error.message)"))
                 }
@@ -193,10 +198,11 @@ struct ProxyRouter: Sendable {
     /// plain-http request goes to an HTTP proxy in absolute form or through a tunnel.
     let targets: ConnectionTargets
 
-    init(_ setting: ProxySetting, targets: ConnectionTargets = ConnectionTargets(),
-         environment: [String: String] = ProcessEnvironment.current()) {
-        client = ProxyResolver(setting, environment: environment)
-        self.environment = setting == .environment ? client : ProxyResolver(.environment, environment: environment)
+    init(_ setting: ProxySetting, environmentProxyTLS: TLSConfiguration = TLSConfiguration(),
+         targets: ConnectionTargets = ConnectionTargets(), environment: [String: String] = ProcessEnvironment.current()) {
+        client = ProxyResolver(setting, environmentProxyTLS: environmentProxyTLS, environment: environment)
+        self.environment = setting == .environment ? client
+            : ProxyResolver(.environment, environmentProxyTLS: environmentProxyTLS, environment: environment)
         self.targets = targets
     }
 

@@ -21,6 +21,13 @@ protocol ProxyTunnelAuthenticator: Sendable {
     func wasRefused(_ exchange: Exchange) -> Bool
 }
 
+/// One `CONNECT` of a tunnel's opening and the proxy's answer to it.
+struct TunnelRound: Sendable {
+    /// The request head as written, `Proxy-Authorization` included.
+    var request: [UInt8]
+    var response: HTTP1ResponseHead
+}
+
 /// An HTTP `CONNECT` tunnel (RFC 9110 §9.3.6) through a proxy, for `https` URLs (and `http` ones a `connectTo`
 /// rule or ``ProxyConfiguration/alwaysTunnel`` sends through one): once the proxy answers 2xx, the socket carries
 /// bytes to the origin, and TLS to the origin runs inside it. The proxy's answers come back with the socket.
@@ -33,7 +40,7 @@ enum ProxyTunnel {
         on socket: Socket, tls: TLSStream?, through proxy: ProxyConfiguration, to host: String, port: Int,
         authenticator: Authenticator, userAgent: String?, limits: HTTP1ResponseParser.Limits, deadline: MonotonicTime,
         reconnect: () async throws(HTTPClientError) -> (Socket, TLSStream?)
-    ) async throws(HTTPClientError) -> (socket: Socket, tls: TLSStream?, responses: [HTTP1ResponseHead]) {
+    ) async throws(HTTPClientError) -> (socket: Socket, tls: TLSStream?, rounds: [TunnelRound]) {
         let authority = (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
         var exchange = try authenticator.beginTunnel(through: proxy, authority: authority)
         var authorization = try await authenticator.authorization(before: &exchange, authority: authority,
@@ -41,8 +48,9 @@ enum ProxyTunnel {
         var socket = socket
         var tls = tls
         let deadlines = Deadlines(inactivity: nil, total: deadline)
-        // Every answer to CONNECT, for observers (curl's -i prints them before the origin's head).
-        var responses: [HTTP1ResponseHead] = []
+        // Every CONNECT and its answer, for observers (curl's -i prints the answers before the origin's head, -v
+        // both).
+        var rounds: [TunnelRound] = []
         // Bounded: the authenticator caps its rounds; each round either returns, throws or answers one 407.
         for _ in 0..<16 {
             let connection = HTTP1Connection(id: 0, key: ConnectionKey(scheme: "http", host: proxy.host, port: proxy.port),
@@ -54,7 +62,8 @@ enum ProxyTunnel {
             head += "Proxy-Connection: Keep-Alive\r\n"
             if let authorization { head += "Proxy-Authorization: \(authorization)\r\n" }
             head += "\r\n"
-            try await connection.write(Array(head.utf8), deadlines: deadlines)
+            let request = Array(head.utf8)
+            try await connection.write(request, deadlines: deadlines)
             connection.requestWritten()
             let response: HTTP1ResponseHead
             do {
@@ -62,7 +71,7 @@ enum ProxyTunnel {
             } catch where error.code == .connectionClosed {
                 throw HTTPClientError(.proxyFailed, "proxy \(proxy) closed the connection without answering CONNECT to \(authority)")
             }
-            responses.append(response)
+            rounds.append(TunnelRound(request: request, response: response))
             let code = response.status.code
             if (200..<300).contains(code) {
                 // Over TLS, OpenSSL is asked (a session ticket the proxy sent is not the origin's bytes); the
@@ -78,7 +87,7 @@ enum ProxyTunnel {
                     throw HTTPClientError(.proxyFailed, "proxy \(proxy) closed the tunnel to \(authority) right after accepting CONNECT")
                 }
                 await authenticator.accepted(exchange)
-                return (socket, tls, responses)
+                return (socket, tls, rounds)
             }
             guard code == 407 else {
                 var refused = HTTPClientError(.proxyFailed, "proxy \(proxy) refused CONNECT to \(authority): \(code) \(response.status.reasonPhrase)")

@@ -82,6 +82,14 @@ enum Peers {
         try openPeer("ASYNCHTTP_HTTPS_PROXY_URL", name: "stunnel (HTTPS proxy)")
     }
 
+    /// The same stunnel's second service, in front of the same tinyproxy, which requires a client certificate: the
+    /// one at `certificate` (PEM, its key at `key`) and no other (stunnel's `verify = 2`).
+    static func httpsProxyRequiringClientCertificate() throws -> (proxy: OpenPeer, certificate: String, key: String) {
+        let notRunning = "stunnel (HTTPS proxy with client certificates) peer is not running: run ./scripts/test.sh"
+        return (try openPeer("ASYNCHTTP_HTTPS_PROXY_CLIENT_CERT_URL", name: "stunnel (HTTPS proxy with client certificates)"),
+                try variable("ASYNCHTTP_HTTPS_PROXY_CLIENT_CERT", notRunning), try variable("ASYNCHTTP_HTTPS_PROXY_CLIENT_KEY", notRunning))
+    }
+
     /// tinyproxy as above with Basic proxy authentication (`proxyuser`/`proxypass`, realm `Tinyproxy`).
     /// Without `Proxy-Authorization` it answers 407 with `Proxy-Authenticate: Basic realm="Tinyproxy"` and
     /// `Connection: close`. With wrong credentials tinyproxy 1.11 answers 401 with `WWW-Authenticate`
