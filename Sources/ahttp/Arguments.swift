@@ -277,13 +277,17 @@ enum TLSMinimumFlag: String, EnumerableFlag {
 
 struct ProxyArguments: ParsableArguments {
     @Option(name: [.customShort("x", allowingJoined: true), .customLong("proxy")], parsing: curlValues,
-            help: ArgumentHelp("Use this proxy: http://, https://, socks5:// or socks5h:// (without -x: http_proxy, https_proxy, all_proxy, no_proxy).", valueName: "[scheme://]host[:port]"))
+            help: ArgumentHelp("Use this proxy: http://, https://, socks5://, socks5h://, socks4:// or socks4a:// (without -x: http_proxy, https_proxy, all_proxy, no_proxy).", valueName: "[scheme://]host[:port]"))
     var proxy: [Ordered] = []
     @Option(name: .customLong("socks5"), parsing: curlValues, help: ArgumentHelp("A SOCKS5 proxy (names resolved here).", valueName: "host[:port]"))
     var socks5: [Ordered] = []
     @Option(name: .customLong("socks5-hostname"), parsing: curlValues,
             help: ArgumentHelp("A SOCKS5 proxy that resolves names.", valueName: "host[:port]"))
     var socks5Hostname: [Ordered] = []
+    @Option(name: .customLong("socks4"), parsing: curlValues, help: ArgumentHelp("A SOCKS4 proxy (names resolved here, IPv4 only).", valueName: "host[:port]"))
+    var socks4: [Ordered] = []
+    @Option(name: .customLong("socks4a"), parsing: curlValues, help: ArgumentHelp("A SOCKS4a proxy (it resolves names).", valueName: "host[:port]"))
+    var socks4a: [Ordered] = []
     @Option(name: [.customShort("U", allowingJoined: true), .customLong("proxy-user")], parsing: curlValue,
             help: ArgumentHelp("Proxy credentials.", valueName: "user:password"))
     var proxyUser: String?

@@ -72,7 +72,7 @@ struct Options {
     var awsSigV4: String?
     /// --archive OUT: the page and its resources for offline reading (ArchiveCommand.swift).
     var archiveOutput: String?
-    /// -x, --socks5, --socks5-hostname: the proxy (the last one given wins, as curl).
+    /// -x, --socks5, --socks5-hostname, --socks4, --socks4a: the proxy (the last one given wins, as curl).
     var proxy: ProxyConfiguration?
     var proxyUser: HTTPCredentials?
     /// -x "": no proxy at all, the environment's neither (curl).
@@ -245,9 +245,9 @@ extension AhttpCommand {
         }
         options.key = tls.key
 
-        // --- proxy: the last of -x, --socks5, --socks5-hostname wins
+        // --- proxy: the last of -x, --socks5, --socks5-hostname, --socks4, --socks4a wins
         let proxies = proxy.proxy.map { ($0, ProxyConfiguration.Kind?.none) } + proxy.socks5.map { ($0, .socks5) }
-            + proxy.socks5Hostname.map { ($0, .socks5h) }
+            + proxy.socks5Hostname.map { ($0, .socks5h) } + proxy.socks4.map { ($0, .socks4) } + proxy.socks4a.map { ($0, .socks4a) }
         if let (value, kind) = proxies.max(by: { $0.0.sequence < $1.0.sequence }) {
             if value.text.isEmpty, kind == nil {
                 options.proxyDisabled = true  // curl: -x "" turns every proxy off, the environment's too

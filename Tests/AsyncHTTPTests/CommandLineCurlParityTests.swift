@@ -207,6 +207,37 @@ final class CommandLineCurlParityTests: XCTestCase {
         ], values: try peerValues())
     }
 
+    /// SOCKS4 through dante and SOCKS4a through `ssh -D`, spelled as curl spells them (`--socks4`, `--socks4a`,
+    /// `-x socks4://`, `-x socks4a://`, `all_proxy`), with curl's output and exit codes: 97 for a target the proxy
+    /// refuses (dante's reply 91; sshd closing) and for an IPv6 target through SOCKS4.
+    func testSOCKS4MatchesCurl() throws {
+        var values = try peerValues()
+        let socks4 = try Peers.socks4()
+        let socks4a = try Peers.socks4a().peer
+        values["s4"] = "127.0.0.1:\(socks4.port)"
+        values["s4a"] = "127.0.0.1:\(socks4a.port)"
+        let code = ["-w", " %{http_code}"]
+        try check([
+            Row(name: "--socks4", arguments: ["-s", "--socks4", "{s4}"] + code + ["{nginx}/small.txt"]),
+            Row(name: "-x socks4:// with a name resolved here", arguments: ["-s", "-x", "socks4://{s4}"] + code
+                + ["http://localhost:{nginxport}/small.txt"]),
+            Row(name: "--socks4 with https", arguments: ["-s", "--socks4", "{s4}", "--cacert", "{ca}"] + code + ["{nginxs}/small.txt"]),
+            Row(name: "--socks4 with a user ID", arguments: ["-s", "-x", "socks4://ann@{s4}"] + code + ["{nginx}/small.txt"]),
+            Row(name: "--socks4 refused by the proxy's rules", arguments: ["-s", "--socks4", "{s4}"] + code + ["http://192.0.2.1:{nginxport}/"]),
+            Row(name: "--socks4 to an IPv6 address", arguments: ["-s", "--socks4", "{s4}"] + code + ["http://[::1]:{nginxport}/small.txt"]),
+            Row(name: "--socks4a", arguments: ["-s", "--socks4a", "{s4a}"] + code + ["http://localhost:{nginxport}/small.txt"]),
+            Row(name: "-x socks4a:// with https", arguments: ["-s", "-x", "socks4a://{s4a}", "--cacert", "{ca}"] + code + ["{nginxs}/small.txt"]),
+            Row(name: "--socks4a to a target the proxy may not open", arguments: ["-s", "--socks4a", "{s4a}"] + code
+                + ["http://127.0.0.2:{nginxport}/small.txt"]),
+            Row(name: "the last proxy option wins", arguments: ["-s", "--socks4", "127.0.0.1:1", "--socks4a", "{s4a}"] + code
+                + ["http://localhost:{nginxport}/small.txt"]),
+            // Proxies from the environment bypass loopback (ahttp) or not (curl), so the origin is named otherwise
+            // and --connect-to takes it to nginx: the SOCKS4a proxy is asked for the rule's target.
+            Row(name: "all_proxy=socks4a://", arguments: ["-s", "--connect-to", "origin.example:80:127.0.0.1:{nginxport}"] + code
+                + ["http://origin.example/small.txt"], environment: ["all_proxy": "socks4a://{s4a}"]),
+        ], values: values)
+    }
+
     /// Proxies with --connect-to, --resolve and -p, through tinyproxy and dante: curl's routing rules (its test
     /// 2050: a --connect-to through an HTTP proxy is a CONNECT tunnel to the rule's target). `parity.test` does
     /// not resolve and tinyproxy's filter refuses it, so a row passes only if the rule is applied as curl does.

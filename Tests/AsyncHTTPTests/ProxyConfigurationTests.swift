@@ -22,6 +22,22 @@ final class ProxyConfigurationTests: XCTestCase {
         XCTAssertTrue(secure.isHTTP)
         XCTAssertFalse(secure.isSOCKS)
         XCTAssertEqual(try ProxyConfiguration(url: "https://proxy.internal:8443").port, 8443)
+        let socks4 = try ProxyConfiguration(url: "socks4://ann:pw@gate")
+        XCTAssertEqual(socks4, ProxyConfiguration(kind: .socks4, host: "gate", port: 1080, credentials: HTTPCredentials(username: "ann", password: "pw")))
+        XCTAssertEqual(socks4.description, "socks4://gate:1080")
+        XCTAssertTrue(socks4.isSOCKS && socks4.resolvesTargetLocally && !socks4.isHTTP)
+        let socks4a = try ProxyConfiguration(url: "SOCKS4A://[::1]:9050")
+        XCTAssertEqual(socks4a.kind, .socks4a)
+        XCTAssertEqual(socks4a.description, "socks4a://[::1]:9050")
+        XCTAssertTrue(socks4a.isSOCKS && !socks4a.resolvesTargetLocally)
+        XCTAssertEqual(ProxyResolver(.environment, environment: ["all_proxy": "socks4a://gate:1081"])
+            .proxy(for: try HTTPURL("https://example.com/"))?.kind, .socks4a, "a SOCKS4a proxy from the environment")
+        do {
+            _ = try ProxyConfiguration(url: "socks6://gate")
+            XCTFail("socks6 accepted")
+        } catch {
+            XCTAssertEqual(error.message, "unsupported proxy scheme 'socks6' in proxy URL (use http, https, socks5, socks5h, socks4 or socks4a)")
+        }
     }
 
     /// An HTTPS proxy from the environment, and its TLS settings part of the pool key: connections made trusting
@@ -118,7 +134,7 @@ final class ProxyConfigurationTests: XCTestCase {
         XCTAssertNil(resolver.problem(for: try HTTPURL("https://localhost:8443/")), "loopback bypasses proxies")
         XCTAssertNil(resolver.problem(for: try HTTPURL("https://intranet.test/")), "no_proxy bypasses it")
 
-        let all = ProxyResolver(.environment, environment: ["all_proxy": "socks4://old:1080", "https_proxy": "http://good:3128"])
+        let all = ProxyResolver(.environment, environment: ["all_proxy": "socks6://old:1080", "https_proxy": "http://good:3128"])
         XCTAssertEqual(all.problem(for: try HTTPURL("http://example.com/"))?.code, .invalidURL, "http falls back to the bad all_proxy")
         XCTAssertNil(all.problem(for: try HTTPURL("https://example.com/")), "https has a good variable of its own")
         XCTAssertEqual(all.proxy(for: try HTTPURL("https://example.com/"))?.host, "good")

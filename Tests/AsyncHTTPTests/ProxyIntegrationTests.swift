@@ -130,6 +130,87 @@ final class ProxyIntegrationTests: XCTestCase {
         }
     }
 
+    // MARK: SOCKS4 and SOCKS4a
+
+    /// dante answers SOCKS4 (not 4a): an IPv4 literal goes as it is, and a name is resolved here to its IPv4
+    /// address (`localhost` resolves to ::1 as well, which SOCKS4 cannot carry). http and https both tunnel.
+    func testDanteSocks4ReachesIPv4AddressesAndNamesResolvedHere() async throws {
+        let url = try Peers.socks4().url
+        try await assertFetchesSmallFile(try client(proxy: try proxy(url)))
+        try await assertFetchesSmallFile(try client(proxy: try proxy(url)), host: "localhost")
+        // The user ID is the user name; dante without identd checks ignores it.
+        try await assertFetchesSmallFile(try client(proxy: try proxy(url, user: "alice", password: "unsent")))
+        let nginx = try Peers.nginx()
+        let error = await assertThrowsHTTPError(.proxyFailed) {
+            try await self.client(proxy: try self.proxy(url)).send(HTTPClientRequest(url: "http://[::1]:\(nginx.httpPort)/small.txt"))
+        }
+        XCTAssertTrue(error?.message.contains("SOCKS4 reaches IPv4 addresses only") == true, error?.message ?? "")
+        // dante's rules allow only 127.0.0.0/8: anything else is refused with reply 91, before dante connects.
+        let refused = await assertThrowsHTTPError(.proxyFailed) {
+            try await self.client(proxy: try self.proxy(url)).send(HTTPClientRequest(url: "http://192.0.2.1:\(nginx.httpPort)/small.txt"))
+        }
+        XCTAssertTrue(refused?.message.contains("CONNECT to 192.0.2.1:\(nginx.httpPort) failed: request rejected or failed (code 91)") == true,
+                      refused?.message ?? "")
+        XCTAssertTrue(refused?.message.hasPrefix("SOCKS4 proxy socks4://127.0.0.1:") == true, refused?.message ?? "")
+    }
+
+    /// OpenSSH's `ssh -D` reads SOCKS4a: the proxy is given the name (sshd's log shows the target as it was
+    /// asked for), an IPv4 literal still goes as an address, and a target sshd may not open closes the connection.
+    func testSocks4aGivesTheProxyTheName() async throws {
+        let (peer, log) = try Peers.socks4a()
+        let nginx = try Peers.nginx()
+        let client = try client(proxy: try proxy(peer.url))
+        try await assertFetchesSmallFile(client, host: "localhost")
+        try await assertFetchesSmallFile(client)
+        // sshd's session process writes the line as it opens the channel, so it may lag the response a little.
+        try await waitUntil("sshd logs the targets by name and by address") {
+            let text = try String(contentsOfFile: log, encoding: .utf8)
+            return ["target localhost port \(nginx.httpPort)", "target localhost port \(nginx.httpsPort)",
+                    "target 127.0.0.1 port \(nginx.httpPort)"].allSatisfy(text.contains)
+        }
+        let error = await assertThrowsHTTPError(.proxyFailed) {
+            try await client.send(HTTPClientRequest(url: "http://127.0.0.2:\(nginx.httpPort)/small.txt"))
+        }
+        XCTAssertTrue(error?.message.contains("the proxy closed the connection during the handshake") == true, error?.message ?? "")
+    }
+
+    /// What goes on the wire, read by a raw server that answers as a SOCKS4 proxy and then as the origin (its
+    /// recorded head is everything before the request's blank line, the SOCKS4 request included): the user ID is
+    /// the user name without the password, SOCKS4a's name follows it after DSTIP 0.0.0.1, and a refusal or a
+    /// reply that is not SOCKS4 is a `proxyFailed` that says which.
+    func testSocks4RequestBytesAndReplies() async throws {
+        let granted: [UInt8] = [0, 90, 0, 0, 0, 0, 0, 0]
+        let server = try FaultServer(script: FaultScript(onAccept: { _ in [.send(granted)] }, onRequest: { _, _ in [.response("ok"), .close] }))
+        defer { server.stop() }
+        func fetch(_ scheme: String, _ url: String, user: String? = "alice") async throws -> String {
+            let client = try client(proxy: try proxy("\(scheme)://127.0.0.1:\(server.port)", user: user, password: "s3cret"))
+            let response = try await client.send(HTTPClientRequest(url: url))
+            let body = try await response.body.collect(upTo: 64)
+            XCTAssertEqual(String(decoding: body, as: UTF8.self), "ok")
+            return try XCTUnwrap(server.requestHeads.last)
+        }
+        let byName = try await fetch("socks4a", "http://origin.example:7967/a")
+        XCTAssertTrue(byName.hasPrefix("\u{4}\u{1}\u{1F}\u{1F}\0\0\0\u{1}alice\0origin.example\0GET /a HTTP/1.1\r\n"), byName.debugDescription)
+        let byAddress = try await fetch("socks4a", "http://127.0.0.1:80/b")
+        XCTAssertTrue(byAddress.hasPrefix("\u{4}\u{1}\0\u{50}\u{7F}\0\0\u{1}alice\0GET /b HTTP/1.1\r\n"), byAddress.debugDescription)
+        let resolvedHere = try await fetch("socks4", "http://localhost:80/c", user: nil)
+        XCTAssertTrue(resolvedHere.hasPrefix("\u{4}\u{1}\0\u{50}\u{7F}\0\0\u{1}\0GET /c HTTP/1.1\r\n"), resolvedHere.debugDescription)
+        for head in server.requestHeads { XCTAssertFalse(head.contains("s3cret"), "SOCKS4 has no password field") }
+
+        for (reply, expected) in [([UInt8]([0, 92, 0, 0, 0, 0, 0, 0]), "could not reach the client's identd (code 92)"),
+                                  ([0, 93, 0, 0, 0, 0, 0, 0], "differs from the one identd reports (code 93)"),
+                                  ([5, 0, 0, 0, 0, 0, 0, 0], "the proxy does not speak SOCKS4 (reply version byte 5)")] {
+            let refusing = try FaultServer(script: FaultScript(onAccept: { _ in [.send(reply), .close] }, onRequest: { _, _ in [] }))
+            defer { refusing.stop() }
+            let error = await assertThrowsHTTPError(.proxyFailed) {
+                try await self.client(proxy: try self.proxy("socks4a://127.0.0.1:\(refusing.port)"))
+                    .send(HTTPClientRequest(url: "http://origin.example/"))
+            }
+            XCTAssertTrue(error?.message.contains(expected) == true, error?.message ?? "")
+            XCTAssertTrue(error?.message.hasPrefix("SOCKS4a proxy socks4a://127.0.0.1:") == true, error?.message ?? "")
+        }
+    }
+
     // MARK: NTLM
 
     func testNTLMOriginHandshakeOnOneConnection() async throws {

@@ -1,12 +1,13 @@
 
-/// One proxy server: an HTTP proxy or a SOCKS5 proxy, with optional credentials.
+/// One proxy server: an HTTP proxy, or a SOCKS5 or SOCKS4 proxy, with optional credentials.
 ///
 /// Through an HTTP proxy, `http` URLs are requested in absolute form (`GET http://host/path HTTP/1.1`)
 /// and `https` URLs through a `CONNECT` tunnel with TLS to the origin inside it. `http` URLs go through a
 /// tunnel too when ``alwaysTunnel`` is set (curl's `--proxytunnel`), or when a
 /// ``HTTPClient/Configuration/connectTo`` rule moves their host or port: the proxy is then asked to
 /// `CONNECT` to the rule's target, as curl does. Through SOCKS5 (RFC 1928) every URL gets a tunnel;
-/// credentials use RFC 1929's username/password method.
+/// credentials use RFC 1929's username/password method. SOCKS4 and SOCKS4a tunnel too, to IPv4 addresses or
+/// (SOCKS4a) names, and carry only a user ID: the credentials' user name, never the password.
 ///
 /// ```swift
 /// var configuration = HTTPClient.Configuration()
@@ -25,6 +26,12 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
         case socks5
         /// A SOCKS5 proxy that is given the host name to resolve (`socks5h://`, as curl).
         case socks5h
+        /// A SOCKS4 proxy (`socks4://`, curl's `--socks4`). The client resolves the host name itself, and the
+        /// protocol reaches IPv4 addresses only: a host with no IPv4 address cannot be reached through it.
+        case socks4
+        /// A SOCKS4a proxy (`socks4a://`, curl's `--socks4a`): SOCKS4 with the host name given to the proxy to
+        /// resolve, as ``socks5h`` does; an IPv4 address is sent as the address.
+        case socks4a
     }
 
     /// The proxy protocol.
@@ -33,13 +40,14 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
     public var host: String
     /// The proxy's port.
     public var port: Int
-    /// Credentials for the proxy (`Proxy-Authorization`, or SOCKS5 username/password). When nil, a 407
+    /// Credentials for the proxy (`Proxy-Authorization`, SOCKS5 username/password, or SOCKS4's user ID, which is
+    /// the user name alone: SOCKS4 has no password, so none is sent). When nil, a 407
     /// is answered from the session and persistent stores or
     /// ``AuthenticationConfiguration/proxyAuthenticationNeeded``.
     public var credentials: HTTPCredentials?
     /// Through an HTTP proxy, send `http` URLs through a `CONNECT` tunnel too, in origin form, instead of as
     /// absolute-form requests the proxy forwards (curl's `--proxytunnel`, `CURLOPT_HTTPPROXYTUNNEL`). For a
-    /// proxy that only tunnels, or to keep it from reading or rewriting plain-http requests. Ignored for SOCKS5,
+    /// proxy that only tunnels, or to keep it from reading or rewriting plain-http requests. Ignored for SOCKS,
     /// which always tunnels. Off by default.
     public var alwaysTunnel = false
     /// Send ``credentials`` as Basic with the first request or `CONNECT` on each connection, before any `407`
@@ -71,7 +79,7 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses a proxy URL as curl and the `*_proxy` variables write it: `[scheme://][user:password@]host[:port]`.
-    /// The scheme is `http` (the default), `https`, `socks5` or `socks5h`; the port defaults to 443 for `https`
+    /// The scheme is `http` (the default), `https`, `socks5`, `socks5h`, `socks4` or `socks4a`; the port defaults to 443 for `https`
     /// and to 1080 for the others (curl's `CURL_DEFAULT_HTTPS_PROXY_PORT` and `CURL_DEFAULT_PROXY_PORT`).
     public init(url: String) throws(HTTPClientError) {
         var text = Substring(url).trimmingWhitespace()
@@ -82,8 +90,11 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
             case "https": kind = .https
             case "socks5": kind = .socks5
             case "socks5h": kind = .socks5h
+            case "socks4": kind = .socks4
+            case "socks4a": kind = .socks4a
             case let other:
-                throw HTTPClientError(.invalidURL, "unsupported proxy scheme '\(other)' in proxy URL (use http, https, socks5 or socks5h)")
+                throw HTTPClientError(.invalidURL,
+                    "unsupported proxy scheme '\(other)' in proxy URL (use http, https, socks5, socks5h, socks4 or socks4a)")
             }
             text = text[range.upperBound...]
         }
@@ -119,7 +130,10 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
         "\(kind.rawValue)://\(host.contains(":") ? "[\(host)]" : host):\(port)"
     }
 
-    var isSOCKS: Bool { kind == .socks5 || kind == .socks5h }
+    var isSOCKS: Bool { !isHTTP }
+    /// Whether the client resolves the target's name and gives the proxy an address (`socks5`, `socks4`), rather
+    /// than giving it the name (`socks5h`, `socks4a`, and HTTP proxies).
+    var resolvesTargetLocally: Bool { kind == .socks5 || kind == .socks4 }
     /// Whether this is an HTTP proxy, over TLS or not: it reads absolute-form requests and answers `CONNECT`.
     var isHTTP: Bool { kind == .http || kind == .https }
 }

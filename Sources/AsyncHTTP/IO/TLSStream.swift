@@ -268,7 +268,37 @@ final class TLSStream: @unchecked Sendable {
         ERR_clear_error()
         let n = SSL_write(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
         if n > 0 { return .done(Int(n)) }
-        return outcome(of: n)
+        let result = outcome(of: n)
+        let closed: Bool
+        switch result {
+        case .uncleanEnd: closed = true
+        case .failed: closed = errno == EPIPE || errno == ECONNRESET
+        default: closed = false
+        }
+        // The peer has closed, and may have said why first: a TLS 1.3 server refusing the client certificate sends
+        // its alert after the handshake and closes, so the request's write can meet the close before any read meets
+        // the alert. A peek processes a waiting alert record without taking application data.
+        return closed ? refusalAlertWaiting() ?? result : result
+    }
+
+    /// The client-certificate refusal an alert record waiting in the socket carries, if one does.
+    private func refusalAlertWaiting() -> TLSOutcome? {
+        ERR_clear_error()
+        var byte: UInt8 = 0
+        let n = SSL_peek(ssl, &byte, 1)
+        guard n <= 0, SSL_get_error(ssl, n) == SSL_ERROR_SSL, let reasons = takeOpenSSLErrors(),
+              let refusal = certificateRefusal(reasons) else { return nil }
+        return .failed(refusal)
+    }
+
+    /// TLS 1.3 (RFC 8446 §4.4.2.4): a server that wanted a client certificate and got none, or refused the one sent,
+    /// says so with an alert after the client's Finished, so it reaches the first read or write, not the handshake.
+    private func certificateRefusal(_ reasons: String) -> HTTPClientError? {
+        guard reasons.contains("alert certificate required") || reasons.contains("alert bad certificate")
+            || reasons.contains("alert unknown ca") || reasons.contains("alert certificate unknown") else { return nil }
+        return HTTPClientError(.tlsHandshakeFailed,
+            "\(peer) refused the TLS client certificate: it requires one, and none was configured for it or it does"
+                + " not accept the one sent", tlsReason: reasons)
     }
 
     private func outcome(of result: Int32) -> TLSOutcome {
@@ -289,14 +319,7 @@ final class TLSStream: @unchecked Sendable {
             // SSL_R_UNEXPECTED_EOF_WHILE_READING ("unexpected eof while reading").
             let reasons = takeOpenSSLErrors()
             if let reasons, reasons.contains("unexpected eof") { return .uncleanEnd }
-            // TLS 1.3 (RFC 8446 §4.4.2.4): a server that wanted a client certificate and got none, or refused the one
-            // sent, says so with an alert after the client's Finished, so it reaches the first read, not the handshake.
-            if let reasons, reasons.contains("alert certificate required") || reasons.contains("alert bad certificate")
-                || reasons.contains("alert unknown ca") || reasons.contains("alert certificate unknown") {
-                return .failed(HTTPClientError(.tlsHandshakeFailed,
-                    "\(peer) refused the TLS client certificate: it requires one, and none was configured for it or it does"
-                        + " not accept the one sent", tlsReason: reasons))
-            }
+            if let reasons, let refusal = certificateRefusal(reasons) { return .failed(refusal) }
             return .failed(HTTPClientError(.ioFailure, "TLS error on \(peer)", tlsReason: reasons))
         }
     }

@@ -80,6 +80,9 @@ final class Connector: Sendable {
                 case .socks5, .socks5h:
                     try await SOCKS5.connect(socket, through: proxy, to: target.host, port: target.port, addresses: target.addresses,
                                              deadline: connectDeadline)
+                case .socks4, .socks4a:
+                    try await SOCKS4.connect(socket, through: proxy, to: target.host, port: target.port, addresses: target.addresses,
+                                             deadline: connectDeadline)
                 case .http, .https:
                     // Plain http goes to the proxy in absolute form, unless it is tunnelled too.
                     guard key.tunnelsThroughProxy else { break }

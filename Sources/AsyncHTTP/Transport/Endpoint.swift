@@ -36,13 +36,13 @@ struct ConnectionTargets: Sendable {
     /// Through `proxy`, what the proxy is asked to reach instead of the URL's `host:port`, or nil for that:
     /// - where a `--connect-to` rule moves it (curl's test 2050: through an HTTP proxy this is a `CONNECT`
     ///   tunnel to the new host and port, also for a plain-http URL);
-    /// - through a `socks5` proxy, which is given addresses that the client resolves, also the addresses a
-    ///   `--resolve` entry gives for that host and port. An HTTP or `socks5h` proxy resolves the name itself,
+    /// - through a `socks5` or `socks4` proxy, which is given addresses that the client resolves, also the addresses a
+    ///   `--resolve` entry gives for that host and port. An HTTP, `socks5h` or `socks4a` proxy resolves the name itself,
     ///   so there `--resolve` applies to the proxy's own name only.
     func proxyTarget(host: String, port: Int, through proxy: ProxyConfiguration) -> ConnectionKey.Endpoint? {
         let moved = connectTarget(host: host, port: port)
         let target = moved ?? (host, port)
-        if proxy.kind == .socks5, let addresses = addresses(host: target.host, port: target.port) {
+        if proxy.resolvesTargetLocally, let addresses = addresses(host: target.host, port: target.port) {
             return .addresses(addresses, port: target.port)
         }
         return moved.map { .host($0.host, port: $0.port) }

@@ -169,7 +169,7 @@ enum SOCKS5 {
         var request: [UInt8] = [5, 1, 0]
         if let address = NoProxyList.address(host) {
             request += [address.count == 4 ? 1 : 4] + address
-        } else if proxy.kind == .socks5, let address = given?.first.flatMap(NumericAddress.bytes) {
+        } else if proxy.resolvesTargetLocally, let address = given?.first.flatMap(NumericAddress.bytes) {
             request += [address.count == 4 ? 1 : 4] + address
         } else if proxy.kind == .socks5h {
             let name = Array(host.utf8)
@@ -217,6 +217,80 @@ enum SOCKS5 {
         case 6: "TTL expired"
         case 7: "command not supported"
         case 8: "address type not supported"
+        default: "reply code \(code)"
+        }
+    }
+}
+
+/// The client side of SOCKS4 and SOCKS4a, run on a socket connected to the proxy; afterwards the socket reaches the
+/// target. SOCKS4 (the 1992 protocol of NEC's `socks4.protocol`) names the target by IPv4 address; SOCKS4a (its
+/// `socks4a.protocol` extension) may name it by host name instead, for the proxy to resolve. Neither has
+/// authentication beyond a user ID, which the proxy may check against identd.
+enum SOCKS4 {
+    /// Asks `proxy` on `socket` to connect to `host:port`: by address when `host` is an IPv4 one, else by name
+    /// (`socks4a`) or by the first IPv4 address of `addresses` (a `resolve` entry's) or of those resolved here
+    /// (`socks4`).
+    static func connect(
+        _ socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, addresses given: [String]? = nil,
+        deadline: MonotonicTime
+    ) async throws(HTTPClientError) {
+        // The user ID is the user name alone: SOCKS4 has no field for a password, and sends the ID in clear.
+        let user = Array((proxy.credentials?.username ?? "").utf8)
+        guard user.count <= 255, !user.contains(0) else {
+            throw HTTPClientError(.invalidRequest, "a SOCKS4 user ID is at most 255 bytes, without NUL")
+        }
+        // VN 4, CD 1 (CONNECT), DSTPORT, DSTIP, USERID, NUL [, the host name, NUL for SOCKS4a].
+        var request: [UInt8] = [4, 1, UInt8(port >> 8), UInt8(port & 0xFF)]
+        let literal = NoProxyList.address(host)
+        if let literal, literal.count == 4 {
+            request += literal + user + [0]
+        } else if proxy.kind == .socks4a {
+            let name = Array(host.utf8)
+            guard (1...255).contains(name.count), !name.contains(0) else {
+                throw HTTPClientError(.invalidURL, "host name too long for SOCKS4a (at most 255 bytes): \(host)")
+            }
+            // DSTIP 0.0.0.x with x nonzero says that the name follows the user ID.
+            request += [0, 0, 0, 1] + user + [0] + name + [0]
+        } else {
+            guard literal == nil else {
+                throw failure(proxy, "cannot reach \(host): SOCKS4 reaches IPv4 addresses only (use socks5:// or socks5h://)")
+            }
+            let candidates: [[UInt8]]
+            if let given {
+                candidates = given.compactMap(NumericAddress.bytes)
+            } else {
+                candidates = try await Resolver.resolve(host: host, port: port, deadline: deadline).compactMap(\.addressBytes)
+            }
+            guard let address = candidates.first(where: { $0.count == 4 }) else {
+                throw HTTPClientError(candidates.isEmpty ? .dnsFailure : .proxyFailed,
+                    candidates.isEmpty ? "no address for \(host)"
+                        : "SOCKS4 proxy \(proxy): cannot reach \(host): it has no IPv4 address, and SOCKS4 reaches IPv4 addresses only"
+                          + " (use socks4a://, socks5:// or socks5h://)")
+            }
+            request += address + user + [0]
+        }
+        let stream = SocketByteStream(socket: socket, deadline: deadline)
+        try await stream.write(request)
+        // VN 0, CD, then DSTPORT and DSTIP, which a CONNECT reply does not use.
+        let reply = try await stream.read(8)
+        guard reply[0] == 0 else {
+            throw failure(proxy, "the proxy does not speak SOCKS4 (reply version byte \(reply[0]))")
+        }
+        guard reply[1] == 90 else {
+            throw failure(proxy, "CONNECT to \(host):\(port) failed: \(replyText(reply[1]))")
+        }
+    }
+
+    private static func failure(_ proxy: ProxyConfiguration, _ message: String) -> HTTPClientError {
+        HTTPClientError(.proxyFailed, "\(proxy.kind == .socks4a ? "SOCKS4a" : "SOCKS4") proxy \(proxy): \(message)")
+    }
+
+    /// The protocol's CD field in a reply.
+    static func replyText(_ code: UInt8) -> String {
+        switch code {
+        case 91: "request rejected or failed (code 91)"
+        case 92: "request rejected: the proxy could not reach the client's identd (code 92)"
+        case 93: "request rejected: the user ID differs from the one identd reports (code 93)"
         default: "reply code \(code)"
         }
     }

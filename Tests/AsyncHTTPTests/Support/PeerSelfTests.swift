@@ -315,6 +315,20 @@ extension PeerSelfTests {
         XCTAssertTrue(log.contains("user=\(auth.user) atyp=domain target=localhost:\(httpsPort) reply=0x00"), log)
     }
 
+    /// dante speaks SOCKS4 and refuses SOCKS4a's name form (so a client test through it cannot pass by sending a
+    /// name); `ssh -D` speaks SOCKS4a, and sshd logs the name it was asked for.
+    func testSOCKS4PeersAnswerAsTheClientTestsAssume() throws {
+        let dante = try Peers.socks4()
+        XCTAssertEqual(try curlSmallFile("http", ["--socks4", "127.0.0.1:\(dante.port)"]).output, "200 000 1024")
+        let nameToDante = try curlSmallFile("http", ["--socks4a", "127.0.0.1:\(dante.port)"], host: "localhost")
+        XCTAssertEqual(nameToDante.status, 97, "dante refuses SOCKS4a: \(nameToDante.output)")
+        let (ssh, log) = try Peers.socks4a()
+        XCTAssertEqual(try curlSmallFile("https", ["--socks4a", "127.0.0.1:\(ssh.port)"], host: "localhost").output, "200 000 1024")
+        let httpsPort = try Peers.nginx().httpsPort
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        XCTAssertTrue(text.contains("target localhost port \(httpsPort)"), text)
+    }
+
     func testNTLMPeerAuthenticatesAConnectionAndRefusesATypeThreeMessageOnAnother() throws {
         let ntlm = try Peers.ntlm()
         let curl = try TestTLS.run("curl", [

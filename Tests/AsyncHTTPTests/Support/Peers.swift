@@ -126,6 +126,21 @@ enum Peers {
         try openPeer("ASYNCHTTP_SOCKS5_URL", name: "SOCKS5 (dante)")
     }
 
+    /// dante as a SOCKS4 proxy (`socks4://`, the same process and port as ``socks5()``): CONNECT to 127.0.0.0/8
+    /// by IPv4 address; it refuses others with reply 91. dante has no SOCKS4a.
+    static func socks4() throws -> OpenPeer {
+        try openPeer("ASYNCHTTP_SOCKS4_URL", name: "SOCKS4 (dante)")
+    }
+
+    /// OpenSSH's dynamic forwarding (`ssh -D`) as a SOCKS4a proxy (`socks4a://`), through an sshd on loopback that
+    /// opens only `127.0.0.1:*` and `localhost:*`; any other target closes the connection without a reply.
+    /// `log` is sshd's log, with one line per target it is asked for:
+    /// `server_request_direct_tcpip: originator 127.0.0.1 port 40730, target localhost port 8080`.
+    static func socks4a() throws -> (peer: OpenPeer, log: String) {
+        (try openPeer("ASYNCHTTP_SOCKS4A_URL", name: "SOCKS4a (ssh -D)"),
+         try variable("ASYNCHTTP_SOCKS4A_LOG", "SOCKS4a (ssh -D) peer is not running: run ./scripts/test.sh"))
+    }
+
     /// A SOCKS5 proxy that requires RFC 1929 username/password (`socksuser`/`sockspass`; a client offering
     /// only method 0x00 gets 0xFF), `scripts/peers/socks5_server.py`. CONNECT with IPv4, IPv6 and domain
     /// addresses, loopback destinations only (reply 0x02 otherwise). `logFile` gets one line per request:
