@@ -1,4 +1,5 @@
 import AsyncHTTP1
+import HTTPTypes
 
 /// The one error type AsyncHTTP throws.
 ///
@@ -101,6 +102,10 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
     /// For ``Code/proxyFailed``: the HTTP proxy's status to `CONNECT` when it refused the tunnel (a `407` that
     /// could not be answered, a `403`); nil for the other proxy failures (SOCKS, a connection closed unanswered).
     public var proxyStatus: Int?
+    /// For ``Code/proxyFailed`` when an HTTP proxy refused `CONNECT`: each `CONNECT` of the attempt and the proxy's
+    /// answer, oldest first, the refusal last (a `407` answered on the way comes before it). curl's `-i` and `-D` show
+    /// these answers, and `-v` the requests too. Empty for the other failures.
+    public var proxyRounds: [ProxyRound] = []
 
     /// Creates an error. The library makes these; middleware and tests may too.
     public init(
@@ -156,5 +161,27 @@ extension HTTPClientError {
     /// Runs a step of the HTTP/1 layer, turning its error into the client's.
     package static func mapping<T>(_ body: () throws(HTTP1Error) -> T) throws(HTTPClientError) -> T {
         do { return try body() } catch { throw HTTPClientError(error) }
+    }
+}
+
+/// One `CONNECT` a proxy answered while a tunnel was being opened, and its answer: what
+/// ``HTTPClientError/proxyRounds`` holds when the proxy refused the tunnel.
+public struct ProxyRound: Sendable, Hashable {
+    /// The `CONNECT` request head as it was written, blank line included, except that the credentials in a
+    /// `Proxy-Authorization` field are replaced by `<redacted>` (its scheme is kept): an error carries no secret.
+    public var request: String
+    /// The proxy's status and reason phrase.
+    public var status: HTTPResponse.Status
+    /// The proxy's HTTP version.
+    public var version: HTTPVersion
+    /// The answer's fields.
+    public var headers: HTTPFields
+
+    /// Creates a round from its parts.
+    public init(request: String, status: HTTPResponse.Status, version: HTTPVersion, headers: HTTPFields) {
+        self.request = request
+        self.status = status
+        self.version = version
+        self.headers = headers
     }
 }

@@ -67,7 +67,13 @@ final class TraceASCII: HTTPClientObserver {
         case .finished:
             text = "== Info: transfer complete\n"
         case .failed(let error, _):
-            text = "== Info: \(error)\n"
+            // A tunnel the proxy refused: each CONNECT (credentials left out) and the answer, then the error.
+            for round in error.proxyRounds {
+                let request = Array(round.request.utf8)
+                text += block("=> Send header", lines: redactedHeadLines(request), count: request.count)
+                text += received(ReceivedHead(status: round.status, version: round.version, headers: round.headers.redactingSecrets()))
+            }
+            text += "== Info: \(error)\n"
         }
         fd.withLock { fd in try? writeAll(fd, Array(text.utf8)[...]) }
     }

@@ -84,8 +84,15 @@ final class TransferRecorder: HTTPClientObserver {
             case .redirect:
                 record.redirects += 1
                 record.lastRedirect = since
-            case .finished, .failed:
+            case .finished:
                 record.end = since
+            case .failed(let error, _):
+                record.end = since
+                // A tunnel the proxy refused: its answers, which curl's -i and -D show (there is no origin head).
+                for round in error.proxyRounds {
+                    record.heads.append(ReceivedHead(status: round.status, version: round.version, headers: round.headers,
+                                                     isTunnel: true))
+                }
             case .queued, .retry:
                 break
             }

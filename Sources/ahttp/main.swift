@@ -513,6 +513,15 @@ func run() async -> Int32 {
             outcome.errorMessage = options.message(for: error)
             if error.code == .certificateInvalid { outcome.verifyResult = 1 }
             outcome.refusedConnect = error.proxyStatus
+            if !error.proxyRounds.isEmpty {
+                // curl shows a refused CONNECT's answers with -i (to standard output) and -D, as any head.
+                let text = heads(recorder.record, fallback: nil, suppressingConnect: options.suppressConnectHeaders)
+                try? headerDump?.write(text)
+                if options.includeHeaders || options.headOnly,
+                   case .stdout? = try? target.destination(index: index, options: options) {
+                    try? stdout.write(text)
+                }
+            }
         } catch let error as UsageError {
             result = error.exitCode == 2 ? 23 : error.exitCode
             outcome.errorMessage = error.message
@@ -641,7 +650,8 @@ struct RedirectProtocols: HTTPClientMiddleware {
 /// shows them), or the response's own when no event reported one (a cached response).
 /// The heads -i and -D show: every hop's, with the proxy's answers to CONNECT unless `suppressingConnect`.
 func heads(_ record: TransferRecorder.Record, fallback: HTTPClientResponse?, suppressingConnect: Bool) -> String {
-    if record.lastHead != nil {
+    // Only a proxy's answers, and no response, when the proxy refused the tunnel.
+    if record.lastHead != nil || (fallback == nil && !record.heads.isEmpty) {
         return record.heads.filter { !(suppressingConnect && $0.isTunnel) }.map(\.text).joined()
     }
     guard let response = fallback else { return "" }
@@ -698,6 +708,12 @@ struct VerboseHeads: HTTPClientObserver {
             sent(bytes)
         case .headReceived(let status, let version, let headers):
             received(status: status, version: version, headers: headers)
+        case .failed(let error, _):
+            // A tunnel the proxy refused: the CONNECTs (their credentials already left out) and the answers.
+            for round in error.proxyRounds {
+                sent(Array(round.request.utf8))
+                received(status: round.status, version: round.version, headers: round.headers)
+            }
         default:
             break
         }

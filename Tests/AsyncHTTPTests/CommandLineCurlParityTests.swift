@@ -248,6 +248,9 @@ final class CommandLineCurlParityTests: XCTestCase {
         values["proxy"] = tinyproxy
         values["proxyport"] = tinyproxy.split(separator: ":").last.map(String.init) ?? ""
         values["socks"] = try Peers.socks5().url
+        let authProxy = try Peers.tinyproxyAuth()
+        values["authproxy"] = authProxy.url
+        values["authuser"] = authProxy.user
         let code = ["-w", " %{http_code}"]
         try check([
             Row(name: "--connect-to through an HTTP proxy tunnels to the rule's target",
@@ -270,6 +273,15 @@ final class CommandLineCurlParityTests: XCTestCase {
             Row(name: "-w %{http_connect}", arguments: ["-s", "-o", "/dev/null", "-w", "%{http_connect} %{http_code}\\n", "-x", "{proxy}",
                                                       "--cacert", "{ca}", "{nginxs}/small.txt", "{nginx}/small.txt"]),
             Row(name: "-w %{http_connect} without a tunnel", arguments: ["-s", "-o", "/dev/null", "-w", "%{http_connect}", "{nginx}/small.txt"]),
+            // A CONNECT the proxy refuses: -i and -D still show its answer, and the exit is 56.
+            Row(name: "-i with a CONNECT refused for want of credentials", arguments: ["-s", "-i", "-x", "{authproxy}", "--cacert", "{ca}"]
+                + code + ["{nginxs}/small.txt"]),
+            Row(name: "-i with a CONNECT refused for a wrong password", arguments: ["-s", "-i", "-x", "{authproxy}", "-U", "{authuser}:wrong",
+                                                                                   "--cacert", "{ca}", "{nginxs}/small.txt"]),
+            Row(name: "-D with a refused CONNECT", arguments: ["-s", "-D", "head.txt", "-o", "/dev/null", "-x", "{authproxy}", "--cacert", "{ca}",
+                                                              "{nginxs}/small.txt"], files: ["head.txt"]),
+            Row(name: "-w %{http_connect} with a refused CONNECT", arguments: ["-s", "-o", "/dev/null", "-w", "%{http_connect} %{http_code}",
+                                                                              "-x", "{authproxy}", "--cacert", "{ca}", "{nginxs}/small.txt"]),
         ], values: values)
     }
 

@@ -94,13 +94,22 @@ final class ProxyIntegrationTests: XCTestCase {
 
     func testSquidRefusesAWrongPassword() async throws {
         let peer = try Peers.squidDigest()
-        let client = try client(proxy: try proxy(peer.url, user: peer.user, password: "wrong"))
+        let client = try client(proxy: try proxy(peer.url, user: peer.user, password: "wrong-\(peer.password)"))
         let nginx = try Peers.nginx()
         let plain = try await client.send(HTTPClientRequest(url: "http://127.0.0.1:\(nginx.httpPort)/small.txt"))
         XCTAssertEqual(plain.status.code, 407)
-        await assertThrowsHTTPError(.proxyFailed) {
+        let error = await assertThrowsHTTPError(.proxyFailed) {
             try await client.send(HTTPClientRequest(url: "https://127.0.0.1:\(nginx.httpsPort)/small.txt"))
         }
+        // The rounds of the refused tunnel: the bare CONNECT and its 407, then the Digest answer and the 407 that
+        // refused it; the requests without the credentials.
+        let rounds = error?.proxyRounds ?? []
+        XCTAssertEqual(rounds.map(\.status.code), [407, 407])
+        XCTAssertEqual(error?.proxyStatus, 407)
+        XCTAssertTrue(rounds.allSatisfy { $0.request.hasPrefix("CONNECT 127.0.0.1:\(nginx.httpsPort) HTTP/1.1\r\n") }, "\(rounds)")
+        XCTAssertEqual(rounds.last?.request.contains("\r\nProxy-Authorization: Digest <redacted>\r\n"), true, "\(rounds)")
+        XCTAssertTrue(rounds.allSatisfy { !$0.request.contains(peer.password) && !$0.request.contains("response=") }, "\(rounds)")
+        XCTAssertTrue(rounds.first?.headers[.proxyAuthenticate]?.hasPrefix("Digest") == true, "\(rounds)")
     }
 
     // MARK: SOCKS5
@@ -532,6 +541,18 @@ final class ProxyIntegrationTests: XCTestCase {
         }
         XCTAssertTrue(verbose.stdout.contains("0000: CONNECT 127.0.0.1:\(nginx.httpsPort) HTTP/1.1"), verbose.stdout)
         XCTAssertTrue(verbose.stdout.split(separator: "\n").contains { $0.hasPrefix("0000: HTTP/1.") && $0.contains(" 200 ") }, verbose.stdout)
+        // A CONNECT the proxy refuses (a wrong password) is shown too: the request, credentials redacted, and the answer.
+        let refused = try runAhttp(["-s", "-v", "-o", "/dev/null", "--cacert", nginx.caFile, "--trace-ascii", "-",
+                                    "-x", tiny.url, "-U", "\(tiny.user):wrong-\(tiny.password)", secure])
+        XCTAssertEqual(refused.status, 56, refused.stderr)
+        let refusedLines = refused.stderr.split(separator: "\n").map(String.init)
+        XCTAssertTrue(refusedLines.contains("> CONNECT 127.0.0.1:\(nginx.httpsPort) HTTP/1.1"), refused.stderr)
+        XCTAssertTrue(refusedLines.contains("> Proxy-Authorization: Basic <redacted>"), refused.stderr)
+        // tinyproxy answers a wrong Basic password with 401, not 407.
+        XCTAssertTrue(refusedLines.contains { $0.hasPrefix("< HTTP/1.0 401 ") }, refused.stderr)
+        XCTAssertTrue(refused.stdout.contains("0000: CONNECT 127.0.0.1:\(nginx.httpsPort) HTTP/1.1"), refused.stdout)
+        XCTAssertTrue(refused.stdout.split(separator: "\n").contains { $0.hasPrefix("0000: HTTP/1.0 401 ") }, refused.stdout)
+        XCTAssertFalse(refused.stderr.contains(tiny.password) || refused.stdout.contains(tiny.password), "no secret in -v or the trace")
         let ntlm = try Peers.ntlm()
         let viaNTLM = try runAhttp(["-s", "--ntlm", "-u", "\(ntlm.qualifiedUser):\(ntlm.password)", ntlm.url + "/ntlm/cli"])
         XCTAssertTrue(viaNTLM.stdout.contains("\"authenticated\": true"), viaNTLM.stdout + viaNTLM.stderr)

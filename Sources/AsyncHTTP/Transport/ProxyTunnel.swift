@@ -51,6 +51,7 @@ enum ProxyTunnel {
         // Every CONNECT and its answer, for observers (curl's -i prints the answers before the origin's head, -v
         // both).
         var rounds: [TunnelRound] = []
+        var shownRounds: [ProxyRound] = []
         // Bounded: the authenticator caps its rounds; each round either returns, throws or answers one 407.
         for _ in 0..<16 {
             let connection = HTTP1Connection(id: 0, key: ConnectionKey(scheme: "http", host: proxy.host, port: proxy.port),
@@ -60,8 +61,14 @@ enum ProxyTunnel {
             if let userAgent { head += "User-Agent: \(userAgent)\r\n" }
             // HTTP/1.0 proxies need to be asked to keep the connection for the next round of a 407.
             head += "Proxy-Connection: Keep-Alive\r\n"
-            if let authorization { head += "Proxy-Authorization: \(authorization)\r\n" }
+            // What an error may show: the head with the credentials left out.
+            var shown = head
+            if let authorization {
+                head += "Proxy-Authorization: \(authorization)\r\n"
+                shown += "Proxy-Authorization: \(authorization.prefix { $0 != " " }) <redacted>\r\n"
+            }
             head += "\r\n"
+            shown += "\r\n"
             let request = Array(head.utf8)
             try await connection.write(request, deadlines: deadlines)
             connection.requestWritten()
@@ -72,6 +79,8 @@ enum ProxyTunnel {
                 throw HTTPClientError(.proxyFailed, "proxy \(proxy) closed the connection without answering CONNECT to \(authority)")
             }
             rounds.append(TunnelRound(request: request, response: response))
+            shownRounds.append(ProxyRound(request: shown, status: response.status, version: response.version,
+                                          headers: response.headers))
             let code = response.status.code
             if (200..<300).contains(code) {
                 // Over TLS, OpenSSL is asked (a session ticket the proxy sent is not the origin's bytes); the
@@ -92,6 +101,7 @@ enum ProxyTunnel {
             guard code == 407 else {
                 var refused = HTTPClientError(.proxyFailed, "proxy \(proxy) refused CONNECT to \(authority): \(code) \(response.status.reasonPhrase)")
                 refused.proxyStatus = code
+                refused.proxyRounds = shownRounds
                 throw refused
             }
             // Read the 407's body so the connection can carry the next CONNECT; a long one costs a new connection.
@@ -113,6 +123,7 @@ enum ProxyTunnel {
                     "proxy \(proxy) requires authentication for CONNECT to \(authority) (407)"
                         + (authenticator.wasRefused(exchange) ? " and refused the credentials given" : " and no credentials were available"))
                 refused.proxyStatus = 407
+                refused.proxyRounds = shownRounds
                 throw refused
             }
             authorization = answer
