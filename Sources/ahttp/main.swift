@@ -322,21 +322,15 @@ func run() async -> Int32 {
         if let proxyUser = options.proxyUser { proxy.credentials = proxyUser }
         proxy.alwaysTunnel = options.proxyTunnel
         proxy.tls = options.proxyTLS
-        // curl's -U: Basic at once (--proxy-basic), unless another scheme or --proxy-anyauth was asked for.
-        switch options.proxyScheme {
-        case .basic:
-            proxy.sendsCredentialsPreemptively = proxy.credentials != nil
-            proxy.authenticationSchemes = [.basic]
-        case .digest: proxy.authenticationSchemes = [.digest]
-        case .ntlm: proxy.authenticationSchemes = [.ntlm]
-        case .anyauth: proxy.authenticationSchemes = nil
-        }
+        (proxy.sendsCredentialsPreemptively, proxy.authenticationSchemes) = options.proxyAuthentication
+        proxy.sendsCredentialsPreemptively = proxy.sendsCredentialsPreemptively && proxy.credentials != nil
         configuration.proxy = .proxy(proxy, bypass: options.noProxy ?? "")
     } else {
-        configuration.environmentProxyTLS = options.proxyTLS
-        if options.proxyTunnel {
-            warn("-p/--proxytunnel applies to a proxy given with -x; the environment's proxies forward http:// URLs as before", options)
-        }
+        // curl applies the proxy's TLS options, -p and the --proxy-… schemes to the environment's proxy too.
+        let (preemptive, schemes) = options.proxyAuthentication
+        configuration.environmentProxy = EnvironmentProxyOptions(
+            tls: options.proxyTLS, alwaysTunnel: options.proxyTunnel, sendsCredentialsPreemptively: preemptive,
+            authenticationSchemes: schemes)
         if let noProxy = options.noProxy {
             // --noproxy overrides no_proxy for the environment's proxies.
             setenv("no_proxy", noProxy, 1)
@@ -577,6 +571,17 @@ func flagDuration(_ seconds: Double) -> Duration {
 }
 
 extension Options {
+    /// curl's `-U`: Basic at once (`--proxy-basic`, its default), unless another scheme or `--proxy-anyauth` was
+    /// asked for; and the schemes a `407` may be answered with.
+    var proxyAuthentication: (preemptive: Bool, schemes: Set<HTTPAuthenticationScheme>?) {
+        switch proxyScheme {
+        case .basic: (true, [.basic])
+        case .digest: (false, [.digest])
+        case .ntlm: (false, [.ntlm])
+        case .anyauth: (false, nil)
+        }
+    }
+
     /// The TLS to an https:// proxy, given with -x or found in the environment: configured apart from the origins'
     /// (-k, --cacert, -E and --key are not for it), as curl.
     var proxyTLS: TLSConfiguration {

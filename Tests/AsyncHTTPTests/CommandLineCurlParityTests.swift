@@ -337,6 +337,34 @@ final class CommandLineCurlParityTests: XCTestCase {
         ], values: values)
     }
 
+    /// -p, -U and the --proxy-… schemes apply to a proxy from the environment as to one given with -x (curl's
+    /// rule). Environment proxies bypass loopback (ahttp), so the origin is named otherwise: `parity.test`, which
+    /// tinyproxy's filter refuses (403) when asked to forward or to tunnel to it, or `origin.example` moved to nginx
+    /// by --connect-to (a tunnel to nginx).
+    func testEnvironmentProxyOptionsMatchCurl() throws {
+        var values = try peerValues()
+        values["proxy"] = try Peers.tinyproxy().url
+        let basic = try Peers.tinyproxyAuth()
+        values["basicproxy"] = basic.url
+        values["basicuser"] = "\(basic.user):\(basic.password)"
+        let codes = ["-o", "/dev/null", "-w", "%{http_code} %{http_connect}"]
+        let moved = ["--connect-to", "origin.example:80:127.0.0.1:{nginxport}", "http://origin.example/small.txt"]
+        try check([
+            Row(name: "http_proxy forwards in absolute form", arguments: ["-s"] + codes + ["http://parity.test/small.txt"],
+                environment: ["http_proxy": "{proxy}"]),
+            Row(name: "-p tunnels through http_proxy", arguments: ["-s", "-p"] + codes + ["http://parity.test/small.txt"],
+                environment: ["http_proxy": "{proxy}"]),
+            Row(name: "-i -p through http_proxy", arguments: ["-s", "-i", "-p", "http://parity.test/small.txt"],
+                environment: ["http_proxy": "{proxy}"]),
+            Row(name: "-U to http_proxy sends Basic at once", arguments: ["-s", "-i", "-U", "{basicuser}"] + moved,
+                environment: ["http_proxy": "{basicproxy}"]),
+            Row(name: "credentials in http_proxy are sent at once too", arguments: ["-s", "-i"] + moved,
+                environment: ["http_proxy": "http://{basicuser}@" + basic.url.replacingOccurrences(of: "http://", with: "")]),
+            Row(name: "--proxy-anyauth with http_proxy waits for the challenge", arguments: ["-s", "-i", "--proxy-anyauth", "-U", "{basicuser}"]
+                + moved, environment: ["http_proxy": "{basicproxy}"]),
+        ], values: values)
+    }
+
     /// -U and its schemes against tinyproxy (Basic) and squid (Digest): curl sends Basic to the proxy at once
     /// (`--proxy-basic`, the default), so -i shows no 407; `--proxy-anyauth` waits for the challenge.
     func testProxyCredentialsMatchCurl() throws {

@@ -56,7 +56,7 @@ final class ProxyConfigurationTests: XCTestCase {
         XCTAssertEqual(Set([key, otherTrust, plainProxy]).count, 3)
     }
 
-    /// `environmentProxyTLS` configures an `https://` proxy the environment names, wherever it is named, and no
+    /// `environmentProxy.tls` configures an `https://` proxy the environment names, wherever it is named, and no
     /// other kind: plain-http and SOCKS proxies have no TLS of their own.
     func testEnvironmentProxyTLSAppliesToHTTPSProxiesFromTheEnvironment() throws {
         var tls = TLSConfiguration()
@@ -64,19 +64,19 @@ final class ProxyConfigurationTests: XCTestCase {
         tls.clientCertificate = .init(certificateFile: "/tmp/proxy-client.pem", privateKeyFile: "/tmp/proxy-client.key")
         let http = try HTTPURL("http://example.com/")
         let https = try HTTPURL("https://example.com/")
-        let secure = ProxyResolver(.environment, environmentProxyTLS: tls,
+        let secure = ProxyResolver(.environment, environmentProxy: EnvironmentProxyOptions(tls: tls),
                                    environment: ["https_proxy": "https://secure:8443", "http_proxy": "http://web:3128"])
         XCTAssertEqual(secure.proxy(for: https)?.tls, tls)
         XCTAssertEqual(secure.proxy(for: http)?.tls, TLSConfiguration(), "an http:// proxy: no TLS to configure")
-        let all = ProxyResolver(.environment, environmentProxyTLS: tls, environment: ["all_proxy": "https://everything:443"])
+        let all = ProxyResolver(.environment, environmentProxy: EnvironmentProxyOptions(tls: tls), environment: ["all_proxy": "https://everything:443"])
         XCTAssertEqual(all.proxy(for: http)?.tls, tls, "all_proxy's HTTPS proxy, for plain-http URLs too")
-        XCTAssertEqual(ProxyResolver(.environment, environmentProxyTLS: tls, environment: ["all_proxy": "socks5h://sock:1080"])
+        XCTAssertEqual(ProxyResolver(.environment, environmentProxy: EnvironmentProxyOptions(tls: tls), environment: ["all_proxy": "socks5h://sock:1080"])
             .proxy(for: https)?.tls, TLSConfiguration())
         // A proxy given explicitly keeps its own settings.
         let explicit = try ProxyConfiguration(url: "https://given:443")
-        XCTAssertEqual(ProxyResolver(.proxy(explicit), environmentProxyTLS: tls).proxy(for: https)?.tls, TLSConfiguration())
+        XCTAssertEqual(ProxyResolver(.proxy(explicit), environmentProxy: EnvironmentProxyOptions(tls: tls)).proxy(for: https)?.tls, TLSConfiguration())
         // And the router hands it to requests that ask for the environment while the client has another setting.
-        let router = ProxyRouter(.none, environmentProxyTLS: tls, environment: ["https_proxy": "https://secure:8443"])
+        let router = ProxyRouter(.none, environmentProxy: EnvironmentProxyOptions(tls: tls), environment: ["https_proxy": "https://secure:8443"])
         var request = HTTPClientRequest(url: "https://example.com/")
         request.proxy = .environment
         XCTAssertEqual(try router.route(for: request, url: https)?.tls, tls)
@@ -123,6 +123,26 @@ final class ProxyConfigurationTests: XCTestCase {
         let resolver = ProxyResolver(.environment, environment: ["https_proxy": "gopher://x"])
         XCTAssertEqual(resolver.problem?.code, .invalidURL)
         XCTAssertTrue(resolver.problem?.message.contains("https_proxy") ?? false)
+    }
+
+    /// `environmentProxy`'s tunnelling and credential settings go to every proxy read from the environment, of
+    /// any kind, and to none given in code.
+    func testEnvironmentProxyOptionsApplyToEveryProxyFromTheEnvironment() throws {
+        let options = EnvironmentProxyOptions(alwaysTunnel: true, sendsCredentialsPreemptively: true, authenticationSchemes: [.digest])
+        let resolver = ProxyResolver(.environment, environmentProxy: options,
+                                     environment: ["http_proxy": "http://u:p@web:3128", "https_proxy": "socks5h://sock:1080"])
+        for url in ["http://example.com/", "https://example.com/"] {
+            let proxy = try XCTUnwrap(resolver.proxy(for: try HTTPURL(url)))
+            XCTAssertTrue(proxy.alwaysTunnel, url)
+            XCTAssertTrue(proxy.sendsCredentialsPreemptively, url)
+            XCTAssertEqual(proxy.authenticationSchemes, [.digest], url)
+        }
+        let plain = try XCTUnwrap(ProxyResolver(.environment, environment: ["http_proxy": "http://u:p@web:3128"])
+            .proxy(for: try HTTPURL("http://example.com/")))
+        XCTAssertFalse(plain.alwaysTunnel || plain.sendsCredentialsPreemptively, "off by default")
+        XCTAssertNil(plain.authenticationSchemes)
+        let explicit = try ProxyConfiguration(url: "http://given:3128")
+        XCTAssertEqual(ProxyResolver(.proxy(explicit), environmentProxy: options).proxy(for: try HTTPURL("http://example.com/")), explicit)
     }
 
     /// A bad proxy variable fails the requests that would go through it, not every request: not plain http when

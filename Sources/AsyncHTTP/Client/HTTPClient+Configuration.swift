@@ -69,12 +69,12 @@ extension HTTPClient {
         /// `all_proxy` and `no_proxy` as curl reads them (Go's `ProxyFromEnvironment` is the default there too),
         /// with loopback hosts always direct. ``HTTPClientRequest/proxy`` overrides it per request.
         public var proxy: ProxySetting = .environment
-        /// The TLS connection to an `https://` proxy that ``ProxySetting/environment`` finds in `https_proxy`,
-        /// `http_proxy` or `all_proxy`: its trust roots, certificate check and client certificate (curl's
-        /// `--proxy-cacert`, `--proxy-insecure` and `--proxy-cert`, which apply to the environment's proxy too).
-        /// By default the system's roots and the proxy's name, as for any origin. A proxy given with
-        /// ``ProxySetting/proxy(_:bypass:)`` carries its own ``ProxyConfiguration/tls`` instead.
-        public var environmentProxyTLS = TLSConfiguration()
+        /// The settings of each proxy ``ProxySetting/environment`` finds in `http_proxy`, `https_proxy` or `all_proxy`
+        /// that a variable cannot hold: the TLS to an `https://` proxy (its trust roots, certificate check and client
+        /// certificate), tunnelling plain `http`, and when and how its credentials are sent. By default those of a
+        /// ``ProxyConfiguration`` made from the URL. A proxy given with ``ProxySetting/proxy(_:bypass:)`` carries its
+        /// own settings instead.
+        public var environmentProxy = EnvironmentProxyOptions()
         /// Addresses to connect to instead of resolving some host and port (curl's `--resolve`); see
         /// ``ResolveOverride``. ``HTTPClientRequest/resolve`` replaces them per request.
         public var resolve: [ResolveOverride] = []

@@ -66,7 +66,7 @@ public final class HTTPClient: Sendable {
         self.isShared = isShared
         configurationProblem = Result { () throws(HTTPClientError) in try configuration.validate() }.failure
         authenticator = Authenticator(configuration: configuration.authentication, logger: configuration.logger(for: .authentication))
-        let proxies = ProxyRouter(configuration.proxy, environmentProxyTLS: configuration.environmentProxyTLS, targets: ConnectionTargets(
+        let proxies = ProxyRouter(configuration.proxy, environmentProxy: configuration.environmentProxy, targets: ConnectionTargets(
             resolve: configuration.resolve, connectTo: configuration.connectTo, unixSocket: configuration.unixSocket))
         transport = HTTP1Transport(configuration: configuration, proxies: proxies, tunnelAuthenticator: authenticator)
         let middleware = Self.builtInMiddleware(configuration, authenticator: authenticator, proxies: proxies, flow: transport.flow)

@@ -138,12 +138,56 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
     var isHTTP: Bool { kind == .http || kind == .https }
 }
 
+/// What the `*_proxy` variables cannot say about the proxies ``ProxySetting/environment`` finds in them: each
+/// such proxy gets these settings of ``ProxyConfiguration`` (curl applies `--proxy-cacert`, `--proxy-insecure`,
+/// `--proxy-cert`, `-p`, `--proxy-basic` and its other `--proxy-…` flags to the environment's proxy too).
+///
+/// ```swift
+/// var configuration = HTTPClient.Configuration()
+/// configuration.environmentProxy.tls.trustRoots = .file("/etc/corp/proxy-ca.pem")
+/// configuration.environmentProxy.alwaysTunnel = true
+/// ```
+public struct EnvironmentProxyOptions: Sendable, Hashable {
+    /// The TLS connection to an `https://` proxy (``ProxyConfiguration/tls``): by default the system's roots and the
+    /// proxy's name, as for any origin. Not used for other kinds of proxy.
+    public var tls: TLSConfiguration
+    /// Tunnel plain `http` through an HTTP proxy too (``ProxyConfiguration/alwaysTunnel``, curl's `-p`).
+    public var alwaysTunnel: Bool
+    /// Send the credentials in the variable's URL (`http://user:password@proxy:3128`) as Basic before any `407`
+    /// (``ProxyConfiguration/sendsCredentialsPreemptively``). Off by default, as for a proxy given in code.
+    public var sendsCredentialsPreemptively: Bool
+    /// The schemes those credentials may answer a `407` with (``ProxyConfiguration/authenticationSchemes``); nil:
+    /// any the client supports.
+    public var authenticationSchemes: Set<HTTPAuthenticationScheme>?
+
+    /// Options with the given values; by default those of a ``ProxyConfiguration`` made from a URL.
+    public init(tls: TLSConfiguration = TLSConfiguration(), alwaysTunnel: Bool = false,
+                sendsCredentialsPreemptively: Bool = false, authenticationSchemes: Set<HTTPAuthenticationScheme>? = nil) {
+        self.tls = tls
+        self.alwaysTunnel = alwaysTunnel
+        self.sendsCredentialsPreemptively = sendsCredentialsPreemptively
+        self.authenticationSchemes = authenticationSchemes
+    }
+
+    /// `proxy`, read from a variable, with these options.
+    func applied(to proxy: ProxyConfiguration) -> ProxyConfiguration {
+        var proxy = proxy
+        if proxy.kind == .https { proxy.tls = tls }
+        proxy.alwaysTunnel = alwaysTunnel
+        proxy.sendsCredentialsPreemptively = sendsCredentialsPreemptively
+        proxy.authenticationSchemes = authenticationSchemes
+        return proxy
+    }
+}
+
 /// Which proxy, if any, requests go through.
 public enum ProxySetting: Sendable, Hashable {
     /// Connect directly.
     case none
     /// Read `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy` (or their upper-case forms) as curl
     /// does, once, when the client is created. Loopback hosts are always reached directly, as Go does.
+    /// ``HTTPClient/Configuration/environmentProxy`` sets what the variables cannot (TLS to an `https://` proxy,
+    /// tunnelling, when credentials are sent).
     case environment
     /// Every request through `proxy`, except hosts that match `bypass` (written like `no_proxy`).
     case proxy(ProxyConfiguration, bypass: String = "")

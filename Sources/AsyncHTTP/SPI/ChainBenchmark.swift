@@ -19,7 +19,7 @@ public enum ChainBenchmark {
         let configuration = HTTPClient.Configuration()
         return HTTPClient.builtInMiddleware(
             configuration, authenticator: Authenticator(configuration: configuration.authentication, logger: configuration.logger),
-            proxies: ProxyRouter(configuration.proxy, environmentProxyTLS: configuration.environmentProxyTLS))
+            proxies: ProxyRouter(configuration.proxy, environmentProxy: configuration.environmentProxy))
     }
 
     /// Sends `iterations` GETs of `url` through the steps at `steps` (indices into ``stepNames``; nil for all)

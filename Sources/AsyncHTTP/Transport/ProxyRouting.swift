@@ -28,9 +28,9 @@ struct ProxyResolver: Sendable {
         isDirect = http == nil && https == nil && httpProblem == nil && httpsProblem == nil
     }
 
-    /// `environmentProxyTLS` is the TLS for an `https://` proxy read from the environment
-    /// (``HTTPClient/Configuration/environmentProxyTLS``).
-    init(_ setting: ProxySetting, environmentProxyTLS: TLSConfiguration = TLSConfiguration(),
+    /// `environmentProxy` is applied to each proxy read from the environment
+    /// (``HTTPClient/Configuration/environmentProxy``).
+    init(_ setting: ProxySetting, environmentProxy: EnvironmentProxyOptions = EnvironmentProxyOptions(),
          environment: [String: String] = ProcessEnvironment.current()) {
         switch setting {
         case .none:
@@ -49,9 +49,7 @@ struct ProxyResolver: Sendable {
             func parse(_ text: String?, _ name: String) -> (ProxyConfiguration?, HTTPClientError?) {
                 guard let text else { return (nil, nil) }
                 do throws(HTTPClientError) {
-                    var proxy = try ProxyConfiguration(url: text)
-                    if proxy.kind == .https { proxy.tls = environmentProxyTLS }
-                    return (proxy, nil)
+                    return (environmentProxy.applied(to: try ProxyConfiguration(url: text)), nil)
                 } catch {
                     return (nil, HTTPClientError(.invalidURL, "the \(name) environment variable is not a valid proxy URL: \(error.message)"))
                 }
@@ -198,11 +196,11 @@ struct ProxyRouter: Sendable {
     /// plain-http request goes to an HTTP proxy in absolute form or through a tunnel.
     let targets: ConnectionTargets
 
-    init(_ setting: ProxySetting, environmentProxyTLS: TLSConfiguration = TLSConfiguration(),
+    init(_ setting: ProxySetting, environmentProxy: EnvironmentProxyOptions = EnvironmentProxyOptions(),
          targets: ConnectionTargets = ConnectionTargets(), environment: [String: String] = ProcessEnvironment.current()) {
-        client = ProxyResolver(setting, environmentProxyTLS: environmentProxyTLS, environment: environment)
+        client = ProxyResolver(setting, environmentProxy: environmentProxy, environment: environment)
         self.environment = setting == .environment ? client
-            : ProxyResolver(.environment, environmentProxyTLS: environmentProxyTLS, environment: environment)
+            : ProxyResolver(.environment, environmentProxy: environmentProxy, environment: environment)
         self.targets = targets
     }
 
