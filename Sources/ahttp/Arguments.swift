@@ -59,6 +59,10 @@ struct HTTPArguments: ParsableArguments {
     @Option(name: [.customShort("e", allowingJoined: true), .customLong("referer")], parsing: curlValue,
             help: ArgumentHelp("The Referer to send (';auto' is not supported).", valueName: "URL"))
     var referer: String?
+    @Option(name: [.customShort("r", allowingJoined: true), .customLong("range")], parsing: curlValue,
+            help: ArgumentHelp("Ask for these bytes only (Range: bytes=RANGE), for a GET or HEAD: 0-499, 500-, -500, 0-0,-1.",
+                               valueName: "range"))
+    var range: String?
     @Flag(name: [.customShort("I"), .customLong("head")], help: "Send HEAD and show the response head.")
     var head = false
     @Flag(name: [.customShort("G"), .customLong("get")], help: "Send the -d data as the URL's query with GET.")
@@ -141,6 +145,12 @@ struct OutputArguments: ParsableArguments {
     @Flag(name: .customLong("create-dirs"), inversion: .prefixedNo, exclusivity: .chooseLast,
           help: "Create the directories -o needs.")
     var createDirs = false
+    @Option(name: .customLong("output-dir"), parsing: curlValue,
+            help: ArgumentHelp("Put the files -o and -O write in DIR (DIR/FILE).", valueName: "dir"))
+    var outputDir: String?
+    @Option(name: .customLong("max-filesize"), parsing: curlValue,
+            help: ArgumentHelp("Refuse a response whose Content-Length is more than BYTES (K, M or G), exit 63.", valueName: "bytes"))
+    var maxFilesize: String?
     @Option(name: [.customShort("D", allowingJoined: true), .customLong("dump-header")], parsing: curlValue,
             help: ArgumentHelp("Write the response heads to FILE ('-': standard output).", valueName: "file"))
     var dumpHeader: String?

@@ -23,6 +23,12 @@ struct Options {
     var remoteNames = 0
     var remoteNameAll = false
     var createDirs = false
+    /// --output-dir: the directory -o and -O paths are put in (curl: `DIR/` + the path, whatever it is).
+    var outputDir: String?
+    /// --max-filesize: a response whose Content-Length is larger fails with exit 63 before its body is read.
+    var maxFilesize: Int?
+    /// -r/--range: the byte ranges asked for (`Range: bytes=…`).
+    var range: String?
     var dumpHeader: String?
     var includeHeaders = false
     var verbose = false
@@ -180,6 +186,14 @@ extension AhttpCommand {
         options.remoteNameAll = output.remoteNameAll
         options.bodies.remoteName = output.remoteName > 0 || output.remoteNameAll
         options.createDirs = output.createDirs
+        options.outputDir = output.outputDir.flatMap { $0.isEmpty ? nil : $0 }
+        if let text = output.maxFilesize {
+            do {
+                options.maxFilesize = try parseRate(text)
+            } catch {
+                throw UsageError(message: "invalid --max-filesize '\(text)' (a number of bytes, with K, M or G)")
+            }
+        }
         options.dumpHeader = output.dumpHeader
         options.includeHeaders = output.include
         if let format = output.writeOut {
@@ -273,6 +287,7 @@ extension AhttpCommand {
         // --- verbose
         options.verbose = verbose.verbose
         options.silent = verbose.silent
+        if let text = http.range { options.range = try parseRange(text, options) }
         options.showError = verbose.showError
         options.traceASCII = verbose.traceASCII
         options.flow.progressBar = verbose.progressBar
@@ -425,4 +440,22 @@ func parseHeader(_ line: String) throws -> (name: String, value: String, remove:
 func encodeURLQuery(_ text: String) throws -> String {
     if text.hasPrefix("+") { return String(text.dropFirst()) }
     return String(decoding: try dataURLEncode(text), as: UTF8.self)
+}
+
+/// curl's -r (tool_getparam.c): a number alone (no dash) is read as `N-`, with curl's warning; other characters
+/// than digits, `-` and `,` are sent as given, with curl's warning that the answer is uncertain. A range whose
+/// start does not fit a 64-bit offset is refused.
+func parseRange(_ text: String, _ options: Options) throws -> String {
+    if let first = text.unicodeScalars.first, ("0"..."9").contains(first), !text.contains("-") {
+        guard let start = Int64(text.prefix { ("0"..."9").contains($0) }) else {
+            throw UsageError(message: "-r: unsupported range point '\(text)'")
+        }
+        warn("A specified range MUST include at least one dash (-). Appending one for you!", options)
+        return "\(start)-"
+    }
+    if text.contains(where: { !("0"..."9").contains($0) && $0 != "-" && $0 != "," }) {
+        warn("Invalid character is found in given range. A specified range MUST have only digits in 'start'-'stop'. "
+             + "The server's response to this request is uncertain.", options)
+    }
+    return text
 }

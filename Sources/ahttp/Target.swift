@@ -80,7 +80,9 @@ struct TransferTarget {
         } else if options.remoteNameAll || index - options.outputs.count < options.remoteNames {
             path = try remoteFileName(url)
         }
-        guard let path, path != "-" else { return .stdout }
+        guard var path, path != "-" else { return .stdout }
+        // curl's --output-dir: the directory, a slash, and the path as it was given (even an absolute one).
+        if let directory = options.outputDir { path = directory + "/" + path }
         if isSpecialFile(path) { return .stream(path) }
         try prepareDirectory(for: path, create: options.createDirs)
         return .file(path)

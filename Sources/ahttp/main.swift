@@ -371,6 +371,7 @@ func run() async -> Int32 {
     if redirectProtocols != ["http", "https"] {
         configuration.middleware.append(RedirectProtocols(allowed: redirectProtocols))
     }
+    if let limit = options.maxFilesize { configuration.middleware.append(MaxFilesize(limit: limit)) }
     if options.flow.parallel, options.flow.retry > 0 {
         configuration.middleware.insert(RetryTransientFailures(options: options), at: 0)
     }
@@ -427,6 +428,15 @@ func run() async -> Int32 {
                 request.setHeader(header.name, header.value)
             } else {
                 request.addHeader(header.name, header.value)
+            }
+        }
+        // curl's -r (lib/http.c): a Range for a request without a body, unless -H set one (under -C - the resume asks
+        // for its own); with a -d or -T body of known length, a Content-Range of the range over that length instead.
+        if let range = options.range, !options.bodies.resume {
+            if request.body == nil {
+                if request.headers[.range] == nil { request.headers[.range] = "bytes=" + range }
+            } else if options.bodies.formParts.isEmpty, let length = request.body?.length, request.headers[.contentRange] == nil {
+                request.headers[.contentRange] = "bytes \(range)/\(length)"
             }
         }
         // curl: every -b NAME=VALUE in one Cookie field, joined with ';' (CURLOPT_COOKIE, tool_operate.c).
@@ -624,6 +634,21 @@ extension Options {
         policy.keepsMethodOn301And302 = self.method != nil || method != .post
         policy.keepsMethodOn303 = self.method != nil
         return policy == base ? nil : policy
+    }
+}
+
+/// --max-filesize: a response that announces a larger body (`Content-Length`, as it crosses the wire) fails before
+/// its body is read, as libcurl fails it while reading the head (CURLE_FILESIZE_EXCEEDED, exit 63). Every hop's, as
+/// there (a user step sees each one). A body of unannounced length is not counted (curl 7's rule; see cli.md).
+struct MaxFilesize: HTTPClientMiddleware {
+    let limit: Int
+
+    func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+        let response = try await next(request)
+        if let length = response.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+            throw HTTPClientError(.bodyLimitExceeded, "Maximum file size exceeded")
+        }
+        return response
     }
 }
 

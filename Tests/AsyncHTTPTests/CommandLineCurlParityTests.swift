@@ -337,6 +337,39 @@ final class CommandLineCurlParityTests: XCTestCase {
         ], values: values)
     }
 
+    /// -r (ranges from nginx, and the Range field httpbin echoes), --output-dir and --max-filesize, as curl.
+    func testRangesOutputDirAndMaxFilesizeMatchCurl() throws {
+        let agent = ["-A", "parity/1"]
+        let codes = ["-o", "/dev/null", "-w", "%{http_code} %{size_download}"]
+        try check([
+            Row(name: "-r 0-9", arguments: ["-s", "-r", "0-9", "{nginx}/small.txt"]),
+            Row(name: "-i -r 1000-", arguments: ["-s", "-i", "-r", "1000-", "{nginx}/small.txt"]),
+            Row(name: "-r -24 (the last bytes)", arguments: ["-s", "--range", "-24", "{nginx}/small.txt"]),
+            Row(name: "-r 5 (a dash appended)", arguments: ["-s", "-r", "5", "{nginx}/small.txt"]),
+            Row(name: "-r with two ranges (multipart/byteranges)", arguments: ["-s", "-r", "0-0,-1"] + codes + ["{nginx}/small.txt"]),
+            Row(name: "-r past the end (416)", arguments: ["-s", "-r", "5000-"] + codes + ["{nginx}/small.txt"]),
+            Row(name: "-r sends Range: bytes=", arguments: agent + ["-s", "-r", "0-9", "{httpbin}/headers"]),
+            Row(name: "-r with a -d body sends a Content-Range instead", arguments: agent + ["-s", "-r", "0-9", "-d", "x=1", "{httpbin}/anything"]),
+            // The multipart boundary (and so the length) is each tool's own.
+            Row(name: "-r with -F sends neither", arguments: agent + ["-s", "-r", "0-9", "-F", "x=1", "{httpbin}/anything"],
+                normalise: {
+                    $0.replacingOccurrences(of: #"boundary=[^"]*"#, with: "boundary=B", options: .regularExpression)
+                        .replacingOccurrences(of: #""Content-Length": "[0-9]+""#, with: #""Content-Length": "N""#, options: .regularExpression)
+                }),
+            Row(name: "-H Range wins over -r", arguments: agent + ["-s", "-r", "0-9", "-H", "Range: bytes=2-3", "{httpbin}/headers"]),
+            Row(name: "--output-dir with -o and --create-dirs", arguments: ["-s", "--create-dirs", "--output-dir", "out/sub", "-o", "a.txt",
+                                                                            "{nginx}/small.txt"], files: ["out/sub/a.txt"]),
+            Row(name: "--output-dir with -O", arguments: ["-s", "--create-dirs", "--output-dir", "dl", "-O", "{nginx}/small.txt"],
+                files: ["dl/small.txt"]),
+            Row(name: "--output-dir that does not exist", arguments: ["-s", "--output-dir", "missing", "-o", "a.txt", "{nginx}/small.txt"],
+                files: ["missing/a.txt"]),
+            Row(name: "--max-filesize below the Content-Length", arguments: ["-s", "--max-filesize", "1000", "{nginx}/small.txt"]),
+            Row(name: "--max-filesize with -o leaves no file", arguments: ["-s", "--max-filesize", "1000", "-o", "f.txt", "{nginx}/small.txt"],
+                files: ["f.txt"]),
+            Row(name: "--max-filesize 1K is exactly enough", arguments: ["-s", "--max-filesize", "1K"] + codes + ["{nginx}/small.txt"]),
+        ], values: try peerValues())
+    }
+
     /// -p, -U and the --proxy-… schemes apply to a proxy from the environment as to one given with -x (curl's
     /// rule). Environment proxies bypass loopback (ahttp), so the origin is named otherwise: `parity.test`, which
     /// tinyproxy's filter refuses (403) when asked to forward or to tunnel to it, or `origin.example` moved to nginx
