@@ -198,9 +198,30 @@ struct ConnectionArguments: ParsableArguments {
     @Option(name: .customLong("proto-redir"), parsing: curlValue,
             help: ArgumentHelp("The protocols a redirect may go to (default: http, https).", valueName: "protocols"))
     var protoRedir: String?
+    @Flag(exclusivity: .chooseLast)
+    var ipFamily: IPFamilyFlag?
     @Option(name: .customLong("happy-eyeballs-timeout-ms"), parsing: curlValue,
             help: ArgumentHelp("Milliseconds before the next address is tried (at least 10; default 250).", valueName: "ms"))
     var happyEyeballsTimeout: String?
+}
+
+/// curl's `-4`/`--ipv4` and `-6`/`--ipv6`: the last one given wins.
+enum IPFamilyFlag: String, EnumerableFlag {
+    case ipv4, ipv6
+
+    static func name(for value: IPFamilyFlag) -> NameSpecification {
+        switch value {
+        case .ipv4: [.customShort("4"), .customLong("ipv4")]
+        case .ipv6: [.customShort("6"), .customLong("ipv6")]
+        }
+    }
+
+    static func help(for value: IPFamilyFlag) -> ArgumentHelp? {
+        switch value {
+        case .ipv4: "Connect to IPv4 addresses only."
+        case .ipv6: "Connect to IPv6 addresses only."
+        }
+    }
 }
 
 struct DNSArguments: ParsableArguments {

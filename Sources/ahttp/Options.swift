@@ -23,6 +23,8 @@ struct Options {
     var remoteNames = 0
     var remoteNameAll = false
     var createDirs = false
+    /// -4/-6: connect to addresses of one family only.
+    var ipAddressFamily: IPAddressFamily?
     /// --output-dir: the directory -o and -O paths are put in (curl: `DIR/` + the path, whatever it is).
     var outputDir: String?
     /// --max-filesize: a response whose Content-Length is larger fails with exit 63 before its body is read.
@@ -223,6 +225,7 @@ extension AhttpCommand {
         if let text = connection.speedTime { options.speedTime = try parseWholeNumber(text, "--speed-time", "seconds", maximum: Int(maxSecondsInAFlag)) }
         if let path = connection.unixSocket { options.unixSocket = .path(path) }
         if let name = connection.abstractUnixSocket { options.unixSocket = .abstract(name) }
+        options.ipAddressFamily = connection.ipFamily.map { $0 == .ipv4 ? .ipv4 : .ipv6 }
         if let text = connection.happyEyeballsTimeout {
             guard let milliseconds = Int(text), milliseconds >= 10 else {
                 throw UsageError(message: "--happy-eyeballs-timeout-ms: '\(text)' is not a whole number of at least 10")

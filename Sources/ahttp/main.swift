@@ -297,6 +297,7 @@ func run() async -> Int32 {
     configuration.connectTo = options.connectTo
     configuration.unixSocket = options.unixSocket
     if let delay = options.happyEyeballsDelay { configuration.connectionAttemptDelay = .milliseconds(delay) }
+    configuration.ipAddressFamily = options.ipAddressFamily
     configuration.compression.acceptsCompressedResponses = options.compressed
     if let agent = options.userAgent { configuration.userAgent = agent.isEmpty ? nil : agent }
     if options.headers.contains(where: { $0.remove && $0.name.lowercased() == "user-agent" }) { configuration.userAgent = nil }

@@ -560,6 +560,31 @@ final class ClientBehaviourTests: XCTestCase {
         try await v6.shutdown()
     }
 
+    /// `ipAddressFamily` keeps only that family's addresses, from a `resolve` entry as from DNS or the URL: one name
+    /// with a server on ::1 only is reached with `.ipv6`, and refused with `.ipv4` without an attempt at ::1.
+    func testIPAddressFamilyChoosesTheAddresses() async throws {
+        let v6 = try await NIOTestServer(host: "::1")
+        defer { Task { try? await v6.shutdown() } }
+        func client(_ family: IPAddressFamily?) -> HTTPClient {
+            var configuration = HTTPClient.Configuration()
+            configuration.resolve = [try! ResolveOverride("dual.test:\(v6.port):127.0.0.1,[::1]")]
+            configuration.ipAddressFamily = family
+            configuration.connectionAttemptDelay = .seconds(5)  // a refused 127.0.0.1 moves on at once anyway
+            return HTTPClient(configuration: configuration)
+        }
+        let url = "http://dual.test:\(v6.port)/hello"
+        let onlyV6 = client(.ipv6)
+        let body = try await onlyV6.send(HTTPClientRequest(url: url)).body.collect(upTo: 100)
+        XCTAssertEqual(body, Array("hello".utf8))
+        await onlyV6.shutdown()
+        let onlyV4 = client(.ipv4)
+        let refused = await assertThrows(.connectFailed) { _ = try await onlyV4.send(HTTPClientRequest(url: url)) }
+        XCTAssertEqual(refused?.errno, ECONNREFUSED, "127.0.0.1 was tried and refused; ::1 was not tried")
+        let literal = await assertThrows(.connectFailed) { _ = try await onlyV4.send(HTTPClientRequest(url: "http://[::1]:\(v6.port)/hello")) }
+        XCTAssertEqual(literal?.message.contains("has no IPv4 address, and only IPv4 is allowed"), true, literal?.message ?? "")
+        await onlyV4.shutdown()
+    }
+
     func testLocalhostIsResolvedByName() async throws {
         let response = try await client.send(HTTPClientRequest(url: "http://localhost:\(server.port)/hello"))
         let value5 = try await response.body.collect(upTo: 100)

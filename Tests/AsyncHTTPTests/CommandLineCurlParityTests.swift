@@ -370,6 +370,22 @@ final class CommandLineCurlParityTests: XCTestCase {
         ], values: try peerValues())
     }
 
+    /// -4 and -6 (the last one wins) against nginx, which listens on 127.0.0.1 only, by address and by name
+    /// (`localhost` resolves to 127.0.0.1 here): a family with no address is exit 7, as curl.
+    func testIPFamilyMatchesCurl() throws {
+        let codes = ["-o", "/dev/null", "-w", "%{http_code}"]
+        try check([
+            Row(name: "-4 to 127.0.0.1", arguments: ["-s", "-4"] + codes + ["{nginx}/small.txt"]),
+            Row(name: "-6 to 127.0.0.1", arguments: ["-s", "--ipv6"] + codes + ["{nginx}/small.txt"]),
+            Row(name: "-4 to [::1]", arguments: ["-s", "--ipv4"] + codes + ["http://[::1]:{nginxport}/small.txt"]),
+            Row(name: "-4 to localhost", arguments: ["-s", "-4"] + codes + ["http://localhost:{nginxport}/small.txt"]),
+            Row(name: "-4 then -6: the last wins", arguments: ["-s", "-4", "-6"] + codes + ["{nginx}/small.txt"]),
+            Row(name: "-6 then -4: the last wins", arguments: ["-s", "-6", "-4"] + codes + ["{nginx}/small.txt"]),
+            Row(name: "-6 with --resolve to an IPv4 address", arguments: ["-s", "-6", "--resolve", "parity.test:{nginxport}:127.0.0.1"] + codes
+                + ["http://parity.test:{nginxport}/small.txt"]),
+        ], values: try peerValues())
+    }
+
     /// -p, -U and the --proxy-… schemes apply to a proxy from the environment as to one given with -x (curl's
     /// rule). Environment proxies bypass loopback (ahttp), so the origin is named otherwise: `parity.test`, which
     /// tinyproxy's filter refuses (403) when asked to forward or to tunnel to it, or `origin.example` moved to nginx

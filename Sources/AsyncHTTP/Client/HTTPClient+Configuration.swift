@@ -88,6 +88,11 @@ extension HTTPClient {
         /// tried alongside it (Happy Eyeballs, RFC 8305 §5; an attempt that fails starts the next at once).
         /// 250 ms: the RFC's recommended value, also Chrome's and curl's (`--happy-eyeballs-timeout-ms`).
         public var connectionAttemptDelay: Duration = .milliseconds(250)
+        /// Connect only to addresses of this family (curl's `-4`/`--ipv4` and `-6`/`--ipv6`,
+        /// `CURLOPT_IPRESOLVE`): to origins and proxies alike, whether the addresses come from DNS, a
+        /// ``resolve`` entry or the URL itself. As curl, an address literal of the other family fails with
+        /// `connectFailed`, and a name with no address of this family with `dnsFailure`. nil, the default: either family, raced as ``connectionAttemptDelay`` describes.
+        public var ipAddressFamily: IPAddressFamily?
         /// How long a name's addresses are reused before it is looked up again. 60 s: curl's
         /// `--dns-cache-timeout`. `getaddrinfo` reports no TTL, so this is a fixed time; nil turns the cache
         /// off. The cache is shared by every client in the process (the system resolver's answers are too),
@@ -180,4 +185,15 @@ extension HTTPClient {
 public enum AsyncHTTPVersion {
     /// The version, as `major.minor.patch`.
     public static let string = "0.1.0"
+}
+
+/// An IP address family, for ``HTTPClient/Configuration/ipAddressFamily``.
+public enum IPAddressFamily: String, Sendable, Hashable, CustomStringConvertible {
+    /// IPv4 only (curl's `-4`).
+    case ipv4 = "IPv4"
+    /// IPv6 only (curl's `-6`).
+    case ipv6 = "IPv6"
+
+    /// `IPv4` or `IPv6`.
+    public var description: String { rawValue }
 }

@@ -18,6 +18,10 @@ struct SocketAddress: Sendable, CustomStringConvertible {
     var length: socklen_t
 
     var family: Int32 { Int32(storage.ss_family) }
+    /// Whether this is an IPv4 address; false for IPv6 and Unix sockets.
+    var isIPv4: Bool { family == Int32(AF_INET) }
+    /// Whether this is an IPv6 address.
+    var isIPv6: Bool { family == Int32(AF_INET6) }
 
     /// Parses a numeric IPv4 or IPv6 literal; nil for a name that needs resolving, or a port outside 0…65535 (which
     /// the lookup refuses with an error of its own).

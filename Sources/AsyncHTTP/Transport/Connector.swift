@@ -19,6 +19,8 @@ final class Connector: Sendable {
         var connectionAttemptDelay: Duration = .milliseconds(250)
         /// How long a name's addresses are reused (``HTTPClient/Configuration/dnsCacheTimeout``); nil: never.
         var dnsCacheTimeout: Duration? = nil
+        /// Only addresses of this family (``HTTPClient/Configuration/ipAddressFamily``); nil: both.
+        var ipAddressFamily: IPAddressFamily? = nil
         /// How long a connection may poll for a response head (``HTTPClient/Configuration/busyPollLimit``).
         var busyPollLimit: Duration = .zero
     }
@@ -198,7 +200,7 @@ final class Connector: Sendable {
     private func connectSocket(
         host: String, port: Int, endpoint: ConnectionKey.Endpoint?, deadline: MonotonicTime, what: String
     ) async throws(HTTPClientError) -> Socket {
-        let addresses: [SocketAddress]
+        var addresses: [SocketAddress]
         switch endpoint {
         case .addresses(let literals, let port)?:
             addresses = literals.compactMap { SocketAddress(numericHost: $0, port: port) }
@@ -206,6 +208,21 @@ final class Connector: Sendable {
             addresses = try await Resolver.resolve(host: host, port: port, deadline: deadline, cacheFor: settings.dnsCacheTimeout)
         case .unixSocket?, nil:
             addresses = try await Resolver.resolve(host: host, port: port, deadline: deadline, cacheFor: settings.dnsCacheTimeout)
+        }
+        if let family = settings.ipAddressFamily {
+            addresses = addresses.filter { family == .ipv4 ? $0.isIPv4 : $0.isIPv6 }
+            guard !addresses.isEmpty else {
+                // As curl: an address literal of the other family cannot be connected to (exit 7); a name, looked
+                // up or given by a `resolve` entry, has no address of this family (exit 6).
+                let dialled: String? = switch endpoint {
+                case .addresses?: nil
+                case .host(let host, _)?: host
+                case .unixSocket?, nil: host
+                }
+                let literal = dialled.map { SocketAddress(numericHost: $0, port: port) != nil } ?? false
+                throw HTTPClientError(literal ? .connectFailed : .dnsFailure,
+                                      "\(what) has no \(family) address, and only \(family) is allowed (ipAddressFamily)")
+            }
         }
         return try await HappyEyeballs.race(
             HappyEyeballs.interleave(addresses, family: \.family), attemptDelay: settings.connectionAttemptDelay, what: what,

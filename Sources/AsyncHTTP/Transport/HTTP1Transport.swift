@@ -73,6 +73,7 @@ final class HTTP1Transport: Sendable {
                                 logger: configuration.logger(for: .persistentConnections),
                                 connectionAttemptDelay: configuration.connectionAttemptDelay,
                                 dnsCacheTimeout: configuration.dnsCacheTimeout,
+                                ipAddressFamily: configuration.ipAddressFamily,
                                 busyPollLimit: configuration.busyPollLimitForTesting ?? configuration.busyPollLimit),
                 tunnelAuthenticator: tunnelAuthenticator),
             proxies: proxies, flow: NetworkFlow(bytesPerSecond: configuration.maxBandwidthPerSecond))
