@@ -70,6 +70,12 @@ struct HTTPArguments: ParsableArguments {
     @Flag(name: [.customShort("L"), .customLong("location")], inversion: .prefixedNo, exclusivity: .chooseLast,
           help: "Follow redirects (at most 50, or --max-redirs; never https → http).")
     var location = false
+    @Flag(name: .customLong("post301"), help: "Under -L, keep a POST a POST on 301 (not a GET).")
+    var post301 = false
+    @Flag(name: .customLong("post302"), help: "Under -L, keep a POST a POST on 302 (not a GET).")
+    var post302 = false
+    @Flag(name: .customLong("post303"), help: "Under -L, keep a POST a POST on 303 (not a GET).")
+    var post303 = false
     @Option(name: .customLong("max-redirs"), parsing: curlValue, help: ArgumentHelp("The most redirects to follow (-1: no limit).", valueName: "num"))
     var maxRedirs: String?
     @Option(name: [.customShort("b", allowingJoined: true), .customLong("cookie")], parsing: curlValues,

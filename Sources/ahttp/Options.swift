@@ -23,6 +23,8 @@ struct Options {
     var remoteNames = 0
     var remoteNameAll = false
     var createDirs = false
+    /// --post301, --post302, --post303: the redirect codes a POST stays a POST on under -L.
+    var keepPost: Set<Int> = []
     /// -4/-6: connect to addresses of one family only.
     var ipAddressFamily: IPAddressFamily?
     /// --output-dir: the directory -o and -O paths are put in (curl: `DIR/` + the path, whatever it is).
@@ -151,6 +153,7 @@ extension AhttpCommand {
         options.headOnly = http.head
         options.getWithQuery = http.get
         options.followRedirects = http.location
+        options.keepPost = Set([(http.post301, 301), (http.post302, 302), (http.post303, 303)].filter(\.0).map(\.1))
         if let text = http.maxRedirs {
             guard let count = Int(text), count >= -1 else { throw UsageError(message: "invalid --max-redirs '\(text)'") }
             options.maxRedirects = count == -1 ? Int.max : count  // curl: -1 means no limit

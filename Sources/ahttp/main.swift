@@ -627,13 +627,15 @@ extension Options {
     }
 
     /// The redirect policy for a request sent with `method`, when it is not the client's (`base`): libcurl turns
-    /// only a POST into a GET on 301 and 302 (and anything on 303); every other method is sent again, with its
-    /// body (a -T PUT). `-X METHOD` is sent on every hop, 303 included, as curl sends its custom method.
+    /// only a POST into a GET on 301 and 302, unless --post301 or --post302, and anything on 303 but a POST under
+    /// --post303 (lib/transfer.c); every other method is sent again, with its body (a -T PUT). `-X METHOD` is sent
+    /// on every hop, 303 included, as curl sends its custom method.
     func redirectPolicy(for method: HTTPRequest.Method, base: RedirectPolicy) -> RedirectPolicy? {
         guard followRedirects else { return nil }
         var policy = base
-        policy.keepsMethodOn301And302 = self.method != nil || method != .post
-        policy.keepsMethodOn303 = self.method != nil
+        policy.keepsMethodOn301 = self.method != nil || method != .post || keepPost.contains(301)
+        policy.keepsMethodOn302 = self.method != nil || method != .post || keepPost.contains(302)
+        policy.keepsMethodOn303 = self.method != nil || (method == .post && keepPost.contains(303))
         return policy == base ? nil : policy
     }
 }

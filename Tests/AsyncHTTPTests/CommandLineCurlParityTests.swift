@@ -370,6 +370,23 @@ final class CommandLineCurlParityTests: XCTestCase {
         ], values: try peerValues())
     }
 
+    /// --post301, --post302 and --post303 under -L against httpbin's /redirect-to (which answers any method), then
+    /// /anything, which shows the method and body that arrived: each keeps a POST only on its own code.
+    func testPostRedirectFlagsMatchCurl() throws {
+        let agent = ["-A", "parity/1", "-s", "-L", "-d", "x=1"]
+        func hop(_ code: Int) -> String { "{httpbin}/redirect-to?url=/anything&status_code=\(code)" }
+        try check([
+            Row(name: "a POST on 301 becomes a GET", arguments: agent + [hop(301)]),
+            Row(name: "--post301 keeps it on 301", arguments: agent + ["--post301", hop(301)]),
+            Row(name: "--post301 does not keep it on 302", arguments: agent + ["--post301", hop(302)]),
+            Row(name: "--post302 keeps it on 302", arguments: agent + ["--post302", hop(302)]),
+            Row(name: "--post303 keeps it on 303", arguments: agent + ["--post303", hop(303)]),
+            Row(name: "a POST on 303 becomes a GET", arguments: agent + ["--post301", "--post302", hop(303)]),
+            Row(name: "--post303 with -F", arguments: ["-A", "parity/1", "-s", "-L", "-F", "x=1", "--post303", "-o", "/dev/null", "-w",
+                                                      "%{http_code} %{method}", hop(303)]),
+        ], values: try peerValues())
+    }
+
     /// -4 and -6 (the last one wins) against nginx, which listens on 127.0.0.1 only, by address and by name
     /// (`localhost` resolves to 127.0.0.1 here): a family with no address is exit 7, as curl.
     func testIPFamilyMatchesCurl() throws {

@@ -32,8 +32,16 @@ public struct RedirectPolicy: Sendable, Hashable {
     public var maxRedirects: Int
     /// Keep the method and body on 301 and 302 instead of switching to `GET` (ASIHTTPRequest's
     /// `shouldUseRFC2616RedirectBehaviour`; what RFC 9110 intends, but not what browsers do). 303 always
-    /// switches to `GET` unless ``keepsMethodOn303``.
-    public var keepsMethodOn301And302: Bool
+    /// switches to `GET` unless ``keepsMethodOn303``. Reads true when both ``keepsMethodOn301`` and
+    /// ``keepsMethodOn302`` are set, and sets both.
+    public var keepsMethodOn301And302: Bool {
+        get { keepsMethodOn301 && keepsMethodOn302 }
+        set { (keepsMethodOn301, keepsMethodOn302) = (newValue, newValue) }
+    }
+    /// Keep the method and body on 301 Moved Permanently (curl's `--post301`). Off by default.
+    public var keepsMethodOn301: Bool
+    /// Keep the method and body on 302 Found (curl's `--post302`). Off by default.
+    public var keepsMethodOn302: Bool
     /// Keep the method and body on 303 See Other too, instead of switching to `GET` (HEAD stays HEAD either way).
     /// Off by default: RFC 9110 §15.4.4 asks for `GET`, and Go, browsers and ASIHTTPRequest switch. curl's
     /// `-X METHOD` sends its method on every hop whatever the status; `ahttp -X` turns this on for that.
@@ -59,7 +67,8 @@ public struct RedirectPolicy: Sendable, Hashable {
     ) {
         self.followsRedirects = followsRedirects
         self.maxRedirects = maxRedirects
-        self.keepsMethodOn301And302 = keepsMethodOn301And302
+        self.keepsMethodOn301 = keepsMethodOn301And302
+        self.keepsMethodOn302 = keepsMethodOn301And302
         self.keepsMethodOn303 = keepsMethodOn303
         self.detectsLoops = detectsLoops
         self.allowsHTTPSToHTTP = allowsHTTPSToHTTP
@@ -267,7 +276,8 @@ struct RedirectMiddleware: HTTPClientMiddleware {
         let keepsMethod = switch code {
         case 307, 308: true
         case 303: policy.keepsMethodOn303
-        default: policy.keepsMethodOn301And302
+        case 301: policy.keepsMethodOn301
+        default: policy.keepsMethodOn302
         }
         let url = try resolve(location, against: base)
         if keepsMethod || method == .head {
