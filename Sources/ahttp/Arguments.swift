@@ -70,6 +70,9 @@ struct HTTPArguments: ParsableArguments {
     @Flag(name: [.customShort("L"), .customLong("location")], inversion: .prefixedNo, exclusivity: .chooseLast,
           help: "Follow redirects (at most 50, or --max-redirs; never https → http).")
     var location = false
+    @Flag(name: .customLong("location-trusted"),
+          help: "-L, and send -u's credentials (and -H Authorization and Cookie) to the other hosts it leads to too.")
+    var locationTrusted = false
     @Flag(name: .customLong("post301"), help: "Under -L, keep a POST a POST on 301 (not a GET).")
     var post301 = false
     @Flag(name: .customLong("post302"), help: "Under -L, keep a POST a POST on 302 (not a GET).")

@@ -65,6 +65,8 @@ struct Options {
     var failWithBody = false
     /// -L: follow redirects (curl does not by default).
     var followRedirects = false
+    /// --location-trusted: -u, -H Authorization and -H Cookie go on to the other hosts -L is sent to.
+    var locationTrusted = false
     var maxRedirects: Int?
     /// -b: cookie files to read, and `name=value` strings to send as they are.
     var cookieFiles: [String] = []
@@ -152,7 +154,8 @@ extension AhttpCommand {
         options.referer = http.referer
         options.headOnly = http.head
         options.getWithQuery = http.get
-        options.followRedirects = http.location
+        options.followRedirects = http.location || http.locationTrusted
+        options.locationTrusted = http.locationTrusted
         options.keepPost = Set([(http.post301, 301), (http.post302, 302), (http.post303, 303)].filter(\.0).map(\.1))
         if let text = http.maxRedirs {
             guard let count = Int(text), count >= -1 else { throw UsageError(message: "invalid --max-redirs '\(text)'") }

@@ -636,6 +636,7 @@ extension Options {
         policy.keepsMethodOn301 = self.method != nil || method != .post || keepPost.contains(301)
         policy.keepsMethodOn302 = self.method != nil || method != .post || keepPost.contains(302)
         policy.keepsMethodOn303 = self.method != nil || (method == .post && keepPost.contains(303))
+        policy.sendsCredentialsToOtherOrigins = locationTrusted
         return policy == base ? nil : policy
     }
 }

@@ -387,6 +387,19 @@ final class CommandLineCurlParityTests: XCTestCase {
         ], values: try peerValues())
     }
 
+    /// --location-trusted: a redirect from httpbin at 127.0.0.1 to httpbin at localhost (another origin) keeps -u's
+    /// credentials, and -H Authorization, only with it; -L alone drops them (401), as curl.
+    func testLocationTrustedMatchesCurl() throws {
+        let hop = "{httpbin}/redirect-to?url=http://localhost:{port}/basic-auth/ann/pw"
+        let basic = "Authorization: Basic " + Data("ann:pw".utf8).base64EncodedString()
+        try check([
+            Row(name: "-L drops -u on another host", arguments: ["-s", "-L", "-u", "ann:pw", "-w", " %{http_code}", hop]),
+            Row(name: "--location-trusted keeps -u", arguments: ["-s", "--location-trusted", "-u", "ann:pw", "-w", " %{http_code}", hop]),
+            Row(name: "-L drops -H Authorization", arguments: ["-s", "-L", "-H", basic, "-w", " %{http_code}", hop]),
+            Row(name: "--location-trusted keeps -H Authorization", arguments: ["-s", "--location-trusted", "-H", basic, "-w", " %{http_code}", hop]),
+        ], values: try peerValues())
+    }
+
     /// -4 and -6 (the last one wins) against nginx, which listens on 127.0.0.1 only, by address and by name
     /// (`localhost` resolves to 127.0.0.1 here): a family with no address is exit 7, as curl.
     func testIPFamilyMatchesCurl() throws {

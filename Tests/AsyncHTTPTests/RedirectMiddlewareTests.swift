@@ -348,6 +348,31 @@ final class RedirectMiddlewareTests: XCTestCase {
         XCTAssertEqual(crossOrigin.headers[.accept], "text/html", "other headers go on")
     }
 
+    /// `sendsCredentialsToOtherOrigins` (curl's --location-trusted) keeps every credential across origins, and still
+    /// drops the sensitive headers and the caller's Host.
+    func testTrustedRedirectsKeepCredentialsAcrossOrigins() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/")
+        request.headers[.authorization] = "Basic dXNlcjpwYXNz"
+        request.headers[.cookie] = "mine=1"
+        request.headers[xApiKey] = "secret"
+        request.headers[host] = "a.test"
+        request.credentials = HTTPCredentials(username: "user", password: "pass")
+        request.sendsCredentialsPreemptively = true
+        request.sensitiveHeaders = [xApiKey]
+        var policy = RedirectPolicy()
+        policy.sendsCredentialsToOtherOrigins = true
+        let peer = ScriptedPeer([.redirect(302, to: "http://b.test/other"), .init(.ok)])
+        _ = try await peer.send(request, through: redirect(policy))
+        let next = peer.requests[1]
+        XCTAssertEqual(next.headers[.authorization], "Basic dXNlcjpwYXNz")
+        XCTAssertEqual(next.headers[.cookie], "mine=1")
+        XCTAssertEqual(next.credentials, HTTPCredentials(username: "user", password: "pass"))
+        XCTAssertTrue(next.sendsCredentialsPreemptively)
+        XCTAssertNil(next.headers[xApiKey], "sensitive headers are still dropped")
+        XCTAssertNil(next.headers[host])
+        XCTAssertFalse(RedirectPolicy().sendsCredentialsToOtherOrigins, "off by default")
+    }
+
     func testChangeOfPortOrSchemeIsAChangeOfOrigin() async throws {
         for target in ["http://a.test:8080/", "https://a.test/"] {
             var request = HTTPClientRequest(url: "http://a.test/")

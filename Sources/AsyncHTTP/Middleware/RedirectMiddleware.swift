@@ -58,6 +58,12 @@ public struct RedirectPolicy: Sendable, Hashable {
     /// and `Cookie`, which always are. Add API keys and other credentials sent as custom headers.
     /// ``HTTPClientRequest/sensitiveHeaders`` adds to these per request.
     public var sensitiveHeaders: Set<HTTPField.Name>
+    /// Keep the request's credentials when a redirect leaves the origin: ``HTTPClientRequest/credentials``, the
+    /// bearer token, and `Authorization`, `Proxy-Authorization` and `Cookie` fields the caller set (curl's
+    /// `--location-trusted`). Off by default, and it should stay off unless every place the redirects can lead is
+    /// trusted with the password: a server that can answer with a redirect can send it anywhere.
+    /// ``sensitiveHeaders`` are removed even so, and https → http is still refused unless ``allowsHTTPSToHTTP``.
+    public var sendsCredentialsToOtherOrigins = false
 
     /// Creates a policy; every parameter defaults to the value described on its property.
     public init(
@@ -227,11 +233,14 @@ struct RedirectMiddleware: HTTPClientMiddleware {
                         + " \(step.method) body again, but the body is a one-shot stream; use .bytes for a replayable body")
             }
             if !Self.sameOrigin(currentURL, step.url) {
-                for name in Self.credentialHeaders { nextRequest.headers[name] = nil }
-                // Credentials belong to the origin they were given for (curl's --location-trusted is not the default).
-                nextRequest.credentials = nil
-                nextRequest.bearerToken = nil
-                nextRequest.sendsCredentialsPreemptively = false
+                // Credentials belong to the origin they were given for, unless the policy trusts every origin with
+                // them (curl's --location-trusted, not the default).
+                if !policy.sendsCredentialsToOtherOrigins {
+                    for name in Self.credentialHeaders { nextRequest.headers[name] = nil }
+                    nextRequest.credentials = nil
+                    nextRequest.bearerToken = nil
+                    nextRequest.sendsCredentialsPreemptively = false
+                }
                 // For middleware that adds credentials of its own (request signing): not for this origin.
                 nextRequest.isRedirectedFromAnotherOrigin = true
                 for name in policy.sensitiveHeaders.union(request.sensitiveHeaders) { nextRequest.headers[name] = nil }
