@@ -39,6 +39,10 @@ public struct TLSConfiguration: Sendable, Hashable {
 
     /// The certificates that anchor verification: the system store by default (curl's `--cacert` is `.file`).
     public var trustRoots: TrustRoots = .system
+    /// A directory of CA certificates to trust as well as ``trustRoots``: PEM files named by their subject's hash
+    /// (`openssl rehash DIR` makes the names), looked up when a chain needs one (curl's `--capath`,
+    /// OpenSSL's `CApath`). nil by default.
+    public var additionalTrustDirectory: String?
     /// The certificate presented when a server asks for one (curl's `--cert` and `--key`); none by default.
     public var clientCertificate: ClientCertificate?
     /// TLS 1.2 by default, as RFC 8996 deprecates 1.0 and 1.1.

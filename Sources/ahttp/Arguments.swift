@@ -289,6 +289,9 @@ struct TLSArguments: ParsableArguments {
     var insecure = false
     @Option(name: .customLong("cacert"), parsing: curlValue, help: ArgumentHelp("Trust the CAs in this PEM file.", valueName: "file"))
     var caCert: String?
+    @Option(name: .customLong("capath"), parsing: curlValue,
+            help: ArgumentHelp("Also trust the CAs in this directory (hashed names: openssl rehash DIR).", valueName: "dir"))
+    var caPath: String?
     @Option(name: [.customShort("E", allowingJoined: true), .customLong("cert")], parsing: curlValue,
             help: ArgumentHelp("A client certificate (PEM; the key too unless --key).", valueName: "certificate"))
     var cert: String?

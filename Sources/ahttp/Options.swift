@@ -41,6 +41,8 @@ struct Options {
     var traceASCII: String?
     var insecure = false
     var caFile: String?
+    /// --capath: a hashed CA directory trusted besides the system's store or --cacert (curl keeps its default bundle).
+    var caPath: String?
     /// --tlsv1.2 / --tlsv1.3: the oldest TLS version accepted (the library's default, 1.2, otherwise).
     var tlsMinimum: TLSConfiguration.Version?
     /// --no-progress-meter: no meter or bar, errors still shown.
@@ -259,6 +261,7 @@ extension AhttpCommand {
         // --- tls
         options.insecure = tls.insecure
         options.caFile = tls.caCert
+        options.caPath = tls.caPath
         options.tlsMinimum = tls.tlsMinimum.map { $0 == .tls13 ? .tls1_3 : .tls1_2 }
         if let text = tls.cert {
             guard !text.contains(":") else {

@@ -291,6 +291,7 @@ func run() async -> Int32 {
     configuration.logger = WarningLog.logger(silent: options.silent)
     if options.insecure { configuration.tls.certificateVerification = false }
     if let caFile = options.caFile { configuration.tls.trustRoots = .file(caFile) }
+    configuration.tls.additionalTrustDirectory = options.caPath
     if let minimum = options.tlsMinimum { configuration.tls.minimumVersion = minimum }
     applyCurlTransferDefaults(options, to: &configuration)
     configuration.resolve = options.resolve

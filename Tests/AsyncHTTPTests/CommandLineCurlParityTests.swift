@@ -400,6 +400,28 @@ final class CommandLineCurlParityTests: XCTestCase {
         ], values: try peerValues())
     }
 
+    /// --capath: nginx's certificate in a directory under its hashed name (`openssl rehash`) is trusted; without
+    /// the name, or without --capath, it is not (exit 60), as curl.
+    func testCAPathMatchesCurl() throws {
+        var values = try peerValues()
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("ahttp-capath-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        for name in ["hashed", "plain"] {
+            try FileManager.default.createDirectory(atPath: base + "/" + name, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: values["ca"]!, toPath: base + "/\(name)/nginx.pem")
+        }
+        let rehash = try TestTLS.run("openssl", ["rehash", base + "/hashed"])
+        XCTAssertEqual(rehash.status, 0, rehash.output)
+        values["hashed"] = base + "/hashed"
+        values["plain"] = base + "/plain"
+        let code = ["-w", " %{http_code}"]
+        try check([
+            Row(name: "--capath with the hashed certificate", arguments: ["-s", "--capath", "{hashed}"] + code + ["{nginxs}/small.txt"]),
+            Row(name: "--capath without hashed names", arguments: ["-s", "--capath", "{plain}"] + code + ["{nginxs}/small.txt"]),
+            Row(name: "--capath with --cacert", arguments: ["-s", "--capath", "{plain}", "--cacert", "{ca}"] + code + ["{nginxs}/small.txt"]),
+        ], values: values)
+    }
+
     /// -4 and -6 (the last one wins) against nginx, which listens on 127.0.0.1 only, by address and by name
     /// (`localhost` resolves to 127.0.0.1 here): a family with no address is exit 7, as curl.
     func testIPFamilyMatchesCurl() throws {

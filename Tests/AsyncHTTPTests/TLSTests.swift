@@ -25,6 +25,21 @@ final class TLSTests: XCTestCase {
         try await server.shutdown()
     }
 
+    /// `additionalTrustDirectory` that is missing, or a file, is a clear error when the first TLS connection is made
+    /// (OpenSSL itself would take it silently and fail every chain later).
+    func testAMissingCADirectoryIsNamed() async throws {
+        let server = try await NIOTestServer(tls: .trusted)
+        for (path, why) in [("/nonexistent/ahttp-ca-dir", "it does not exist"), (TestTLS.shared.caFile, "it is not a directory")] {
+            let client = try client { $0.additionalTrustDirectory = path }
+            let error = await assertThrowsHTTPError(.tlsHandshakeFailed) {
+                try await client.send(HTTPClientRequest(url: "https://localhost:\(server.port)/hello"))
+            }
+            XCTAssertEqual(error?.message, "cannot use CA directory '\(path)': \(why)")
+            await client.shutdown()
+        }
+        try await server.shutdown()
+    }
+
     /// A fully qualified name (`localhost.`) is checked against the certificate, and sent as SNI, without its dot:
     /// OpenSSL's name check does not ignore it, so every such https request failed verification.
     func testAHostWithATrailingDotIsVerifiedWithoutIt() async throws {

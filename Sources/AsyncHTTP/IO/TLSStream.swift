@@ -54,6 +54,7 @@ final class TLSContext: @unchecked Sendable {
                 SSL_CTX_set_default_verify_paths(context)
                 try Self.loadTrust(context, path)
             }
+            if let directory = configuration.additionalTrustDirectory { try Self.loadTrustDirectory(context, directory) }
         } else {
             SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
         }
@@ -92,6 +93,20 @@ final class TLSContext: @unchecked Sendable {
             for session in sessions.removeAll() { SSL_SESSION_free(session.pointer) }
         }
         SSL_CTX_free(context)
+    }
+
+    /// OpenSSL reads the directory only when a chain needs it, and takes a missing one without a word: checked here.
+    private static func loadTrustDirectory(_ context: OpaquePointer, _ path: String) throws(HTTPClientError) {
+        var info = stat()
+        let found = stat(path, &info) == 0
+        let code = errno
+        guard found, (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw HTTPClientError(.tlsHandshakeFailed, "cannot use CA directory '\(path)': "
+                + (found ? "it is not a directory" : code == ENOENT ? "it does not exist" : errnoText(code)))
+        }
+        guard SSL_CTX_load_verify_locations(context, nil, path) == 1 else {
+            throw HTTPClientError(.tlsHandshakeFailed, "cannot use CA directory '\(path)'", tlsReason: takeOpenSSLErrors())
+        }
     }
 
     private static func loadTrust(_ context: OpaquePointer, _ path: String) throws(HTTPClientError) {
