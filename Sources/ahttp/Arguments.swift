@@ -57,7 +57,7 @@ struct HTTPArguments: ParsableArguments {
             help: ArgumentHelp("The User-Agent to send (empty: none).", valueName: "name"))
     var userAgent: String?
     @Option(name: [.customShort("e", allowingJoined: true), .customLong("referer")], parsing: curlValue,
-            help: ArgumentHelp("The Referer to send (';auto' is not supported).", valueName: "URL"))
+            help: ArgumentHelp("The Referer to send; with ';auto' (URL;auto or ;auto), each redirect's is the URL it came from.", valueName: "URL"))
     var referer: String?
     @Option(name: [.customShort("r", allowingJoined: true), .customLong("range")], parsing: curlValue,
             help: ArgumentHelp("Ask for these bytes only (Range: bytes=RANGE), for a GET or HEAD: 0-499, 500-, -500, 0-0,-1.",

@@ -61,6 +61,8 @@ struct Options {
     /// -A: nil keeps AsyncHTTP's User-Agent; "" sends none.
     var userAgent: String?
     var referer: String?
+    /// -e ';auto': under -L, each hop's Referer is the URL that redirected to it.
+    var autoReferer = false
     var http10 = false
     /// -f: an HTTP error (≥ 400) writes no body and exits 22; --fail-with-body writes it and exits 22.
     var fail = false
@@ -153,7 +155,14 @@ extension AhttpCommand {
             }
         }
         options.userAgent = http.userAgent
-        options.referer = http.referer
+        // curl's -e: ';auto' anywhere turns on the automatic Referer and ends the value there; what is before it,
+        // if anything, is the first request's Referer (tool_getparam.c).
+        if let text = http.referer, let auto = text.firstRange(of: ";auto") {
+            options.autoReferer = true
+            options.referer = auto.lowerBound == text.startIndex ? nil : String(text[..<auto.lowerBound])
+        } else {
+            options.referer = http.referer
+        }
         options.headOnly = http.head
         options.getWithQuery = http.get
         options.followRedirects = http.location || http.locationTrusted

@@ -374,6 +374,7 @@ func run() async -> Int32 {
         configuration.middleware.append(RedirectProtocols(allowed: redirectProtocols))
     }
     if let limit = options.maxFilesize { configuration.middleware.append(MaxFilesize(limit: limit)) }
+    if options.autoReferer { configuration.middleware.append(AutoReferer()) }
     if options.flow.parallel, options.flow.retry > 0 {
         configuration.middleware.insert(RetryTransientFailures(options: options), at: 0)
     }
@@ -451,6 +452,7 @@ func run() async -> Int32 {
         if let bearer = options.bearer { request.bearerToken = bearer }
         if let cachePolicy = options.cachePolicy { request.cachePolicy = cachePolicy }
         request[RedirectProtocols.FirstURL.self] = request.url
+        if options.autoReferer { request[AutoReferer.Trail.self] = AutoReferer.Trail() }
         options.prepareFlow(&request)
         if options.flow.parallel {
             // Each URL keeps its own -o/-O, as without -Z (curl pairs them the same way).
@@ -639,6 +641,29 @@ extension Options {
         policy.keepsMethodOn303 = self.method != nil || (method == .post && keepPost.contains(303))
         policy.sendsCredentialsToOtherOrigins = locationTrusted
         return policy == base ? nil : policy
+    }
+}
+
+/// -e ';auto' (CURLOPT_AUTOREFERER): each redirect hop is sent with the URL that redirected to it as its Referer,
+/// without its fragment (ahttp's URLs carry no userinfo), as libcurl's Curl_follow sets it. A user step, so it sees
+/// each hop; an authentication round at the same URL keeps the hop's Referer. One trail per transfer, on the request.
+struct AutoReferer: HTTPClientMiddleware {
+    /// The URL last sent in this transfer and the Referer it went with.
+    final class Trail: HTTPRequestOption, Sendable {
+        static let defaultValue: Trail? = nil
+        let last = Locked<(url: String, referer: String?)?>(nil)
+    }
+
+    func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+        guard let trail = request[Trail.self] else { return try await next(request) }
+        var request = request
+        let referer: String? = trail.last.withLock { last in
+            let referer = last.map { $0.url == request.url ? $0.referer : String($0.url.prefix { $0 != "#" }) } ?? nil
+            last = (request.url, referer)
+            return referer
+        }
+        if let referer { request.headers[.referer] = referer }
+        return try await next(request)
     }
 }
 

@@ -422,6 +422,20 @@ final class CommandLineCurlParityTests: XCTestCase {
         ], values: values)
     }
 
+    /// -e ';auto': under -L each hop's Referer is the URL that redirected to it, after an initial one if given;
+    /// httpbin's /headers shows what arrived.
+    func testAutoRefererMatchesCurl() throws {
+        let agent = ["-A", "parity/1", "-s", "-L"]
+        let twice = "{httpbin}/redirect-to?url=/redirect-to%3Furl%3D/headers"
+        try check([
+            Row(name: "-e ';auto' on one hop", arguments: agent + ["-e", ";auto", "{httpbin}/redirect-to?url=/headers#frag"]),
+            Row(name: "-e ';auto' on two hops", arguments: agent + ["-e", ";auto", twice]),
+            Row(name: "-e URL;auto", arguments: agent + ["-e", "http://first.example/;auto", twice]),
+            Row(name: "-e URL without ;auto stays on every hop", arguments: agent + ["-e", "http://first.example/", twice]),
+            Row(name: "-e ';auto' without a redirect", arguments: agent + ["-e", ";auto", "{httpbin}/headers"]),
+        ], values: try peerValues())
+    }
+
     /// -4 and -6 (the last one wins) against nginx, which listens on 127.0.0.1 only, by address and by name
     /// (`localhost` resolves to 127.0.0.1 here): a family with no address is exit 7, as curl.
     func testIPFamilyMatchesCurl() throws {
