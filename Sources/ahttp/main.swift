@@ -324,8 +324,9 @@ func run() async -> Int32 {
         if let proxyUser = options.proxyUser { proxy.credentials = proxyUser }
         proxy.alwaysTunnel = options.proxyTunnel
         proxy.tls = options.proxyTLS
-        (proxy.sendsCredentialsPreemptively, proxy.authenticationSchemes) = options.proxyAuthentication
-        proxy.sendsCredentialsPreemptively = proxy.sendsCredentialsPreemptively && proxy.credentials != nil
+        let (preemptive, schemes) = options.proxyAuthentication
+        proxy.sendsCredentialsPreemptively = preemptive && proxy.credentials != nil
+        proxy.authenticationSchemes = schemes
         configuration.proxy = .proxy(proxy, bypass: options.noProxy ?? "")
     } else {
         // curl applies the proxy's TLS options, -p and the --proxy-… schemes to the environment's proxy too.

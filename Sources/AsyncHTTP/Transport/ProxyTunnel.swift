@@ -26,6 +26,17 @@ struct TunnelRound: Sendable {
     /// The request head as written, `Proxy-Authorization` included.
     var request: [UInt8]
     var response: HTTP1ResponseHead
+
+    /// This round as an error may carry it: the `Proxy-Authorization` line (which ``ProxyTunnel`` writes in this
+    /// spelling) keeps its scheme and loses its credentials. Made only for a refused tunnel.
+    var withoutCredentials: ProxyRound {
+        let field = "Proxy-Authorization: "
+        let lines = String(decoding: request, as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false).map { line in
+            line.hasPrefix(field) ? field + line.dropFirst(field.count).prefix { $0 != " " } + " <redacted>" : String(line)
+        }
+        return ProxyRound(request: lines.joined(separator: "\r\n"), status: response.status, version: response.version,
+                          headers: response.headers)
+    }
 }
 
 /// An HTTP `CONNECT` tunnel (RFC 9110 §9.3.6) through a proxy, for `https` URLs (and `http` ones a `connectTo`
@@ -51,7 +62,6 @@ enum ProxyTunnel {
         // Every CONNECT and its answer, for observers (curl's -i prints the answers before the origin's head, -v
         // both).
         var rounds: [TunnelRound] = []
-        var shownRounds: [ProxyRound] = []
         // Bounded: the authenticator caps its rounds; each round either returns, throws or answers one 407.
         for _ in 0..<16 {
             let connection = HTTP1Connection(id: 0, key: ConnectionKey(scheme: "http", host: proxy.host, port: proxy.port),
@@ -61,14 +71,8 @@ enum ProxyTunnel {
             if let userAgent { head += "User-Agent: \(userAgent)\r\n" }
             // HTTP/1.0 proxies need to be asked to keep the connection for the next round of a 407.
             head += "Proxy-Connection: Keep-Alive\r\n"
-            // What an error may show: the head with the credentials left out.
-            var shown = head
-            if let authorization {
-                head += "Proxy-Authorization: \(authorization)\r\n"
-                shown += "Proxy-Authorization: \(authorization.prefix { $0 != " " }) <redacted>\r\n"
-            }
+            if let authorization { head += "Proxy-Authorization: \(authorization)\r\n" }
             head += "\r\n"
-            shown += "\r\n"
             let request = Array(head.utf8)
             try await connection.write(request, deadlines: deadlines)
             connection.requestWritten()
@@ -79,8 +83,6 @@ enum ProxyTunnel {
                 throw HTTPClientError(.proxyFailed, "proxy \(proxy) closed the connection without answering CONNECT to \(authority)")
             }
             rounds.append(TunnelRound(request: request, response: response))
-            shownRounds.append(ProxyRound(request: shown, status: response.status, version: response.version,
-                                          headers: response.headers))
             let code = response.status.code
             if (200..<300).contains(code) {
                 // Over TLS, OpenSSL is asked (a session ticket the proxy sent is not the origin's bytes); the
@@ -101,7 +103,7 @@ enum ProxyTunnel {
             guard code == 407 else {
                 var refused = HTTPClientError(.proxyFailed, "proxy \(proxy) refused CONNECT to \(authority): \(code) \(response.status.reasonPhrase)")
                 refused.proxyStatus = code
-                refused.proxyRounds = shownRounds
+                refused.proxyRounds = rounds.map(\.withoutCredentials)
                 throw refused
             }
             // Read the 407's body so the connection can carry the next CONNECT; a long one costs a new connection.
@@ -123,7 +125,7 @@ enum ProxyTunnel {
                     "proxy \(proxy) requires authentication for CONNECT to \(authority) (407)"
                         + (authenticator.wasRefused(exchange) ? " and refused the credentials given" : " and no credentials were available"))
                 refused.proxyStatus = 407
-                refused.proxyRounds = shownRounds
+                refused.proxyRounds = rounds.map(\.withoutCredentials)
                 throw refused
             }
             authorization = answer
@@ -272,11 +274,10 @@ enum SOCKS4 {
             } else {
                 candidates = try await Resolver.resolve(host: host, port: port, deadline: deadline).compactMap(\.addressBytes)
             }
+            guard !candidates.isEmpty else { throw HTTPClientError(.dnsFailure, "no address for \(host)") }
             guard let address = candidates.first(where: { $0.count == 4 }) else {
-                throw HTTPClientError(candidates.isEmpty ? .dnsFailure : .proxyFailed,
-                    candidates.isEmpty ? "no address for \(host)"
-                        : "SOCKS4 proxy \(proxy): cannot reach \(host): it has no IPv4 address, and SOCKS4 reaches IPv4 addresses only"
-                          + " (use socks4a://, socks5:// or socks5h://)")
+                throw failure(proxy, "cannot reach \(host): it has no IPv4 address, and SOCKS4 reaches IPv4 addresses only"
+                                  + " (use socks4a://, socks5:// or socks5h://)")
             }
             request += address + user + [0]
         }
