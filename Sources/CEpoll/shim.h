@@ -41,5 +41,12 @@ static inline int ahttp_thread_id(void) {
     extern int gettid(void);
     return gettid();
 }
+
+// rename(2) that fails with EEXIST instead of replacing `to`: renameat2(RENAME_NOREPLACE), relative to the working
+// directory. Declared locally for the reason above (glibc declares it only under _GNU_SOURCE).
+static inline int ahttp_rename_noreplace(const char *from, const char *to) {
+    extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags);
+    return renameat2(-100 /* AT_FDCWD */, from, -100, to, 1 /* RENAME_NOREPLACE */);
+}
 #endif
 #endif

@@ -151,6 +151,9 @@ struct OutputArguments: ParsableArguments {
     var remoteName: Int
     @Flag(name: .customLong("remote-name-all"), help: "-O for every URL.")
     var remoteNameAll = false
+    @Flag(name: [.customShort("J"), .customLong("remote-header-name")],
+          help: "With -O, name the file from the response's Content-Disposition (its last path component, never hidden, never replacing a file).")
+    var remoteHeaderName = false
     @Flag(name: .customLong("create-dirs"), inversion: .prefixedNo, exclusivity: .chooseLast,
           help: "Create the directories -o needs.")
     var createDirs = false

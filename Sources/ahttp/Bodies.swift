@@ -178,6 +178,35 @@ func downloadToFile(
     return (result.status.code, result.bytesReceived, result.url.description, 0)
 }
 
+/// -J: where the body of `response` goes: the Content-Disposition name made safe (its last path component, no
+/// leading dot; `ContentDisposition.safeFileName`), else -O's `fallback`, in `directory` (curl's --output-dir).
+func serverNamedPath(_ response: HTTPClientResponse, directory: String?, fallback: String) -> String {
+    let name = response.contentDisposition?.filename.flatMap(ContentDisposition.safeFileName) ?? fallback
+    return (directory.map { $0 + "/" } ?? "") + name
+}
+
+/// -J's refusal when the file the server named is there already; curl's write error (23).
+func refusingToOverwrite(_ path: String) -> UsageError {
+    UsageError(message: "refusing to overwrite '\(path)': the file exists (-J never replaces a file)", exitCode: 23)
+}
+
+/// -O with -J: sends `request` (with --retry) and writes a 2xx body atomically to ``serverNamedPath(_:directory:fallback:)``,
+/// never over an existing file. A non-2xx status writes nothing, as -O leaves its file alone.
+func downloadNamedByServer(
+    _ client: HTTPClient, _ request: HTTPClientRequest, directory: String?, fallback: String, options: Options
+) async throws -> (status: Int, size: Int, url: String, path: String, written: Bool) {
+    let response = try await sendRetrying(request, client: client, options: options)
+    let path = serverNamedPath(response, directory: directory, fallback: fallback)
+    guard (200..<300).contains(response.status.code) else {
+        return (response.status.code, 0, response.url.description, path, false)
+    }
+    var info = stat()
+    if lstat(path, &info) == 0 { throw refusingToOverwrite(path) }
+    let size = try await response.body.write(toFileAtPath: path, replacingExisting: false)
+    applyOutputFileMode(path)
+    return (response.status.code, size, response.url.description, path, true)
+}
+
 /// Rewrites `path` as `prefix` followed by its old content, so the file is never seen half-written.
 func prependAtomically(_ prefix: [UInt8], to path: String) throws {
     let input = open(path, O_RDONLY | O_CLOEXEC)

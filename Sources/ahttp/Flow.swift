@@ -307,6 +307,21 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
                 // member's failure, with the exit code they have without -Z.
                 result.writeError = error.message
             }
+        case .namedByServer(let directory, let fallback):
+            let path = serverNamedPath(response, directory: directory, fallback: fallback)
+            guard (200..<300).contains(response.status.code) else {
+                result.leftFileAlone = true
+                for try await chunk in response.body { result.bodyBytes += chunk.count }
+                return result
+            }
+            var info = stat()
+            guard lstat(path, &info) != 0 else {
+                result.writeError = refusingToOverwrite(path).message
+                return result
+            }
+            result.bodyBytes = try await response.body.write(toFileAtPath: path, replacingExisting: false)
+            applyOutputFileMode(path)
+            result.outputFile = path
         case .stream(let path):
             do {
                 let device = try Sink(path: path)
@@ -361,6 +376,9 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
                         outcome.exitCode = 22
                         outcome.outputFile = path
                         outcome.errorMessage = "The requested URL returned error: \(body.head.status.code) (\(path) left as it was)"
+                    } else if body.leftFileAlone {
+                        outcome.exitCode = 22
+                        outcome.errorMessage = "The requested URL returned error: \(body.head.status.code) (no file written)"
                     } else if let message = body.writeError {
                         outcome.exitCode = 23
                         outcome.errorMessage = message

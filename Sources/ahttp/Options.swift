@@ -22,6 +22,8 @@ struct Options {
     /// How many -O were given (each names the next URL's file after the URLs -o took); all with --remote-name-all.
     var remoteNames = 0
     var remoteNameAll = false
+    /// -J: a file -O names takes the response's Content-Disposition name instead, when it has one.
+    var remoteHeaderName = false
     var createDirs = false
     /// --post301, --post302, --post303: the redirect codes a POST stays a POST on under -L.
     var keepPost: Set<Int> = []
@@ -203,6 +205,7 @@ extension AhttpCommand {
         options.outputs = output.output.sorted { $0.sequence < $1.sequence }.map(\.text)
         options.remoteNames = output.remoteName
         options.remoteNameAll = output.remoteNameAll
+        options.remoteHeaderName = output.remoteHeaderName
         options.bodies.remoteName = output.remoteName > 0 || output.remoteNameAll
         options.createDirs = output.createDirs
         options.outputDir = output.outputDir.flatMap { $0.isEmpty ? nil : $0 }
@@ -224,6 +227,14 @@ extension AhttpCommand {
         if let text = output.continueAt {
             guard text == "-" else { throw UsageError(message: "-C: only '-C -' (resume from the partial file) is supported") }
             options.bodies.resume = true
+        }
+        // curl refuses these pairs whatever their order: -J learns the file's name from the response, after a
+        // resumed request would have had to read the partial file, and -J's file could not hold the head.
+        if options.remoteHeaderName {
+            if options.includeHeaders || options.headOnly {
+                throw UsageError(message: "showing headers and --remote-header-name cannot be combined")
+            }
+            if options.bodies.resume { throw UsageError(message: "--continue-at and --remote-header-name cannot be combined") }
         }
 
         // --- connection and dns

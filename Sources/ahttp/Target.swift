@@ -17,6 +17,9 @@ enum Destination {
     case stream(String)
     /// A regular file: written atomically (Bodies.swift).
     case file(String)
+    /// -O with -J: a new file in `directory` (the working directory when nil) named by the response's
+    /// Content-Disposition, else `fallback` (-O's name); written atomically, never over an existing file.
+    case namedByServer(directory: String?, fallback: String)
 }
 
 struct TransferTarget {
@@ -78,7 +81,13 @@ struct TransferTarget {
         if index < options.outputs.count {
             path = options.outputs[index]
         } else if options.remoteNameAll || index - options.outputs.count < options.remoteNames {
-            path = try remoteFileName(url)
+            let name = try remoteFileName(url)
+            if options.remoteHeaderName {
+                // The directory must be there (or be made) before anything is sent, as for -O alone.
+                try prepareDirectory(for: (options.outputDir.map { $0 + "/" } ?? "") + name, create: options.createDirs)
+                return .namedByServer(directory: options.outputDir, fallback: name)
+            }
+            path = name
         }
         guard var path, path != "-" else { return .stdout }
         // curl's --output-dir: the directory, a slash, and the path as it was given (even an absolute one).

@@ -489,6 +489,17 @@ func run() async -> Int32 {
                     result = 22
                     outcome.errorMessage = "The requested URL returned error: \(download.status) (\(path) left as it was)"
                 }
+            case .namedByServer(let directory, let fallback):
+                let download = try await downloadNamedByServer(client, request, directory: directory, fallback: fallback, options: options)
+                outcome.status = download.status
+                outcome.bodyBytes = download.size
+                outcome.effectiveURL = target.shown(download.url)
+                outcome.outputFile = download.written ? download.path : nil
+                try headerDump?.write(heads(recorder.record, fallback: nil, suppressingConnect: options.suppressConnectHeaders))
+                if !download.written {
+                    result = 22
+                    outcome.errorMessage = "The requested URL returned error: \(download.status) (no file written)"
+                }
             case .stdout, .stream:
                 let sink: Sink
                 if case .stream(let path) = destination {

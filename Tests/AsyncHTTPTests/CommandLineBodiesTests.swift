@@ -162,4 +162,39 @@ final class CommandLineBodiesTests: XCTestCase {
         XCTAssertEqual(result.stdout, "sent \(server.baseURL)/echo")
         try await server.shutdown()
     }
+
+    /// -J where ahttp is stricter than curl (docs/cli.md): a leading dot is stripped (curl writes `.bashrc`), the name
+    /// never leaves the directory, an error status writes nothing, and -Z names and refuses the same way.
+    func testRemoteHeaderNameNeverWritesAHiddenFileOrOutsideTheDirectory() throws {
+        let directory = try temporaryDirectory()
+        let inner = directory.appendingPathComponent("in")
+        try FileManager.default.createDirectory(at: inner, withIntermediateDirectories: true)
+        let httpbin = try Peers.httpbin()
+        func named(_ disposition: String) -> String {
+            httpbin + "/response-headers?Content-Disposition=" + disposition.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        }
+        func listing(_ url: URL) throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: url.path).sorted() }
+
+        let hidden = try runAhttp(["-s", "--output-dir", inner.path, "-O", "-J", named(#"attachment; filename=".bashrc""#)])
+        XCTAssertEqual(hidden.status, 0, hidden.stderr)
+        let escape = try runAhttp(["-s", "--output-dir", inner.path, "-O", "-J", named("attachment; filename=../../escape.txt")])
+        XCTAssertEqual(escape.status, 0, escape.stderr)
+        XCTAssertEqual(try listing(inner), ["bashrc", "escape.txt"])
+        XCTAssertEqual(try listing(directory), ["in"], "nothing outside the directory")
+
+        let error = try runAhttp(["-sS", "--output-dir", inner.path, "-O", "-J", httpbin + "/status/404"])
+        XCTAssertEqual(error.status, 22, error.stderr)
+        XCTAssertTrue(error.stderr.contains("no file written"), error.stderr)
+
+        let parallel = try runAhttp(["-s", "-Z", "--output-dir", inner.path, "--remote-name-all", "-J", "-w", "%{filename_effective}\n",
+                                     named("attachment; filename=p1.txt"), named("attachment; filename=p2.txt")])
+        XCTAssertEqual(parallel.status, 0, parallel.stderr)
+        XCTAssertEqual(Set(parallel.stdout.split(separator: "\n").map(String.init)), [inner.path + "/p1.txt", inner.path + "/p2.txt"])
+        try Data("mine".utf8).write(to: inner.appendingPathComponent("p1.txt"))
+        let again = try runAhttp(["-sS", "-Z", "--output-dir", inner.path, "-O", "-J", named("attachment; filename=p1.txt")])
+        XCTAssertEqual(again.status, 23, again.stderr)
+        XCTAssertTrue(again.stderr.contains("refusing to overwrite"), again.stderr)
+        XCTAssertEqual(try String(contentsOf: inner.appendingPathComponent("p1.txt"), encoding: .utf8), "mine")
+        XCTAssertEqual(try listing(inner), ["bashrc", "escape.txt", "p1.txt", "p2.txt"], "no temporary file left")
+    }
 }

@@ -436,6 +436,47 @@ final class CommandLineCurlParityTests: XCTestCase {
         ], values: try peerValues())
     }
 
+    /// -J with -O against httpbin's /response-headers, which answers with the Content-Disposition its query names
+    /// (and a JSON body listing it): the file each tool writes, its exit code, and the pairs curl refuses.
+    /// Names with a leading dot are left out: ahttp strips it (docs/cli.md), curl keeps it.
+    func testRemoteHeaderNameMatchesCurl() throws {
+        func named(_ disposition: String) -> String {
+            "{httpbin}/response-headers?Content-Disposition=" + disposition.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        }
+        let report = named(#"attachment; filename="report.txt""#)
+        try check([
+            Row(name: "-O -J, a quoted name", arguments: ["-s", "-O", "-J", report], files: ["report.txt"]),
+            Row(name: "-O -J, unquoted with a parameter after", arguments: ["-s", "-O", "-J", named("attachment; filename=report2.txt; size=3")],
+                files: ["report2.txt"]),
+            Row(name: "-J keeps the last path component", arguments: ["-s", "-OJ", named(#"attachment; filename="../../evil.txt""#)],
+                files: ["evil.txt"]),
+            Row(name: "-J with a backslash path", arguments: ["-s", "-O", "-J", named(#"attachment; filename="C:\dir\win.txt""#)],
+                files: ["win.txt"]),
+            Row(name: "-J takes an inline name too", arguments: ["-s", "-O", "-J", named(#"inline; filename="in.txt""#)], files: ["in.txt"]),
+            Row(name: "-J with a ';' inside the quotes", arguments: ["-s", "-O", "-J", named(#"attachment; filename="a;b.txt""#)],
+                files: ["a;b.txt"]),
+            Row(name: "-J without a filename keeps -O's name", arguments: ["-s", "-O", "-J", named("attachment")],
+                files: ["response-headers"]),
+            Row(name: "-J without Content-Disposition keeps -O's name", arguments: ["-s", "-O", "-J", "{nginx}/small.txt"],
+                files: ["small.txt"]),
+            Row(name: "-J never replaces a file", arguments: ["-sS", "-O", "-J", report], files: ["report.txt"], stderrPresence: true,
+                inputs: ["report.txt": "old"]),
+            Row(name: "-J with --output-dir and --create-dirs", arguments: ["-s", "--create-dirs", "--output-dir", "dl", "-O", "-J", report],
+                files: ["dl/report.txt"]),
+            Row(name: "-J with --remote-name-all", arguments: ["-s", "--remote-name-all", "-J", report, "{nginx}/small.txt"],
+                files: ["report.txt", "small.txt"]),
+            Row(name: "-J and %{filename_effective}", arguments: ["-s", "-O", "-J", "-w", "%{filename_effective} %{http_code}", report]),
+            Row(name: "-J without -O is ignored", arguments: ["-s", "-J", report]),
+            Row(name: "-J with -o is ignored", arguments: ["-s", "-J", "-o", "out.txt", report], files: ["out.txt", "report.txt"]),
+            Row(name: "-J with -D", arguments: ["-s", "-O", "-J", "-D", "head.txt", report], files: ["report.txt", "head.txt"]),
+            Row(name: "-J with -i is refused", arguments: ["-sS", "-i", "-O", "-J", report], files: ["report.txt"], stderrPresence: true),
+            Row(name: "-i after -J is refused", arguments: ["-sS", "-O", "-J", "-i", report], stderrPresence: true),
+            Row(name: "-J with -I is refused", arguments: ["-sS", "-I", "-O", "-J", report], stderrPresence: true),
+            Row(name: "-J with -C - is refused", arguments: ["-sS", "-C", "-", "-O", "-J", report], files: ["report.txt"],
+                stderrPresence: true),
+        ], values: try peerValues())
+    }
+
     /// -4 and -6 (the last one wins) against nginx, which listens on 127.0.0.1 only, by address and by name
     /// (`localhost` resolves to 127.0.0.1 here): a family with no address is exit 7, as curl.
     func testIPFamilyMatchesCurl() throws {

@@ -103,6 +103,62 @@ extension HTTPClient {
                               written: true, fileSize: received, bytesReceived: received, resumedFrom: 0)
     }
 
+    /// Sends `request` and writes the response body, atomically, to a new file in `directory` named by the
+    /// response: its ``HTTPClientResponse/suggestedFilename`` (the `Content-Disposition` name, else the final URL's
+    /// last path segment, made safe), or `index.html` when neither gives a name (as wget names a URL ending in
+    /// `/`). ``DownloadResult/path`` is the file chosen.
+    ///
+    /// ```swift
+    /// let result = try await client.download(HTTPClientRequest(url: "https://example.com/export?id=7"),
+    ///                                        intoDirectory: "/tmp/downloads")
+    /// print(result.path)      // /tmp/downloads/report-7.csv, from `Content-Disposition: attachment; filename=…`
+    /// ```
+    ///
+    /// The name comes from the server, so it never replaces a file: when a file of that name is already in the
+    /// directory, the call throws `HTTPClientError.Code.ioFailure` naming it, before the body is read, and the
+    /// final rename refuses to replace one created meanwhile (`RENAME_NOREPLACE`). The body is written as
+    /// ``download(_:to:options:)`` writes it (a temporary file, then the rename), and an error status leaves
+    /// nothing behind unless ``DownloadOptions/writesErrorResponses`` is set. ``DownloadOptions/resume`` is refused
+    /// (`HTTPClientError.Code.invalidRequest`): the name is known only once the response has come, after the
+    /// request that would have had to ask for the rest of a partial file.
+    public func download(
+        _ request: HTTPClientRequest, intoDirectory directory: String, options: DownloadOptions = DownloadOptions()
+    ) async throws -> DownloadResult {
+        do {
+            guard !options.resume else {
+                throw HTTPClientError.invalidRequest(
+                    "a download into a directory cannot resume: its file name comes with the response; use download(_:to:options:)")
+            }
+            guard LocalFiles.isDirectory(directory) else {
+                throw HTTPClientError.invalidRequest("the download directory \(directory) is not a directory")
+            }
+        } catch {
+            request.progressHandler?.report(.failedBeforeSending(request))
+            throw error
+        }
+        let response = try await send(request)
+        let name = response.suggestedFilename ?? "index.html"
+        let destination = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+        let status = response.status.code
+        guard (200..<300).contains(status) || options.writesErrorResponses else {
+            return DownloadResult(status: response.status, headers: response.headers, url: response.url, path: destination,
+                                  written: false, fileSize: 0, bytesReceived: 0, resumedFrom: 0)
+        }
+        try Self.checkDestination(destination)
+        try Self.refuseExisting(destination)
+        let received = try await Self.writeWhole(response.body, to: destination, temporaryPath: options.temporaryPath,
+                                                 replacingExisting: false)
+        return DownloadResult(status: response.status, headers: response.headers, url: response.url, path: destination,
+                              written: true, fileSize: received, bytesReceived: received, resumedFrom: 0)
+    }
+
+    /// Throws when something is at `destination` already, for a write that must not replace it.
+    static func refuseExisting(_ destination: String) throws(HTTPClientError) {
+        guard !LocalFiles.exists(destination) else {
+            throw HTTPClientError(.ioFailure, "\(destination) already exists, and a download named by the server never replaces a file")
+        }
+    }
+
     /// Refuses a destination that a download cannot replace by a rename.
     static func checkDestination(_ destination: String) throws(HTTPClientError) {
         guard !destination.isEmpty else { throw HTTPClientError.invalidRequest("the download destination is empty") }
@@ -120,7 +176,7 @@ extension HTTPClient {
     /// temporary file is removed (if it is still ours) and the destination is untouched. Two downloads given one
     /// `temporaryPath` at once: the one whose file was replaced fails, instead of renaming the other's.
     static func writeWhole(
-        _ body: HTTPClientResponse.Body, to destination: String, temporaryPath: String?
+        _ body: HTTPClientResponse.Body, to destination: String, temporaryPath: String?, replacingExisting: Bool = true
     ) async throws -> Int {
         let temporary = temporaryPath ?? LocalFiles.temporaryPath(beside: destination)
         if temporaryPath != nil { LocalFiles.remove(temporary) }
@@ -135,7 +191,7 @@ extension HTTPClient {
                 throw HTTPClientError(.ioFailure, "another download replaced the temporary file \(temporary) of \(destination)")
             }
             file.close()
-            try LocalFiles.moveIntoPlace(temporary, destination)
+            try LocalFiles.moveIntoPlace(temporary, destination, replacingExisting: replacingExisting)
             return received
         } catch {
             // Only our own: at a shared `temporaryPath` the file there may be another download's.
@@ -320,7 +376,17 @@ extension HTTPClientResponse.Body {
     /// }
     /// ```
     public func write(toFileAtPath path: String) async throws -> Int {
+        try await write(toFileAtPath: path, replacingExisting: true)
+    }
+
+    /// Writes the rest of the body to the file at `path` as ``write(toFileAtPath:)`` does; with
+    /// `replacingExisting` false, a file already at `path` is never replaced: the call throws
+    /// `HTTPClientError.Code.ioFailure` naming it, before reading the body, and the final rename refuses to replace
+    /// a file created there meanwhile (`RENAME_NOREPLACE`). For a name that came from the server
+    /// (``HTTPClientResponse/suggestedFilename``).
+    public func write(toFileAtPath path: String, replacingExisting: Bool) async throws -> Int {
         try HTTPClient.checkDestination(path)
-        return try await HTTPClient.writeWhole(self, to: path, temporaryPath: nil)
+        if !replacingExisting { try HTTPClient.refuseExisting(path) }
+        return try await HTTPClient.writeWhole(self, to: path, temporaryPath: nil, replacingExisting: replacingExisting)
     }
 }

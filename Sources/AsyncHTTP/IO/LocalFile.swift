@@ -5,6 +5,9 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+#if os(Linux)
+import CEpoll
+#endif
 
 /// An open file descriptor for a request body read from disk or a response body written to it: the small typed
 /// door to `open`, `fstat`, `pread`, `write`, `ftruncate`, `fsync`, `flock` and `close`, and (in ``LocalFiles``)
@@ -291,15 +294,38 @@ enum LocalFiles {
 
     /// Moves `source` over `destination` in one step (`rename`, atomic within a file system), then makes the
     /// rename durable by syncing the directory (best effort: some file systems refuse `fsync` on one).
-    static func moveIntoPlace(_ source: String, _ destination: String) throws(HTTPClientError) {
-        guard rename(source, destination) == 0 else {
-            throw LocalFile.fileError(.ioFailure, "cannot move \(source) to \(destination)")
+    static func moveIntoPlace(_ source: String, _ destination: String, replacingExisting: Bool = true) throws(HTTPClientError) {
+        if replacingExisting {
+            guard rename(source, destination) == 0 else {
+                throw LocalFile.fileError(.ioFailure, "cannot move \(source) to \(destination)")
+            }
+        } else {
+            try moveWithoutReplacing(source, destination)
         }
         let directoryFD = open(directory(of: destination), O_RDONLY | O_CLOEXEC)
         if directoryFD >= 0 {
             _ = fsync(directoryFD)
             Glibc.close(directoryFD)
         }
+    }
+
+    /// `rename` that fails when `destination` exists: `renameat2(RENAME_NOREPLACE)`, or, on a file system without
+    /// it, a hard link and the source's removal (the link fails on an existing name just the same).
+    private static func moveWithoutReplacing(_ source: String, _ destination: String) throws(HTTPClientError) {
+        if ahttp_rename_noreplace(source, destination) == 0 { return }
+        var failure = errno
+        if failure == EINVAL || failure == ENOSYS {
+            if link(source, destination) == 0 {
+                unlink(source)
+                return
+            }
+            failure = errno
+        }
+        if failure == EEXIST {
+            throw HTTPClientError(.ioFailure, "\(destination) already exists, and a download named by the server never replaces a file")
+        }
+        errno = failure
+        throw LocalFile.fileError(.ioFailure, "cannot move \(source) to \(destination)")
     }
 
     /// Removes the file at `path`; a missing file is not an error.
