@@ -190,21 +190,28 @@ func refusingToOverwrite(_ path: String) -> UsageError {
     UsageError(message: "refusing to overwrite '\(path)': the file exists (-J never replaces a file)", exitCode: 23)
 }
 
-/// -O with -J: sends `request` (with --retry) and writes a 2xx body atomically to ``serverNamedPath(_:directory:fallback:)``,
-/// never over an existing file. A non-2xx status writes nothing, as -O leaves its file alone.
-func downloadNamedByServer(
-    _ client: HTTPClient, _ request: HTTPClientRequest, directory: String?, fallback: String, options: Options
-) async throws -> (status: Int, size: Int, url: String, path: String, written: Bool) {
-    let response = try await sendRetrying(request, client: client, options: options)
+/// -J's write of a response in hand: a 2xx body, atomically, to ``serverNamedPath(_:directory:fallback:)``, never
+/// over an existing file (``refusingToOverwrite(_:)``); nil, with the body untouched, for another status, as -O
+/// leaves its file alone.
+func writeNamedByServer(
+    _ response: HTTPClientResponse, directory: String?, fallback: String
+) async throws -> (path: String, size: Int)? {
+    guard (200..<300).contains(response.status.code) else { return nil }
     let path = serverNamedPath(response, directory: directory, fallback: fallback)
-    guard (200..<300).contains(response.status.code) else {
-        return (response.status.code, 0, response.url.description, path, false)
-    }
     var info = stat()
     if lstat(path, &info) == 0 { throw refusingToOverwrite(path) }
     let size = try await response.body.write(toFileAtPath: path, replacingExisting: false)
     applyOutputFileMode(path)
-    return (response.status.code, size, response.url.description, path, true)
+    return (path, size)
+}
+
+/// -O with -J: sends `request` (with --retry) and writes it through ``writeNamedByServer(_:directory:fallback:)``.
+func downloadNamedByServer(
+    _ client: HTTPClient, _ request: HTTPClientRequest, directory: String?, fallback: String, options: Options
+) async throws -> (status: Int, size: Int, url: String, path: String?) {
+    let response = try await sendRetrying(request, client: client, options: options)
+    let written = try await writeNamedByServer(response, directory: directory, fallback: fallback)
+    return (response.status.code, written?.size ?? 0, response.url.description, written?.path)
 }
 
 /// Rewrites `path` as `prefix` followed by its old content, so the file is never seen half-written.

@@ -308,20 +308,17 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
                 result.writeError = error.message
             }
         case .namedByServer(let directory, let fallback):
-            let path = serverNamedPath(response, directory: directory, fallback: fallback)
-            guard (200..<300).contains(response.status.code) else {
-                result.leftFileAlone = true
-                for try await chunk in response.body { result.bodyBytes += chunk.count }
-                return result
+            do {
+                guard let written = try await writeNamedByServer(response, directory: directory, fallback: fallback) else {
+                    result.leftFileAlone = true
+                    for try await chunk in response.body { result.bodyBytes += chunk.count }
+                    return result
+                }
+                result.bodyBytes = written.size
+                result.outputFile = written.path
+            } catch let error as UsageError {
+                result.writeError = error.message
             }
-            var info = stat()
-            guard lstat(path, &info) != 0 else {
-                result.writeError = refusingToOverwrite(path).message
-                return result
-            }
-            result.bodyBytes = try await response.body.write(toFileAtPath: path, replacingExisting: false)
-            applyOutputFileMode(path)
-            result.outputFile = path
         case .stream(let path):
             do {
                 let device = try Sink(path: path)

@@ -494,9 +494,9 @@ func run() async -> Int32 {
                 outcome.status = download.status
                 outcome.bodyBytes = download.size
                 outcome.effectiveURL = target.shown(download.url)
-                outcome.outputFile = download.written ? download.path : nil
+                outcome.outputFile = download.path
                 try headerDump?.write(heads(recorder.record, fallback: nil, suppressingConnect: options.suppressConnectHeaders))
-                if !download.written {
+                if download.path == nil {
                     result = 22
                     outcome.errorMessage = "The requested URL returned error: \(download.status) (no file written)"
                 }
