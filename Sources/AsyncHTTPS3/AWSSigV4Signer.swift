@@ -130,8 +130,9 @@ public struct AWSSigV4Signer: Sendable {
     /// - Parameters:
     ///   - method: the request method, `GET`, `PUT`, …
     ///   - url: the absolute URL the request goes to, percent-encoded as it will be sent.
-    ///   - headers: the headers that will be sent (any `Authorization`, `X-Amz-Date` or
-    ///     `X-Amz-Security-Token` in them is replaced).
+    ///   - headers: the headers that will be sent (any `Authorization` or `X-Amz-Date` in them is replaced, and
+    ///     `X-Amz-Security-Token` when the credentials hold a session token; without one, a token header the caller
+    ///     set is kept and signed like any other, as botocore and curl's `--aws-sigv4` do).
     ///   - payload: the body's hash, or how it is sent unhashed.
     ///   - date: the signing time (AWS allows 15 minutes of clock skew).
     /// - Returns: the headers to send, with the signature and the intermediate strings.
@@ -142,10 +143,10 @@ public struct AWSSigV4Signer: Sendable {
         let parsed = try HTTPURL(url)
         let timestamp = amzTimestamp(secondsSince1970: Int64(date.timeIntervalSince1970.rounded(.down)))
         var headers = headers
-        for name in ["Authorization", "X-Amz-Date", "X-Amz-Security-Token"] {
-            headers[HTTPField.Name(name)!] = nil
-        }
+        headers[.authorization] = nil
         headers[HTTPField.Name("X-Amz-Date")!] = timestamp
+        // botocore's add_auth: the token header is replaced only by the credentials' own token. A caller's header
+        // (curl's `-H 'x-amz-security-token: …'` with `--aws-sigv4`) is the token when the credentials have none.
         if let token = credentials.sessionToken {
             headers[HTTPField.Name("X-Amz-Security-Token")!] = token
         }

@@ -68,4 +68,25 @@ final class CommandLineAWSSigV4Tests: XCTestCase {
         XCTAssertEqual(sent, expected[0]["authorization"] as? String)
         XCTAssertTrue(sent.contains("SignedHeaders=accept;content-type;host;x-amz-date,"), sent)
     }
+
+    /// A session token given with `-H` (curl's way: `-u` holds only the key pair) goes out and is signed, as curl
+    /// signs every header; it was dropped, so temporary (STS) keys were always refused. botocore, given the same
+    /// token in its credentials, signs the request to the same Authorization.
+    func testSessionTokenGivenAsAHeaderIsSentAndSigned() throws {
+        let url = try Peers.httpbin() + "/anything/token"
+        let result = try runAhttp(["-s", "--aws-sigv4", "aws:amz:us-east-1:s3", "-u", user,
+                                   "-H", "X-Amz-Security-Token: TOK", url])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let echo = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let headers = try XCTUnwrap(echo["headers"] as? [String: String])
+        XCTAssertEqual(headers["X-Amz-Security-Token"], "TOK")
+        let sent = try XCTUnwrap(headers["Authorization"])
+        XCTAssertTrue(sent.contains("SignedHeaders=accept;host;x-amz-content-sha256;x-amz-date;x-amz-security-token,"), sent)
+        let date = try XCTUnwrap(headers["X-Amz-Date"])
+        let expected = try botocoreSign([[
+            "method": "GET", "url": url, "headers": [["Accept", "*/*"]], "body_hex": "", "region": "us-east-1",
+            "service": "s3", "access_key": "AKIACLITEST", "secret_key": "cli/secret+KEY", "token": "TOK", "timestamp": date,
+        ]])
+        XCTAssertEqual(sent, expected[0]["authorization"] as? String)
+    }
 }
