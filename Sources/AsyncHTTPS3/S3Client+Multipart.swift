@@ -41,10 +41,15 @@ extension S3Client {
         do {
             if resumingUploadID != nil {
                 for (number, stored) in try await listParts(bucket: bucket, key: key, uploadID: uploadID) {
+                    // A number outside this file's parts (0, negative, past the last: a server's mistake, or a file
+                    // that shrank) names no range of the file, and the offset below would overflow or be negative:
+                    // it is passed over, so every part of the file is still sent, and never completed with. Not an
+                    // error: that would abort, and so delete, the very upload being resumed.
+                    guard (1...partCount).contains(number) else { continue }
                     let expected = number == partCount ? size - (partCount - 1) * partSize : partSize
                     // The same size is not the same bytes: a file changed between the attempts would be completed
                     // as a mix of old and new parts. Kept only if its MD5 is the entity tag S3 gave it.
-                    if number <= partCount, stored.size == expected,
+                    if stored.size == expected,
                        try await Self.fileRange(path, offset: (number - 1) * partSize, length: expected, hasETag: stored.eTag) {
                         etags[number] = stored.eTag
                     }

@@ -108,4 +108,44 @@ final class S3ClientBehaviourTests: XCTestCase {
         }
         await client.shutdown()
     }
+
+    /// Resuming an upload whose part listing names parts outside the file's (0, the most negative Int, past the last)
+    /// passes them over and sends every part: `(number - 1) * partSize` trapped on the negative one, and part 0's
+    /// negative offset threw, which aborted (deleted) the upload being resumed.
+    func testResumedUploadPassesOverListedPartNumbersOutsideTheFile() async throws {
+        let partSize = 5 << 20
+        let endpoint = try await CacheOriginServer { request in
+            switch request.method {
+            case "GET":
+                var xml = "<ListPartsResult><Bucket>b</Bucket><Key>big.bin</Key><UploadId>U-1</UploadId>"
+                for number in ["-9223372036854775808", "0", "3"] {
+                    xml += "<Part><PartNumber>\(number)</PartNumber><ETag>\"0123456789abcdef0123456789abcdef\"</ETag>"
+                        + "<Size>\(partSize)</Size></Part>"
+                }
+                xml += "<IsTruncated>false</IsTruncated></ListPartsResult>"
+                return .init(status: 200, headers: [("Content-Type", "application/xml")], body: Array(xml.utf8))
+            case "PUT":
+                return .init(status: 200, headers: [("ETag", "\"part\"")])
+            case "POST":
+                let xml = "<CompleteMultipartUploadResult><ETag>\"whole-2\"</ETag></CompleteMultipartUploadResult>"
+                return .init(status: 200, headers: [("Content-Type", "application/xml")], body: Array(xml.utf8))
+            default:
+                return .init(status: 204)
+            }
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("s3-resume-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("big.bin")
+        try Data(repeating: 0x61, count: partSize + 1024).write(to: file)   // two parts
+        let client = HTTPClient()
+        let result = try await s3(endpoint: endpoint.baseURL, client: client)
+            .uploadFile(bucket: "b", key: "big.bin", path: file.path, resumingUploadID: "U-1")
+        XCTAssertEqual(result.eTag, "\"whole-2\"")
+        let puts = endpoint.requests.filter { $0.method == "PUT" }.map(\.target).sorted()
+        XCTAssertEqual(puts, ["/b/big.bin?partNumber=1&uploadId=U-1", "/b/big.bin?partNumber=2&uploadId=U-1"])
+        XCTAssertFalse(endpoint.requests.contains { $0.method == "DELETE" }, "the resumed upload was aborted")
+        await client.shutdown()
+        try await endpoint.shutdown()
+    }
 }
