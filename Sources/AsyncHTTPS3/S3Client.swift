@@ -283,8 +283,15 @@ public final class S3Client: Sendable {
         }
         let prefixes = root.children("CommonPrefixes").compactMap { $0.value("Prefix").map(decode) }
         let truncated = root.value("IsTruncated") == "true"
-        return (S3ListPage(objects: objects, commonPrefixes: prefixes, isTruncated: truncated),
-                truncated ? root.value("NextContinuationToken") : nil)
+        var next: String?
+        if truncated {
+            // More keys, but no way to ask for them: ending here would pass a partial listing off as the whole.
+            guard let token = root.value("NextContinuationToken"), !token.isEmpty else {
+                throw HTTPClientError(.malformedResponse, "S3 sent a truncated listing without a continuation token")
+            }
+            next = token
+        }
+        return (S3ListPage(objects: objects, commonPrefixes: prefixes, isTruncated: truncated), next)
     }
 }
 

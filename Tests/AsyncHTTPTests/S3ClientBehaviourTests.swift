@@ -108,7 +108,6 @@ final class S3ClientBehaviourTests: XCTestCase {
         }
         await client.shutdown()
     }
-
     /// Resuming an upload whose part listing names parts outside the file's (0, the most negative Int, past the last)
     /// passes them over and sends every part: `(number - 1) * partSize` trapped on the negative one, and part 0's
     /// negative offset threw, which aborted (deleted) the upload being resumed.
@@ -145,6 +144,35 @@ final class S3ClientBehaviourTests: XCTestCase {
         let puts = endpoint.requests.filter { $0.method == "PUT" }.map(\.target).sorted()
         XCTAssertEqual(puts, ["/b/big.bin?partNumber=1&uploadId=U-1", "/b/big.bin?partNumber=2&uploadId=U-1"])
         XCTAssertFalse(endpoint.requests.contains { $0.method == "DELETE" }, "the resumed upload was aborted")
+        await client.shutdown()
+        try await endpoint.shutdown()
+    }
+
+    /// A listing page marked truncated that gives no continuation token cannot be followed: it fails instead of
+    /// ending the listing there, which passed the first page off as the whole bucket.
+    func testTruncatedListingWithoutAContinuationTokenFails() async throws {
+        let endpoint = try await CacheOriginServer { request in
+            let token = request.target.contains("prefix=empty") ? "<NextContinuationToken></NextContinuationToken>" : ""
+            let xml = "<ListBucketResult><Name>b</Name><IsTruncated>true</IsTruncated>\(token)"
+                + "<Contents><Key>a.txt</Key><Size>1</Size></Contents></ListBucketResult>"
+            return .init(status: 200, headers: [("Content-Type", "application/xml")], body: Array(xml.utf8))
+        }
+        let client = HTTPClient()
+        let s3 = s3(endpoint: endpoint.baseURL, client: client)
+        for prefix in ["missing", "empty"] {
+            var pages = 0
+            do {
+                for try await _ in s3.listObjects(bucket: "b", prefix: prefix) {
+                    pages += 1
+                    if pages > 3 { break }
+                }
+                XCTFail("a truncated listing without a token ended after \(pages) page(s) as if complete")
+            } catch let error as HTTPClientError {
+                XCTAssertEqual(error.code, .malformedResponse, "\(error)")
+                XCTAssertTrue(error.message.contains("continuation token"), error.message)
+            }
+        }
+        XCTAssertEqual(endpoint.requests.count, 2)
         await client.shutdown()
         try await endpoint.shutdown()
     }
