@@ -385,9 +385,14 @@ final class ArchiveCrawl {
         return []
     }
 
+    /// Whether the entry is applied as a stylesheet, and so scanned for `url(…)`s and `@import`s: only what a
+    /// `<link rel=stylesheet>` or an `@import` loaded, as browsers apply only those. A `url(…)` (or an image, a
+    /// script) that happens to name a `text/css` file is kept as bytes, not followed: followed, a chain
+    /// `a.css → url(b.css) → url(c.css) …` escaped ``WebArchiveOptions/maxDepth``, which counts only stylesheets.
     private func isStylesheet(_ entry: Entry) -> Bool {
+        guard entry.kind == .stylesheet || entry.kind == .styleImport else { return false }
         let essence = MediaTypes.essence(entry.contentType)
-        return MediaTypes.isCSS(essence) || ((entry.kind == .stylesheet || entry.kind == .styleImport) && essence == "text/plain")
+        return MediaTypes.isCSS(essence) || essence == "text/plain"
     }
 
     private func isFrameDocument(_ entry: Entry) -> Bool {
