@@ -23,11 +23,42 @@ public struct WebArchiver: Sendable {
     public let client: HTTPClient
     /// Limits and the origin policy.
     public var options: WebArchiveOptions
+    /// The page request's authentication, for the page and the resources on its origin
+    /// (`archive(_:to:)` given a request); nil for an archive of a bare URL.
+    private var pageAuthentication: PageAuthentication?
 
     /// An archiver using `client` (its configuration: cookies, authentication, proxy, cache, TLS, timeouts).
     public init(client: HTTPClient, options: WebArchiveOptions = WebArchiveOptions()) {
         self.client = client
         self.options = options
+    }
+
+    /// Fetches the page `request` asks for, with its authentication, and its resources; keeps them as `output` says.
+    ///
+    /// ```swift
+    /// var page = HTTPClientRequest(url: "https://intranet.example/report.html")
+    /// page.credentials = HTTPCredentials(username: "alice", password: secret)
+    /// page.sendsCredentialsPreemptively = true
+    /// let result = try await archiver.archive(page, to: .directory("/tmp/report"))
+    /// ```
+    ///
+    /// Of the request, its URL and its authentication are used: ``AsyncHTTP/HTTPClientRequest/credentials``,
+    /// ``AsyncHTTP/HTTPClientRequest/authenticationSchemes``,
+    /// ``AsyncHTTP/HTTPClientRequest/sendsCredentialsPreemptively`` and ``AsyncHTTP/HTTPClientRequest/bearerToken``
+    /// go with the page's request and with each resource on the page's origin (ASIWebPageRequest's resources
+    /// inherit the page request's credentials), never to another origin, as a redirect would not carry them there.
+    ///
+    /// - Throws: what `archive(_:to:)` given the URL throws.
+    public func archive(_ request: HTTPClientRequest, to output: WebArchiveOutput) async throws(WebArchiveError)
+        -> WebArchiveResult
+    {
+        var archiver = self
+        if let url = try? HTTPURL(request.url) {
+            archiver.pageAuthentication = PageAuthentication(
+                origin: ArchiveCrawl.origin(url), credentials: request.credentials, schemes: request.authenticationSchemes,
+                preemptive: request.sendsCredentialsPreemptively, bearerToken: request.bearerToken)
+        }
+        return try await archiver.archive(request.url, to: output)
     }
 
     /// Fetches the page at `url` and its resources, and keeps them as `output` says.
@@ -236,6 +267,12 @@ public struct WebArchiver: Sendable {
     /// archiver follows its redirects itself (``followSameOriginRedirects(from:allowed:storesInCache:)``).
     private func request(for url: HTTPURL, storesInCache: Bool, followsRedirects: Bool = true) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: url.description)
+        if let pageAuthentication, pageAuthentication.origin == ArchiveCrawl.origin(url) {
+            request.credentials = pageAuthentication.credentials
+            request.authenticationSchemes = pageAuthentication.schemes
+            request.sendsCredentialsPreemptively = pageAuthentication.preemptive
+            request.bearerToken = pageAuthentication.bearerToken
+        }
         if !followsRedirects { request.redirectPolicy = .disabled }
         if storesInCache {
             request.cacheStoragePolicy = .permanent
@@ -243,6 +280,16 @@ public struct WebArchiver: Sendable {
         }
         return request
     }
+}
+
+/// The authentication of the page's request (`WebArchiver.archive(_:to:)` given a request), given to every
+/// request to `origin` (`scheme://host:port`, ``ArchiveCrawl/origin(_:)``).
+private struct PageAuthentication: Sendable {
+    var origin: String
+    var credentials: HTTPCredentials?
+    var schemes: Set<HTTPAuthenticationScheme>?
+    var preemptive: Bool
+    var bearerToken: String?
 }
 
 /// A response as the batch hands it over: head facts and the whole body.

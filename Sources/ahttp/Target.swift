@@ -60,6 +60,18 @@ struct TransferTarget {
         self.url = url
     }
 
+    /// -u (or this URL's userinfo, which wins) with the auth scheme options, and --oauth2-bearer: the request's
+    /// authentication. -u holds AWS keys instead under --aws-sigv4, and is not sent.
+    func applyAuthentication(_ options: Options, to request: inout HTTPClientRequest) {
+        if let user = credentials ?? options.user, options.awsSigV4 == nil {
+            request.credentials = user
+            request.authenticationSchemes = options.authSchemes
+            // curl's -u sends Basic at once; with --digest, --ntlm or --anyauth it waits for the challenge.
+            request.sendsCredentialsPreemptively = options.authSchemes == nil || options.authSchemes == [.basic]
+        }
+        if let bearer = options.bearer { request.bearerToken = bearer }
+    }
+
     /// `text` as shown to the user: the URL's user name put back (never the password), as curl's %{url_effective}.
     func shown(_ text: String) -> String {
         guard let user, let schemeEnd = Substring(text).range(of: "://") else { return HTTPURL.redacting(text) }

@@ -386,7 +386,11 @@ func run() async -> Int32 {
             printError("--archive: no URL given")
             return 2
         }
-        let status = await runArchive(client: client, url: TransferTarget(url, options: options).url, output: output, silent: options.silent)
+        let target = TransferTarget(url, options: options)
+        var page = HTTPClientRequest(url: target.url)
+        target.applyAuthentication(options, to: &page)
+        let status = await runArchive(client: client, page: page, output: output, silent: options.silent,
+                                      showsErrors: options.showsErrors)
         await client.shutdown()
         return status
     }
@@ -445,12 +449,7 @@ func run() async -> Int32 {
         }
         // curl: every -b NAME=VALUE in one Cookie field, joined with ';' (CURLOPT_COOKIE, tool_operate.c).
         if !options.cookieStrings.isEmpty { request.addHeader("Cookie", options.cookieStrings.joined(separator: ";")) }
-        if let user = target.credentials ?? options.user, options.awsSigV4 == nil {
-            request.credentials = user
-            request.authenticationSchemes = options.authSchemes
-            request.sendsCredentialsPreemptively = options.authSchemes == nil || options.authSchemes == [.basic]
-        }
-        if let bearer = options.bearer { request.bearerToken = bearer }
+        target.applyAuthentication(options, to: &request)
         if let cachePolicy = options.cachePolicy { request.cachePolicy = cachePolicy }
         request[RedirectProtocols.FirstURL.self] = request.url
         if options.autoReferer { request[AutoReferer.Trail.self] = AutoReferer.Trail() }
