@@ -13,44 +13,74 @@ struct AWSSigV4OptionError: Error, CustomStringConvertible {
     var description: String { message }
 }
 
-/// The signing middleware for `--aws-sigv4 PROVIDER` with `-u USER`.
+/// `--aws-sigv4 PROVIDER` with `-u USER`, read once: the keys, and the region and service when the provider names
+/// them.
 ///
 /// `provider` is curl's `provider1[:provider2[:region[:service]]]`: provider1 must be `aws` (the
 /// `AWS4-HMAC-SHA256` algorithm) and provider2, when given, `amz` (the `X-Amz-` header prefix); other providers
 /// (`goog`, `osc`) sign with other algorithm names and are refused. A region or service left out is read from
-/// the host as curl does (`SERVICE.REGION.amazonaws.com`). `user` is `ACCESS_KEY:SECRET_KEY`; a session token
-/// goes in a header, `-H 'x-amz-security-token: …'`, and is signed with the rest.
+/// each request's host as curl does (`SERVICE.REGION.amazonaws.com`, ``scope(for:)``). `user` is
+/// `ACCESS_KEY:SECRET_KEY`; a session token goes in a header, `-H 'x-amz-security-token: …'`, and is signed with
+/// the rest (the signer keeps a token header when the credentials hold none, as botocore does).
 ///
 /// The secret never appears in an error message.
-func awsSigV4Middleware(provider: String, user: HTTPCredentials?, firstURL: String?) throws(AWSSigV4OptionError)
-    -> AWSSigningMiddleware
-{
-    let parts = provider.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-    guard parts.count <= 4, let first = parts.first, !first.isEmpty else {
-        throw AWSSigV4OptionError(message: "--aws-sigv4: '\(provider)' is not provider1[:provider2[:region[:service]]]")
+struct AWSSigV4Provider: Sendable {
+    var credentials: AWSCredentials
+    /// From the provider string; nil (or empty there) when it is read from the host.
+    var region: String?
+    var service: String?
+
+    init(provider: String, user: HTTPCredentials?) throws(AWSSigV4OptionError) {
+        let parts = provider.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count <= 4, let first = parts.first, !first.isEmpty else {
+            throw AWSSigV4OptionError(message: "--aws-sigv4: '\(provider)' is not provider1[:provider2[:region[:service]]]")
+        }
+        guard first.lowercased() == "aws" else {
+            throw AWSSigV4OptionError(message: "--aws-sigv4: provider '\(first)' is not supported (only 'aws', AWS4-HMAC-SHA256)")
+        }
+        if parts.count > 1, parts[1].lowercased() != "amz" {
+            throw AWSSigV4OptionError(message: "--aws-sigv4: provider2 '\(parts[1])' is not supported (only 'amz', X-Amz- headers)")
+        }
+        guard let user, !user.username.isEmpty, !user.password.isEmpty else {
+            throw AWSSigV4OptionError(message: "--aws-sigv4 needs the keys as -u ACCESS_KEY:SECRET_KEY")
+        }
+        credentials = AWSCredentials(accessKeyID: user.username, secretAccessKey: user.password)
+        region = parts.count > 2 && !parts[2].isEmpty ? parts[2] : nil
+        service = parts.count > 3 && !parts[3].isEmpty ? parts[3] : nil
     }
-    guard first.lowercased() == "aws" else {
-        throw AWSSigV4OptionError(message: "--aws-sigv4: provider '\(first)' is not supported (only 'aws', AWS4-HMAC-SHA256)")
-    }
-    if parts.count > 1, parts[1].lowercased() != "amz" {
-        throw AWSSigV4OptionError(message: "--aws-sigv4: provider2 '\(parts[1])' is not supported (only 'amz', X-Amz- headers)")
-    }
-    guard let user, !user.username.isEmpty, !user.password.isEmpty else {
-        throw AWSSigV4OptionError(message: "--aws-sigv4 needs the keys as -u ACCESS_KEY:SECRET_KEY")
-    }
-    var region = parts.count > 2 ? parts[2] : ""
-    var service = parts.count > 3 ? parts[3] : ""
-    if region.isEmpty || service.isEmpty {
-        // curl: the host's first label is the service, the second the region (s3.eu-west-1.amazonaws.com).
-        let host = firstURL.flatMap { try? HTTPURL($0) }?.host ?? ""
+
+    /// The region and service a request to `url` (as sent: scheme added, userinfo removed) is signed for: the
+    /// provider's, else read from the URL's host, the first label the service and the second the region
+    /// (s3.eu-west-1.amazonaws.com), as curl reads the host of each transfer.
+    func scope(for url: String) throws(AWSSigV4OptionError) -> (region: String, service: String) {
+        if let region, let service { return (region, service) }
+        let parsed = try? HTTPURL(url)
+        let host = parsed?.host ?? ""
         let labels = host.split(separator: ".").map(String.init)
-        guard labels.count >= 3, !(firstURL.flatMap { try? HTTPURL($0) }?.isIPAddress ?? true) else {
+        guard let parsed, labels.count >= 3, !parsed.isIPAddress else {
             throw AWSSigV4OptionError(message: "--aws-sigv4: give the region and service ('aws:amz:REGION:SERVICE'): "
                 + "they cannot be read from the host '\(host)'")
         }
-        if service.isEmpty { service = labels[0] }
-        if region.isEmpty { region = labels[1] }
+        return (region ?? labels[1], service ?? labels[0])
     }
-    let credentials = AWSCredentials(accessKeyID: user.username, secretAccessKey: user.password)
-    return AWSSigningMiddleware(signer: AWSSigV4Signer(credentials: credentials, region: region, service: service))
+}
+
+/// Signs each request for the region and service of its own URL (``AWSSigV4Provider/scope(for:)``), so every URL
+/// of a command line is signed for its host, not the first URL's.
+struct CommandLineAWSSigning: HTTPClientMiddleware {
+    let provider: AWSSigV4Provider
+
+    func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+        // A hop to another origin goes out unsigned (AWSSigningMiddleware's rule), whatever its host names.
+        guard !request.isRedirectedFromAnotherOrigin else { return try await next(request) }
+        let scope: (region: String, service: String)
+        do {
+            scope = try provider.scope(for: request.url)
+        } catch {
+            // main.swift checks each URL before sending it (exit 43); a hop within the origin has the same host.
+            throw HTTPClientError(.invalidRequest, error.message)
+        }
+        let signer = AWSSigV4Signer(credentials: provider.credentials, region: scope.region, service: scope.service)
+        return try await AWSSigningMiddleware(signer: signer).intercept(request, next: next)
+    }
 }

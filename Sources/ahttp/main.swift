@@ -361,9 +361,12 @@ func run() async -> Int32 {
         printError(error.message)
         return 23
     } catch { return 23 }
+    var awsSigning: AWSSigV4Provider?
     if let provider = options.awsSigV4 {
         do {
-            configuration.middleware.append(try awsSigV4Middleware(provider: provider, user: options.user, firstURL: options.urls.first))
+            let signing = try AWSSigV4Provider(provider: provider, user: options.user)
+            configuration.middleware.append(CommandLineAWSSigning(provider: signing))
+            awsSigning = signing
         } catch {
             printError(error.message)
             return error.exitCode
@@ -387,6 +390,13 @@ func run() async -> Int32 {
             return 2
         }
         let target = TransferTarget(url, options: options)
+        do {
+            _ = try awsSigning?.scope(for: target.url)
+        } catch {
+            if options.showsErrors { printError(error.message) }
+            await client.shutdown()
+            return error.exitCode
+        }
         var page = HTTPClientRequest(url: target.url)
         target.applyAuthentication(options, to: &page)
         let status = await runArchive(client: client, page: page, output: output, silent: options.silent,
@@ -406,6 +416,14 @@ func run() async -> Int32 {
             // curl's CURLE_UNSUPPORTED_PROTOCOL, before anything is sent.
             if options.showsErrors { printError("\(HTTPURL.redacting(target.shown(target.url))): protocol \"\(scheme)\" is disabled by --proto") }
             status = 1
+            continue
+        }
+        do {
+            // --aws-sigv4 without a region or service reads them from this URL's host (curl, per transfer).
+            _ = try awsSigning?.scope(for: target.url)
+        } catch {
+            if options.showsErrors { printError(error.message) }
+            status = error.exitCode
             continue
         }
         var request = HTTPClientRequest(url: target.url)

@@ -68,7 +68,6 @@ final class CommandLineAWSSigV4Tests: XCTestCase {
         XCTAssertEqual(sent, expected[0]["authorization"] as? String)
         XCTAssertTrue(sent.contains("SignedHeaders=accept;content-type;host;x-amz-date,"), sent)
     }
-
     /// A session token given with `-H` (curl's way: `-u` holds only the key pair) goes out and is signed, as curl
     /// signs every header; it was dropped, so temporary (STS) keys were always refused. botocore, given the same
     /// token in its credentials, signs the request to the same Authorization.
@@ -88,5 +87,27 @@ final class CommandLineAWSSigV4Tests: XCTestCase {
             "service": "s3", "access_key": "AKIACLITEST", "secret_key": "cli/secret+KEY", "token": "TOK", "timestamp": date,
         ]])
         XCTAssertEqual(sent, expected[0]["authorization"] as? String)
+    }
+    /// The region and service left out of the provider are read from each URL as sent: a URL without a scheme is
+    /// http:// (curl), and each URL is signed for its own host. The raw first URL was read instead, so a URL without
+    /// a scheme exited 43 and a second URL was signed for the first one's service and region.
+    func testRegionAndServiceAreReadFromEachURLAsSent() throws {
+        let httpbin = try XCTUnwrap(URL(string: try Peers.httpbin()))
+        let port = try XCTUnwrap(httpbin.port)
+        let first = "execute-api.eu-west-1.amazonaws.com", second = "sqs.us-west-2.amazonaws.com"
+        let scratch = try makeTemporaryDirectory("ahttp-sigv4-scope")
+        defer { scratch.remove() }
+        let result = try runAhttp(["-s", "--aws-sigv4", "aws:amz", "-u", user,
+                                   "--resolve", "\(first):\(port):127.0.0.1", "--resolve", "\(second):\(port):127.0.0.1",
+                                   "-o", scratch.path + "/1.json", "\(first):\(port)/anything/one",
+                                   "-o", scratch.path + "/2.json", "http://\(second):\(port)/anything/two"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        for (file, scope) in [("1.json", "/eu-west-1/execute-api/aws4_request"), ("2.json", "/us-west-2/sqs/aws4_request")] {
+            let data = try Data(contentsOf: URL(fileURLWithPath: scratch.path + "/" + file))
+            let echo = try XCTUnwrap(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            let headers = try XCTUnwrap(echo["headers"] as? [String: String])
+            let authorization = try XCTUnwrap(headers["Authorization"])
+            XCTAssertTrue(authorization.contains(scope + ","), "\(file): \(authorization)")
+        }
     }
 }
