@@ -181,6 +181,10 @@ extension HTTPClient {
         let temporary = temporaryPath ?? LocalFiles.temporaryPath(beside: destination)
         if temporaryPath != nil { LocalFiles.remove(temporary) }
         let file = try LocalFile.openForWriting(temporary, mode: .createNew)
+        // Closed only once the rename is done or the failure handled: `isStill(at:)` below asks the open descriptor
+        // which file it is, and a rename refused (`replacingExisting` false, a file arrived at the destination)
+        // must still find the temporary file ours to remove.
+        defer { file.close() }
         do {
             let received = try await write(body, to: file)
             file.giveMode(replacing: destination)
@@ -190,13 +194,11 @@ extension HTTPClient {
             guard file.isStill(at: temporary) else {
                 throw HTTPClientError(.ioFailure, "another download replaced the temporary file \(temporary) of \(destination)")
             }
-            file.close()
             try LocalFiles.moveIntoPlace(temporary, destination, replacingExisting: replacingExisting)
             return received
         } catch {
             // Only our own: at a shared `temporaryPath` the file there may be another download's.
             if file.isStill(at: temporary) { LocalFiles.remove(temporary) }
-            file.close()
             throw error
         }
     }
