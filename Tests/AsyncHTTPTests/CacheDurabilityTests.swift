@@ -209,4 +209,33 @@ final class CacheDurabilityTests: XCTestCase {
         }
         XCTAssertEqual(found, false, "nil: a FIFO in place of a head file held the lookup")
     }
+
+    /// A head file (damaged, or planted by whoever can write the directory) whose body file name leads out of the
+    /// cache (`../../…`): the lookup served the file it named, and removing the entry unlinked it. The head is now
+    /// damaged: a miss, discarded, and the file outside is left alone.
+    func testAHeadNamingABodyOutsideTheCacheIsDiscardedAndThatFileLeftAlone() throws {
+        let directory = makeCacheDirectory()
+        let outsideDirectory = makeCacheDirectory()
+        let victim = outsideDirectory + "/victim"
+        let bytes = [UInt8](repeating: 0x56, count: 100)
+        XCTAssertTrue(FileManager.default.createFile(atPath: victim, contents: Data(bytes)))
+        let cache = try HTTPCache.forTesting(directory: directory, clock: CacheTestClock())
+        let key = "http://127.0.0.1:1/planted"
+        let head = CachedResponseHead(key: key, status: 200, reasonPhrase: "OK", version: .http1_1,
+                                      headers: fields([("Cache-Control", "max-age=600")]), requestTime: 0, responseTime: 0,
+                                      secondsToCache: nil, ignoresServerDirectives: false)
+        // From `directory/entries/` to the victim.
+        let name = "../../" + URL(fileURLWithPath: outsideDirectory).lastPathComponent + "/victim"
+        let planted = CacheEntryRecord(head: head, body: .file(name: name, length: bytes.count, crc: CRC32.checksum(bytes[...]))).encode()
+        let headPath = directory + "/entries/" + HTTPCache.hash(key) + ".meta"
+        func plant() throws { try Data(planted).write(to: URL(fileURLWithPath: headPath)) }
+
+        try plant()
+        XCTAssertNil(cache.lookup(key: key, requestHeaders: [:]), "a file outside the cache was served")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: headPath), "the damaged head is discarded")
+        try plant()
+        cache.remove(key: key)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: headPath))
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: victim)), Data(bytes), "a file outside the cache was removed")
+    }
 }

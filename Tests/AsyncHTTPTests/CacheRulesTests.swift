@@ -314,7 +314,8 @@ final class CacheRulesTests: XCTestCase {
         let record = CacheEntryRecord(head: head, body: .inline(Array("hello".utf8)))
         let bytes = record.encode()
         XCTAssertEqual(CacheEntryRecord.decode(bytes), record)
-        let fileRecord = CacheEntryRecord(head: head, body: .file(name: "abc.def.body", length: 1 << 20, crc: 42))
+        let bodyName = HTTPCache.hash(head.key) + ".0123456789abcdef.body"
+        let fileRecord = CacheEntryRecord(head: head, body: .file(name: bodyName, length: 1 << 20, crc: 42))
         XCTAssertEqual(CacheEntryRecord.decode(fileRecord.encode()), fileRecord)
         // Every single-byte flip and every truncation is detected.
         for index in stride(from: 0, to: bytes.count, by: 3) {
@@ -326,6 +327,25 @@ final class CacheRulesTests: XCTestCase {
             XCTAssertNil(CacheEntryRecord.decode(Array(bytes.prefix(length))), "truncated to \(length)")
         }
         XCTAssertNil(CacheEntryRecord.decode(bytes + [0]), "trailing bytes")
+    }
+
+    /// A head's body file name is joined to the cache directory to serve, evict and remove the entry; a record
+    /// whose name is not one the cache writes (`HASH.RANDOM.body`) is damaged, not a path to follow.
+    func testAnEntryRecordWhoseBodyNameIsNotTheCachesOwnIsRejected() {
+        let head = stored([("Cache-Control", "max-age=60")])
+        let hash = HTTPCache.hash(head.key)
+        let otherHash = HTTPCache.hash("http://a.test/other")
+        for bad in [
+            "../../../etc/passwd", "/etc/passwd", "sub/\(hash).0123456789abcdef.body", "\(hash).0123456789abcdef.body/..",
+            "..", "", "\(hash)..body", "\(hash).0123456789ABCDEF.body", "\(hash).0123456789abcde.body",
+            "\(hash).0123456789abcdef0.body", "\(hash).0123456789abcdef.meta", "\(hash).0123456789abcdef.body.x",
+            "\(otherHash).0123456789abcdef.body", "\(hash.uppercased()).0123456789abcdef.body",
+        ] {
+            let record = CacheEntryRecord(head: head, body: .file(name: bad, length: 10, crc: 1))
+            XCTAssertNil(CacheEntryRecord.decode(record.encode()), bad)
+            XCTAssertFalse(CacheEntryRecord.isBodyFileName(bad, key: head.key), bad)
+        }
+        XCTAssertTrue(CacheEntryRecord.isBodyFileName(hash + ".0123456789abcdef.body", key: head.key))
     }
 }
 

@@ -10,7 +10,8 @@ import HTTPTypes
 struct CacheEntryRecord: Sendable, Equatable {
     enum Body: Sendable, Equatable {
         case inline([UInt8])
-        /// `name` is the body file's name in the same directory.
+        /// `name` is the body file's name in the same directory, always of the form ``isBodyFileName(_:key:)``
+        /// accepts.
         case file(name: String, length: Int, crc: UInt32)
     }
 
@@ -107,7 +108,10 @@ struct CacheEntryRecord: Sendable, Equatable {
             guard let bytes = p.bytes() else { return nil }
             body = .inline(bytes)
         } else {
-            guard let name = p.string(), let length = p.u64(), let crc = p.u32(), length <= UInt64(Int.max) else {
+            // The name is joined to the cache directory to serve, evict and remove the entry: one with a `/` or `..`
+            // (a damaged or planted head) would have a file outside the cache opened or unlinked.
+            guard let name = p.string(), let length = p.u64(), let crc = p.u32(), length <= UInt64(Int.max),
+                  isBodyFileName(name, key: key) else {
                 return nil
             }
             body = .file(name: name, length: Int(length), crc: crc)
@@ -119,6 +123,20 @@ struct CacheEntryRecord: Sendable, Equatable {
             secondsToCache: secondsToCache < 0 ? nil : secondsToCache, ignoresServerDirectives: ignores == 1, vary: vary)
         return CacheEntryRecord(head: head, body: body)
     }
+
+    /// Whether `name` is one ``HTTPCache`` gives the body file of `key`'s entry: `HASH.RANDOM.body`, the
+    /// entry's hash (``HTTPCache/hash(_:)``, 32 lowercase hex digits) and 16 random ones. Nothing else is a
+    /// body file of this entry, and such a name is never a path.
+    static func isBodyFileName(_ name: String, key: String) -> Bool {
+        let parts = name.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[2].elementsEqual("body".utf8), parts[1].count == 2 * bodyNameRandomBytes,
+              parts[1].allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) })
+        else { return false }
+        return parts[0].elementsEqual(HTTPCache.hash(key).utf8)
+    }
+
+    /// The random bytes in a body file's name (``isBodyFileName(_:key:)``), two hex digits each.
+    static let bodyNameRandomBytes = 8
 
     private struct Writer {
         var data: [UInt8] = []

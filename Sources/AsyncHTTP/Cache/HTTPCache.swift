@@ -275,7 +275,7 @@ public final class HTTPCache: Sendable {
         case .inline(let bytes):
             recordBody = .inline(bytes)
         case .file(let file, let length, let crc):
-            let name = "\(hash).\(hexString(secureRandomBytes(8))).body"
+            let name = "\(hash).\(hexString(secureRandomBytes(CacheEntryRecord.bodyNameRandomBytes))).body"
             // Flushed before the head names it: after a crash the head refers to a whole body or to nothing.
             try file.sync()
             try file.commit(to: directory + "/" + name)
