@@ -266,6 +266,47 @@ final class CacheMiddlewareTests: XCTestCase {
         try await origin.shutdown()
     }
 
+    /// A step of the client's own that signs or adds a bearer token runs below the cache (it must see the
+    /// conditionals the cache adds), so the cache did not see the `Authorization` it added, and stored the response
+    /// to serve it later to requests with other credentials or none (§3.5). The transport marks the response now.
+    func testAnAuthorizationAddedByMiddlewareBelowTheCacheIsNotStored() async throws {
+        struct BearerToken: HTTPClientMiddleware {
+            func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
+                var request = request
+                request.setHeader("Authorization", "Bearer t")
+                return try await next(request)
+            }
+        }
+        let clock = CacheTestClock()
+        let origin = try await CacheOriginServer { request in
+            switch request.target {
+            case "/public": .init(status: 200, headers: [("Cache-Control", "public, max-age=60")], body: Array("p".utf8))
+            // Heuristically fresh for ten days (§4.2.2), with no directive at all.
+            case "/heuristic": .init(status: 200, headers: [("Date", httpDate(clock.now)), ("Last-Modified", httpDate(clock.now - 100 * 86_400))],
+                                     body: Array("h".utf8))
+            default: .init(status: 200, headers: [("Cache-Control", "max-age=60")], body: Array("a".utf8))
+            }
+        }
+        let cache = try HTTPCache.forTesting(directory: makeCacheDirectory(), clock: clock)
+        let client = client(cache) { $0.middleware = [BearerToken()] }
+        for target in ["/private", "/heuristic"] {
+            let first = try await get(client, origin.url(target))
+            let second = try await get(client, origin.url(target))
+            XCTAssertEqual(first.response.cacheStatus, .miss, target)
+            XCTAssertEqual(second.response.cacheStatus, .miss, target)
+            XCTAssertEqual(origin.count(target), 2, "\(target): §3.5, the Authorization a step below the cache added")
+        }
+        XCTAssertTrue(origin.requests.allSatisfy { $0.headers["authorization"] == "Bearer t" })
+        // The control: a response that may be stored for an authorized request is.
+        _ = try await get(client, origin.url("/public"))
+        let hit = try await get(client, origin.url("/public"))
+        XCTAssertEqual(hit.response.cacheStatus, .hit)
+        XCTAssertEqual(hit.body, "p")
+        XCTAssertEqual(origin.count("/public"), 1, "§3.5: public allows it")
+        await client.shutdown()
+        try await origin.shutdown()
+    }
+
     func testIgnoringServerDontCacheHeadersStoresNoStoreResponses() async throws {
         let origin = try await CacheOriginServer { _ in
             .init(status: 200, headers: [("Cache-Control", "no-store, no-cache, must-revalidate")], body: Array("kept".utf8))

@@ -41,7 +41,8 @@ enum CacheRules {
     /// Why a response is not stored, or nil when it may be (§3). Methods other than GET are never stored.
     static func whyNotStorable(
         method: HTTPRequest.Method, requestHeaders: HTTPFields, status: Int, responseHeaders: HTTPFields,
-        policy: HTTPCachePolicy, ignoresServerDirectives: Bool, secondsToCache: Double?
+        policy: HTTPCachePolicy, ignoresServerDirectives: Bool, secondsToCache: Double?,
+        requestCarriedAuthorization: Bool = false
     ) -> String? {
         guard method == .get else { return "the method is not GET" }
         guard !policy.contains(.doNotWrite) else { return "the policy says doNotWrite" }
@@ -62,7 +63,8 @@ enum CacheRules {
         }
         // §3.5 (shared caches in the RFC; a client's cache is applied the same rule because one client may
         // send several users' credentials): a response to a request with Authorization only when allowed.
-        if requestHeaders.contains(.authorization),
+        // `requestCarriedAuthorization`: the request as sent had one, added by a step below the cache.
+        if requestCarriedAuthorization || requestHeaders.contains(.authorization),
            !(directives.isPublic || directives.mustRevalidate || directives.sharedMaxAge != nil) {
             return "the request has Authorization and the response is not public (§3.5)"
         }

@@ -50,6 +50,11 @@ public struct HTTPClientResponse: Sendable {
     /// and the `Content-Encoding` and `Content-Length` fields are gone (they described the encoded body);
     /// when `Content-Encoding` is still there, the body is still encoded (``text(upTo:)`` inflates gzip and deflate).
     public var isCompressed = false
+    /// Whether the request the transport sent for this response carried `Authorization`, whichever step put it
+    /// there: the cache step above a user's middleware (a signer, a bearer token) does not see that field, and
+    /// RFC 9111 §3.5 applies to it all the same. Set only by a client with a cache, the one reader (its
+    /// ``CacheMiddleware``); false otherwise.
+    var requestCarriedAuthorization = false
     /// What the client's ``HTTPClient/Configuration/cache`` did for this response: `hit`, `miss`,
     /// `revalidated` or `stale` (see ``HTTPCacheStatus``); nil when no cache took part (no cache configured,
     /// or a method other than GET). ``didUseCachedResponse`` is ASIHTTPRequest's name for the common question.

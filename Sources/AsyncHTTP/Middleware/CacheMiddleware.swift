@@ -9,6 +9,10 @@ import HTTPTypes
 ///
 /// Requests other than GET pass through (after an unsafe one, its URL is invalidated), as do GET requests
 /// that carry their own `If-*` or `Range` fields: the caller is doing validation or ranges itself.
+///
+/// The client's own middleware runs below it (and sees the conditionals it adds, which a signer must), so an
+/// `Authorization` one of them adds is not in the request here: the transport marks the response instead
+/// (``HTTPClientResponse/requestCarriedAuthorization``), and §3.5 reads both.
 struct CacheMiddleware: HTTPClientMiddleware {
     let cache: HTTPCache
 
@@ -172,7 +176,7 @@ private struct Exchange {
         if let why = CacheRules.whyNotStorable(
             method: request.method, requestHeaders: request.headers, status: status, responseHeaders: response.headers,
             policy: policy, ignoresServerDirectives: cache.ignoresServerDontCacheHeaders,
-            secondsToCache: options.secondsToCache) {
+            secondsToCache: options.secondsToCache, requestCarriedAuthorization: response.requestCarriedAuthorization) {
             // A final answer the server does not let us keep replaces nothing: drop what was stored.
             if status >= 200, status < 400, status != 304, !policy.contains(.doNotWrite) { cache.remove(key: key) }
             cache.logger.trace("cache: not storing", metadata: ["reason": "\(why)"])

@@ -27,6 +27,9 @@ final class HTTP1Transport: Sendable {
         var expectContinue: ExpectContinuePolicy = .default
         /// The client's low-speed limit; a request's own replaces it.
         var lowSpeedLimit: LowSpeedLimit? = nil
+        /// The client has a cache: each response says whether its request carried `Authorization`
+        /// (``HTTPClientResponse/requestCarriedAuthorization``, for the cache's RFC 9111 §3.5 rule).
+        var marksAuthorization = false
     }
 
     private let settings: Settings
@@ -63,7 +66,8 @@ final class HTTP1Transport: Sendable {
                 userAgent: configuration.userAgent, logger: configuration.logger(for: .requestStatus),
                 observing: !configuration.observers.isEmpty,
                 connectionLogger: configuration.logger(for: .persistentConnections),
-                expectContinue: configuration.expectContinue, lowSpeedLimit: configuration.lowSpeedLimit),
+                expectContinue: configuration.expectContinue, lowSpeedLimit: configuration.lowSpeedLimit,
+                marksAuthorization: configuration.cache != nil),
             pool: ConnectionPool(limit: limit, idleTimeout: configuration.idleTimeout,
                                  logger: configuration.logger(for: .persistentConnections), now: now),
             connector: Connector(
@@ -96,7 +100,7 @@ final class HTTP1Transport: Sendable {
         guard !Task.isCancelled else { throw .cancelled }
         var trip = try plan(request)
         while true {
-            let outcome: (response: HTTPClientResponse, bodyWithheld: Bool)
+            var outcome: (response: HTTPClientResponse, bodyWithheld: Bool)
             do {
                 outcome = try await attempt(trip.prepared, key: trip.key, fresh: trip.fresh, pin: trip.pin, deadlines: trip.deadlines,
                                             observation: observation, flow: trip.flow)
@@ -109,8 +113,17 @@ final class HTTP1Transport: Sendable {
                                              observation: observation) {
                 continue
             }
+            // One check for a client without a cache.
+            if settings.marksAuthorization { Self.markAuthorization(of: request, on: &outcome.response) }
             return outcome.response
         }
+    }
+
+    /// Whether `request` as sent carried `Authorization`, for the cache step above: a step below it (a user's
+    /// middleware) may have added the field after the cache saw the request.
+    @inline(never)
+    private static func markAuthorization(of request: HTTPClientRequest, on response: inout HTTPClientResponse) {
+        if request.headers.contains(.authorization) { response.requestCarriedAuthorization = true }
     }
 
     // The work between attempts is synchronous and kept out of `roundTrip`: an async function's frame holds
