@@ -49,6 +49,22 @@ final class CookieJarTests: XCTestCase {
         XCTAssertEqual(pages, [])
     }
 
+    /// The bundled list has `*.sch.uk` but no `sch.uk`: a school's `Domain=sch.uk` must not be stored, or it would
+    /// go to every other school (it did, before the Domain was held to the host's registrable domain).
+    func testParentOfAWildcardSuffixCookieIsNotStoredOrSentToOtherSites() async {
+        let jar = CookieJar()
+        let stored = await jar.setCookies(
+            fromHeaders: ["sid=x; Domain=sch.uk"], for: site("www.school.sch.uk"), now: now)
+        XCTAssertEqual(stored, [])
+        await jar.setCookies(fromHeaders: ["city=1; Domain=kawasaki.jp"], for: site("www.city.kawasaki.jp"), now: now)
+        for host in ["other.sch.uk", "www.other.sch.uk", "www.school.sch.uk", "www.other.kawasaki.jp", "kawasaki.jp"] {
+            let header = await jar.cookieHeader(for: site(host), now: now)
+            XCTAssertNil(header, host)
+        }
+        let all = await jar.allCookies
+        XCTAssertEqual(all, [])
+    }
+
     func testSecureCookieIsSentOnlyOverHTTPS() async {
         let jar = CookieJar()
         await jar.setCookies(fromHeaders: ["s=1; Secure", "p=2"], for: site("example.com"), now: now)

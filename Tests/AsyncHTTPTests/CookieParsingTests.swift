@@ -184,6 +184,58 @@ final class CookieParsingTests: XCTestCase {
             HTTPClient.Cookie.parse(setCookie: "a=b; Domain=co.uk", request: shop, now: now, publicSuffixList: nil))
     }
 
+    /// The list has `*.sch.uk` but no rule `sch.uk`, so by the list's algorithm `sch.uk` is no public suffix; yet
+    /// a school that could set `Domain=sch.uk` would reach every other school. The `Domain` must be the host's
+    /// registrable domain or below it, as Chromium, Firefox and curl (libpsl) require. Checked against a small
+    /// list and against the bundled one.
+    func testDomainAboveTheRegistrableDomainUnderAWildcardOrExceptionRuleIsRejected() throws {
+        let small = PublicSuffixList(listText: "uk\n*.sch.uk\njp\n*.kawasaki.jp\n!city.kawasaki.jp\n")
+        for (name, list) in [("small", small), ("bundled", PublicSuffixList.shared)] {
+            func parse(_ header: String, from host: String) -> HTTPClient.Cookie? {
+                let request = CookieJar.RequestContext(host: host, path: "/", isSecure: true)
+                return HTTPClient.Cookie.parse(setCookie: header, request: request, now: now, publicSuffixList: list)
+            }
+            // The parent of a wildcard rule, from a host under it.
+            XCTAssertNil(parse("a=b; Domain=sch.uk", from: "www.school.sch.uk"), name)
+            XCTAssertNil(parse("a=b; Domain=sch.uk", from: "www.myschool.lancs.sch.uk"), name)
+            XCTAssertNil(parse("a=b; Domain=lancs.sch.uk", from: "www.myschool.lancs.sch.uk"), name)
+            let school = try XCTUnwrap(parse("a=b; Domain=myschool.lancs.sch.uk", from: "www.myschool.lancs.sch.uk"), name)
+            XCTAssertEqual(school.domain, "myschool.lancs.sch.uk", name)
+            XCTAssertFalse(school.hostOnly, name)
+            // An exception rule: city.kawasaki.jp is registrable, its parent kawasaki.jp is not for it to claim.
+            XCTAssertNil(parse("a=b; Domain=kawasaki.jp", from: "www.city.kawasaki.jp"), name)
+            XCTAssertNil(parse("a=b; Domain=kawasaki.jp", from: "a.b.kawasaki.jp"), name)
+            XCTAssertNil(parse("a=b; Domain=b.kawasaki.jp", from: "a.b.kawasaki.jp"), name)
+            let city = try XCTUnwrap(parse("a=b; Domain=city.kawasaki.jp", from: "www.city.kawasaki.jp"), name)
+            XCTAssertEqual(city.domain, "city.kawasaki.jp", name)
+            XCTAssertFalse(city.hostOnly, name)
+            // A host that is itself a public suffix: only its own name, and then host-only (§5.3 step 5).
+            let suffix = try XCTUnwrap(parse("a=b; Domain=b.kawasaki.jp", from: "b.kawasaki.jp"), name)
+            XCTAssertEqual(suffix.domain, "b.kawasaki.jp", name)
+            XCTAssertTrue(suffix.hostOnly, name)
+            XCTAssertNil(parse("a=b; Domain=kawasaki.jp", from: "b.kawasaki.jp"), name)
+        }
+        // The private section's wildcards too: one EC2 instance cannot set cookies for all of them.
+        let ec2 = CookieJar.RequestContext(
+            host: "ec2-192-0-2-1.eu-west-1.compute.amazonaws.com", path: "/", isSecure: true)
+        XCTAssertNil(parse("a=b; Domain=compute.amazonaws.com", ec2))
+        XCTAssertNil(parse("a=b; Domain=amazonaws.com", ec2))
+        XCTAssertNil(parse("a=b; Domain=eu-west-1.compute.amazonaws.com", ec2))
+        XCTAssertNotNil(parse("a=b; Domain=ec2-192-0-2-1.eu-west-1.compute.amazonaws.com", ec2))
+    }
+
+    /// `localhost` is one unlisted label, a public suffix by the default rule: it may name itself (host-only) and
+    /// nothing under it may claim it.
+    func testLocalhostMayNameOnlyItself() throws {
+        let localhost = CookieJar.RequestContext(host: "localhost", path: "/", isSecure: false)
+        let own = try XCTUnwrap(parse("a=b; Domain=localhost", localhost))
+        XCTAssertEqual(own.domain, "localhost")
+        XCTAssertTrue(own.hostOnly)
+        let app = CookieJar.RequestContext(host: "app.localhost", path: "/", isSecure: false)
+        XCTAssertNil(parse("a=b; Domain=localhost", app))
+        XCTAssertEqual(try XCTUnwrap(parse("a=b; Domain=app.localhost", app)).domain, "app.localhost")
+    }
+
     func testIPAddressHostAcceptsOnlyItsOwnAddressAsDomain() throws {
         let ip = CookieJar.RequestContext(host: "192.168.0.10", path: "/", isSecure: false)
         XCTAssertNil(parse("a=b; Domain=168.0.10", ip))

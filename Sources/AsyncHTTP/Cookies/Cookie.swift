@@ -156,8 +156,9 @@ extension HTTPClient.Cookie {
     ///   - setCookie: the field value, without the `Set-Cookie:` name.
     ///   - request: where the response came from.
     ///   - now: the current time in seconds since 1970; `Max-Age` counts from it and it becomes the creation time.
-    ///   - publicSuffixList: rejects `Domain` attributes that are public suffixes such as `com` or `co.uk`
-    ///     (§5.3 step 5); `nil` turns the check off.
+    ///   - publicSuffixList: rejects `Domain` attributes above the host's registrable domain: public suffixes
+    ///     such as `com` or `co.uk`, and the parents of wildcard rules such as `sch.uk` (for `*.sch.uk`)
+    ///     (§5.3 step 5, as browsers apply it); `nil` turns the check off.
     public static func parse(
         setCookie: String, request: CookieJar.RequestContext, now: Double,
         publicSuffixList: PublicSuffixList? = .shared
@@ -175,12 +176,21 @@ extension HTTPClient.Cookie {
 
         // Steps 4-6: domain attribute, public suffix rejection, domain-match.
         var domainAttribute = parsed.domain ?? ""
-        if !domainAttribute.isEmpty, !hostIsIP, let publicSuffixList,
-           publicSuffixList.isPublicSuffix(domainAttribute) {
-            // "If the domain-attribute is identical to the canonicalized request-host, let the
-            // domain-attribute be the empty string. Otherwise, ignore the cookie entirely."
-            guard domainAttribute == host else { return nil }
-            domainAttribute = ""
+        if !domainAttribute.isEmpty, !hostIsIP, let publicSuffixList {
+            if let site = publicSuffixList.registrableDomain(of: host) {
+                // Step 5 as browsers apply it: the Domain must be the host's registrable domain or lie below it
+                // (Chromium's GetCookieDomainWithString compares the two registrable domains; Firefox and curl
+                // with libpsl do the same). Asking only whether the attribute is itself a public suffix let
+                // `Domain=sch.uk` through from www.school.sch.uk, and on to every school: the list has the
+                // wildcard `*.sch.uk` but no rule `sch.uk`, so `sch.uk` alone looks like an ordinary domain.
+                guard CookieDomain.domainMatches(domainAttribute, site) else { return nil }
+            } else {
+                // The host is itself a public suffix (or no host name the list can read): "If the
+                // domain-attribute is identical to the canonicalized request-host, let the domain-attribute be
+                // the empty string. Otherwise, ignore the cookie entirely."
+                guard domainAttribute == host else { return nil }
+                domainAttribute = ""
+            }
         }
         let domain: String
         let hostOnly: Bool

@@ -148,9 +148,10 @@ public actor CookieJar {
     /// Stores the cookies of a response's `Set-Cookie` fields (RFC 6265 §5.3).
     ///
     /// Cookies the rules refuse are dropped silently, as browsers do: a `Domain` the request host does not
-    /// domain-match or that is a public suffix, `Secure` (or a `__Secure-`/`__Host-` name) over http, a
-    /// non-secure cookie over http that would shadow a stored `Secure` one (6265bis "strict secure cookies"),
-    /// `SameSite=None` without `Secure`. A cookie that is already expired deletes its stored namesake.
+    /// domain-match or that lies above the host's registrable domain (a public suffix such as `co.uk`, or
+    /// `sch.uk` from `www.school.sch.uk`, under the wildcard rule `*.sch.uk`), `Secure` (or a `__Secure-`/
+    /// `__Host-` name) over http, a non-secure cookie over http that would shadow a stored `Secure` one
+    /// (6265bis "strict secure cookies"), `SameSite=None` without `Secure`. A cookie that is already expired deletes its stored namesake.
     ///
     /// - Parameters:
     ///   - values: the field values of every `Set-Cookie` field, in order (they must not be comma-joined).

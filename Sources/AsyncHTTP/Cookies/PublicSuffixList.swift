@@ -2,7 +2,8 @@
 /// names under, such as `com`, `co.uk` or `github.io`.
 ///
 /// The cookie jar uses it to refuse `Domain=co.uk`-style cookies that would reach every site under a
-/// registry (RFC 6265 §5.3 step 5), as browsers and curl (with libpsl) do.
+/// registry (RFC 6265 §5.3 step 5), as browsers and curl (with libpsl) do: a cookie's `Domain` must be the
+/// request host's ``registrableDomain(of:)`` or lie below it.
 ///
 /// ```swift
 /// let psl = PublicSuffixList.shared
@@ -98,6 +99,10 @@ public struct PublicSuffixList: Sendable {
     }
 
     /// Whether `domain` is exactly a public suffix (including a single unlisted label, by the default rule).
+    ///
+    /// This is not the test for a cookie's `Domain`: the parent of a wildcard rule is no public suffix by the
+    /// list's algorithm (`sch.uk`, under `*.sch.uk`; `kawasaki.jp`, under `*.kawasaki.jp`), yet no site below
+    /// it may set a cookie for it. Compare the `Domain` with the request host's ``registrableDomain(of:)``.
     public func isPublicSuffix(_ domain: String) -> Bool {
         guard let host = Host(domain) else { return false }
         return publicSuffixLabelCount(host) == host.asciiLabelStarts.count
