@@ -6,8 +6,11 @@ import Foundation
 
 /// A user name and password, with the NTLM domain and workstation when they matter.
 ///
-/// `description` never shows the password, so credentials can be logged or interpolated safely.
-public struct HTTPCredentials: Sendable, Hashable, Codable, CustomStringConvertible {
+/// `description`, `debugDescription` and the mirror never show the password, so credentials can be logged,
+/// interpolated or `dump`ed safely.
+public struct HTTPCredentials: Sendable, Hashable, Codable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     /// The user name. A name written `DOMAIN\\user` or `user@domain` gives NTLM its domain too.
     public var username: String
     /// The password; never shown by ``description``.
@@ -33,6 +36,21 @@ public struct HTTPCredentials: Sendable, Hashable, Codable, CustomStringConverti
     /// The user name (with its domain), and `<redacted>` in place of the password.
     public var description: String {
         "HTTPCredentials(\(domain.map { $0 + "\\" } ?? "")\(username), password: <redacted>)"
+    }
+
+    /// Same as ``description``: the password is redacted.
+    public var debugDescription: String { description }
+
+    /// A mirror with the password redacted, so that `dump(credentials)` (and a dump of anything holding them)
+    /// and debuggers' views do not show it either.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "username": username, "password": "<redacted>", "domain": domain as Any,
+                "workstation": workstation as Any,
+            ],
+            displayStyle: .struct)
     }
 }
 

@@ -137,6 +137,41 @@ extension HTTPClient {
     }
 }
 
+// MARK: - Printing without the value
+
+extension HTTPClient.Cookie: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The cookie with `<redacted>` in place of its value, which is most often a session token: printing,
+    /// interpolating or logging cookies (such as the list ``CookieJar/setCookies(fromHeaders:for:now:)``
+    /// returns) never shows it. Read ``value`` itself when you mean to.
+    ///
+    /// ```swift
+    /// print(cookie)   // Cookie(sid=<redacted>; domain: .example.com, path: /, expires: session, secure, httpOnly)
+    /// ```
+    public var description: String {
+        var text = "Cookie(\(name)=<redacted>; domain: \(hostOnly ? "" : ".")\(domain), path: \(path)"
+        text += ", expires: " + (expiresDate.map { "\($0)" } ?? "session")
+        if secure { text += ", secure" }
+        if httpOnly { text += ", httpOnly" }
+        if sameSite != .unspecified { text += ", sameSite: \(sameSite.rawValue)" }
+        return text + ")"
+    }
+
+    /// Same as ``description``: the value is redacted.
+    public var debugDescription: String { description }
+
+    /// A mirror with the value redacted, so that `dump(cookie)` and debuggers' views do not show it either.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "name": name, "value": "<redacted>", "domain": domain, "hostOnly": hostOnly, "path": path,
+                "expiresDate": expiresDate as Any, "secure": secure, "httpOnly": httpOnly, "sameSite": sameSite,
+                "creationDate": creationDate, "lastAccessDate": lastAccessDate,
+            ],
+            displayStyle: .struct)
+    }
+}
+
 // MARK: - Parsing Set-Cookie (RFC 6265 §5.2) and creating the cookie (§5.3 steps 1-10)
 
 extension HTTPClient.Cookie {

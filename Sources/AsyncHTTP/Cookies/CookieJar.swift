@@ -157,7 +157,7 @@ public actor CookieJar {
     ///   - values: the field values of every `Set-Cookie` field, in order (they must not be comma-joined).
     ///   - request: the URL the response answers.
     ///   - now: the jar's clock, in seconds since 1970; the system clock by default.
-    /// - Returns: the cookies that were stored, for logging.
+    /// - Returns: the cookies that were stored, for logging (printed, a cookie shows `<redacted>` for its value).
     @discardableResult
     public func setCookies(fromHeaders values: [String], for request: RequestContext, now: Double = currentTime())
         -> [HTTPClient.Cookie]
