@@ -52,11 +52,14 @@ struct AuthExchange: Sendable {
         var source: CredentialSource
         var ntlm: NTLMPhase = .none
         /// The stores' removal count when the attempt began: a success after the session was cleared in the
-        /// meantime is not remembered (see ``Authenticator/succeeded(_:status:)``).
+        /// meantime is not remembered (see ``Authenticator/succeeded(_:status:authenticationInfo:)``).
         var removals: Int
         /// Sent before any challenge of this request: `space` is a guess (an earlier success on the server, or no
         /// realm at all), so a challenge for another space says they did not apply, not that they are wrong.
         var preemptive = false
+        /// Digest: the nonce the last answer used. A response's `nextnonce` replaces the space's nonce only while
+        /// the space still uses this one (another request may have moved it on since, to a fresher nonce).
+        var digestNonce: String?
     }
 
     /// The request's own credentials, if it brought any: the URL's userinfo first, then the request's.
@@ -323,7 +326,7 @@ actor Authenticator {
                     uri: uri, body: body, cnonce: Self.cnonce())
                 digest[known.space] = state
                 exchange.current = .init(space: known.space, credentials: credentials, source: source,
-                                         removals: removalCount, preemptive: true)
+                                         removals: removalCount, preemptive: true, digestNonce: state.challenge.nonce)
                 return value
             case .ntlm, .bearer:
                 break
@@ -478,11 +481,12 @@ actor Authenticator {
         let value = try state.authorization(username: attempt.credentials.username, password: attempt.credentials.password,
                                             method: method, uri: uri, body: body, cnonce: Self.cnonce())
         digest[attempt.space] = state
+        exchange.current?.digestNonce = state.challenge.nonce
         return value
     }
 
     /// A `CONNECT` tunnel was accepted (2xx): the proxy credentials in flight worked. (ProxyTunnel's call;
-    /// it could pass its status to ``succeeded(_:status:)`` instead.)
+    /// it could pass its status to ``succeeded(_:status:authenticationInfo:)`` instead.)
     func succeeded(_ exchange: AuthExchange) async {
         await succeeded(exchange, status: 200)
     }
@@ -490,8 +494,18 @@ actor Authenticator {
     /// The request's final response arrived with `status`: when it shows the credentials in flight were
     /// accepted (``accepts(status:)``), they are remembered for the server and saved to the stores. Any other
     /// answer leaves everything as it was: nothing is remembered, saved or removed.
-    func succeeded(_ exchange: AuthExchange, status: Int) async {
-        guard let attempt = exchange.current, Self.accepts(status: status) else { return }
+    ///
+    /// `authenticationInfo`: the values of the response's `Authentication-Info` field (`Proxy-Authentication-Info`
+    /// for a proxy's exchange). Its `nextnonce` becomes the Digest nonce of the space, its count starting again at 1
+    /// (RFC 7616 §3.5: the client SHOULD use it for the next request): a server that rotates nonces would otherwise
+    /// refuse the next request with `stale=true`, a round trip more.
+    func succeeded(_ exchange: AuthExchange, status: Int, authenticationInfo: [String] = []) async {
+        guard let attempt = exchange.current else { return }
+        if !authenticationInfo.isEmpty {
+            catchUpWithStores()
+            takeNextNonce(authenticationInfo, after: attempt)
+        }
+        guard Self.accepts(status: status) else { return }
         catchUpWithStores()
         // The session was cleared while this request was out: what it proved belongs to the old session.
         guard attempt.removals == removalCount else { return }
@@ -533,6 +547,19 @@ actor Authenticator {
         } catch {
             logger.warning("could not save credentials to the persistent store", metadata: ["space": "\(space)", "error": "\(error)"])
         }
+    }
+
+    /// Switches `attempt`'s Digest space to the `nextnonce` in `fieldValues` (see ``succeeded(_:status:authenticationInfo:)``).
+    /// Not after a logout since the attempt began (its state belongs to the old session, and was forgotten), and
+    /// not when the space has moved on from the nonce the attempt used.
+    private func takeNextNonce(_ fieldValues: [String], after attempt: AuthExchange.Attempt) {
+        guard attempt.space.authenticationScheme == .digest, attempt.removals == removalCount,
+              let nonce = DigestState.nextNonce(inAuthenticationInfo: fieldValues),
+              var state = digest[attempt.space], state.challenge.nonce == attempt.digestNonce,
+              nonce != state.challenge.nonce else { return }
+        state.useNextNonce(nonce)
+        digest[attempt.space] = state
+        logger.trace("Digest: using the server's next nonce", metadata: ["space": "\(attempt.space)"])
     }
 
     /// Runs `operation` on a persistent store of the user's own after the ones queued for `space` before it.
@@ -794,7 +821,8 @@ actor Authenticator {
         let value = try state.authorization(username: credentials.username, password: credentials.password,
                                             method: method, uri: uri, body: body, cnonce: Self.cnonce())
         digest[space] = state
-        exchange.current = .init(space: space, credentials: credentials, source: source, removals: removals)
+        exchange.current = .init(space: space, credentials: credentials, source: source, removals: removals,
+                                 digestNonce: state.challenge.nonce)
         return AuthorizationValue(value: value, startsConnectionHandshake: false, endsConnectionHandshake: false)
     }
 

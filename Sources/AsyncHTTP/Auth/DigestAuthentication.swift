@@ -170,6 +170,21 @@ struct DigestState: Sendable {
         sessionClientNonce = nil
     }
 
+    /// The `nextnonce` of an `Authentication-Info` (or `Proxy-Authentication-Info`) field's values, or nil when
+    /// there is none or it could not be sent back in a quoted-string.
+    ///
+    /// The field is a list of auth-params with no scheme (RFC 9110 §11.6.3, RFC 7616 §3.5:
+    /// `nextnonce="…", qop=auth, rspauth="…", cnonce="…", nc=00000001`); with a scheme in front, the
+    /// challenge parser reads it as one challenge's parameters, quoted-strings and all.
+    static func nextNonce(inAuthenticationInfo fieldValues: [String]) -> String? {
+        for challenge in AuthChallenge.parse(fieldValues.map { "Digest " + $0 }) {
+            if let nonce = challenge.parameters["nextnonce"], !nonce.isEmpty, AuthChallenge.canBeQuoted(nonce) {
+                return nonce
+            }
+        }
+        return nil
+    }
+
     /// A fresh client nonce: 16 random bytes in hex (curl sends 12 random bytes in base64; either is far more
     /// than RFC 7616 §3.4's "unpredictable" needs, and hex never needs escaping).
     static func makeClientNonce() -> String {
