@@ -39,6 +39,21 @@ final class DownloadResumeTests: XCTestCase {
         }
     }
 
+    /// A range ending at `Int.max` with an unknown complete length: the byte after its end is not representable,
+    /// and the download trapped computing it. Refused as malformed; the largest representable end still parses.
+    func testAContentRangeEndingAtIntMaxIsMalformed() {
+        XCTAssertNil(DownloadResume.parseContentRange("bytes 5-9223372036854775807/*"))
+        XCTAssertNil(DownloadResume.parseContentRange("bytes 9223372036854775807-9223372036854775807/*"))
+        XCTAssertNil(DownloadResume.parseContentRange("bytes 5-9223372036854775808/*"), "past Int.max")
+        XCTAssertEqual(DownloadResume.parseContentRange("bytes 5-9223372036854775806/*"),
+                       .range(first: 5, last: Int.max - 1, completeLength: nil))
+        XCTAssertEqual(DownloadResume.parseContentRange("bytes 5-9223372036854775806/9223372036854775807"),
+                       .range(first: 5, last: Int.max - 1, completeLength: Int.max))
+        if case .startOver = DownloadResume.decide(status: 206, headers: fields([("Content-Range", "bytes 5-9223372036854775807/*")]),
+                                                   offset: 5) {
+        } else { XCTFail("a 206 ending at Int.max was appended") }
+    }
+
     func testDecisions() {
         func decide(_ status: Int, _ pairs: [(String, String)] = [], offset: Int) -> DownloadResume.Decision {
             DownloadResume.decide(status: status, headers: fields(pairs), offset: offset)
@@ -105,6 +120,36 @@ final class DownloadResumeTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: destination + ".part")), Data("0123456789".utf8), "kept for resuming")
         await client.shutdown()
         try await origin.shutdown()
+    }
+
+    /// A resumed download answered `206` with `Content-Range: bytes 5-9223372036854775807/*` trapped on the check of
+    /// its length (`last + 1`). The range is malformed now: the partial file starts over, and the server's `200` to
+    /// the request without a range is the whole file. A server that answers that one with a `206` too is a typed
+    /// error.
+    func testA206EndingAtIntMaxStartsOverInsteadOfTrapping() async throws {
+        let origin = try await rangeOrigin("0123456789", contentRange: "bytes 5-9223372036854775807/*")
+        let client = HTTPClient()
+        let destination = makeCacheDirectory() + "/file.bin"
+        try leavePartial(destination + ".part", "01234")
+        let result = try await client.download(HTTPClientRequest(url: origin.url("/file")), to: destination, options: DownloadOptions(resume: true))
+        XCTAssertEqual(result.resumedFrom, 0)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: destination)), Data("0123456789".utf8))
+        try await origin.shutdown()
+
+        let always206 = try await CacheOriginServer { _ in
+            .init(status: 206, headers: [("ETag", "\"v1\""), ("Content-Range", "bytes 5-9223372036854775807/*")], body: Array("56789".utf8))
+        }
+        let other = makeCacheDirectory() + "/file.bin"
+        try leavePartial(other + ".part", "01234")
+        do {
+            let taken = try await client.download(HTTPClientRequest(url: always206.url("/file")), to: other, options: DownloadOptions(resume: true))
+            XCTFail("a 206 ending at Int.max was taken: \(taken.fileSize) bytes")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .malformedResponse, "\(error)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: other), "moved into place")
+        await client.shutdown()
+        try await always206.shutdown()
     }
 
     /// A finished download has the mode any new file of the user's gets (0666 less the umask), as curl's output

@@ -47,6 +47,9 @@ enum DownloadResume {
         case unsatisfied(completeLength: Int)
     }
 
+    /// nil for anything malformed, and for a range whose end is not representable: the byte after its last one
+    /// (`last + 1`, what a `bytes N-last/*` download is checked against) must fit in an `Int`, so
+    /// `bytes 5-9223372036854775807/*` is refused. With a complete length `last` is below it, so that always fits.
     static func parseContentRange(_ value: String) -> ContentRange? {
         let text = value.trimmedSpaces()
         guard text.lowercased().hasPrefix("bytes ") else { return nil }
@@ -63,6 +66,7 @@ enum DownloadResume {
         let bounds = rangePart.split(separator: "-", omittingEmptySubsequences: false)
         guard bounds.count == 2, let first = Int(bounds[0]), let last = Int(bounds[1]), first >= 0, last >= first else { return nil }
         if let complete, last >= complete { return nil }
+        guard last < Int.max else { return nil }
         return .range(first: first, last: last, completeLength: complete)
     }
 
