@@ -140,6 +140,24 @@ final class AuthenticationTests: XCTestCase {
         XCTAssertEqual(asked.value, 1, "the callback was asked once; the session store answered the rest")
     }
 
+    func testDigestNextNonceIsUsedForTheNextRequest() async throws {
+        // RFC 7616 §3.5: each answer names the next nonce; the server takes every nonce once, at nc=00000001.
+        // Without `nextnonce` the second request reuses n1 at nc=00000002 and is challenged again (stale).
+        let server = try await NIOTestServer()
+        let client = trackedClient()
+        var nonces: [String] = []
+        for _ in 0..<3 {
+            var request = HTTPClientRequest(url: server.url("/auth/digest-nextnonce"))
+            request.credentials = HTTPCredentials(username: "dave", password: "pw")
+            let response = try await client.send(request)
+            XCTAssertEqual(response.status, .ok)
+            nonces.append(String(decoding: try await response.body.collect(upTo: 1024), as: UTF8.self))
+        }
+        XCTAssertEqual(nonces, ["nonce=n1", "nonce=n2", "nonce=n3"])
+        XCTAssertEqual(server.challengesSent, 1, "only the first request was challenged")
+        try await server.shutdown()
+    }
+
     func testBasicOverPlainHTTPIsRefusedByDefault() async throws {
         let client = trackedClient { $0.authentication.allowsBasicOverPlainHTTP = false }
         var request = HTTPClientRequest(url: try httpbin("/basic-auth/alice/wonder"))

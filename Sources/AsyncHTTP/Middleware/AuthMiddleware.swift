@@ -20,6 +20,9 @@ struct AuthMiddleware: HTTPClientMiddleware {
 
     /// A challenged body is read this far so the connection can be reused for the retry; more is dropped.
     static let drainLimit = 64 * 1024
+    /// RFC 7615 §3 and §4: the fields a server's answer to accepted credentials may carry (`nextnonce`).
+    static let authenticationInfo = HTTPField.Name("Authentication-Info")!
+    static let proxyAuthenticationInfo = HTTPField.Name("Proxy-Authentication-Info")!
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         var request = request
@@ -206,8 +209,13 @@ struct AuthMiddleware: HTTPClientMiddleware {
     /// were accepted (``Authenticator/accepts(status:)``: 2xx, 3xx) is remembered; the authenticator decides.
     private func finish(_ response: HTTPClientResponse, origin: AuthExchange, proxy: AuthExchange?) async throws -> HTTPClientResponse {
         let code = response.status.code
-        if origin.current != nil { await authenticator.succeeded(origin, status: code) }
-        if let proxy, proxy.current != nil { await authenticator.succeeded(proxy, status: code) }
+        // `Authentication-Info` / `Proxy-Authentication-Info` may name the next Digest nonce (RFC 7616 §3.5).
+        if origin.current != nil {
+            await authenticator.succeeded(origin, status: code, authenticationInfo: response.headers[values: Self.authenticationInfo])
+        }
+        if let proxy, proxy.current != nil {
+            await authenticator.succeeded(proxy, status: code, authenticationInfo: response.headers[values: Self.proxyAuthenticationInfo])
+        }
         return response
     }
 }

@@ -37,6 +37,9 @@ import Synchronization
 /// - `GET /slow-body?ms=M` → head and `part1-` (Content-Length 11), waits M ms, then `part2`.
 /// - `GET /keepalive-timeout?s=N` → `ok` with `Keep-Alive: timeout=N` (the server does not enforce it).
 /// - `GET /big-head?n=N` → `ok` with a response head of at least N bytes (`X-Padding-i` headers of ≤ 1000 bytes).
+/// - `ANY /auth/digest-nextnonce` → `200` to a Digest `Authorization` with nonce `nK` and `nc=00000001`, naming
+///   `n(K+1)` in `Authentication-Info: nextnonce`; otherwise `401` with a Digest challenge for `n1` (`stale=true`
+///   when Digest credentials came), counted in ``challengesSent``.
 /// - `ANY /auth/basic?user=U&pass=P` → `200` with `user=U cookie=<Cookie header>` when `Authorization` is Basic
 ///   for U:P; otherwise `401` with `WWW-Authenticate: Basic realm="nio"` and `Set-Cookie: challenge=seen; Path=/`
 ///   (counted in ``challengesSent``). The body of an upload is read and ignored.
@@ -57,7 +60,7 @@ final class NIOTestServer: Sendable {
     /// Server-side connections currently open. The server lives in the test process, so its sockets
     /// count in `/proc/self/fd` too: wait for this to reach 0 before comparing descriptor counts.
     var connectionsOpen: Int { stats.counters.withLock { $0.open } }
-    /// `401` challenges sent by `/auth/basic` so far.
+    /// `401` challenges sent by `/auth/basic` and `/auth/digest-nextnonce` so far.
     var challengesSent: Int { stats.counters.withLock { $0.challenges } }
 
     /// Returns once every accepted connection has been closed on the server side; throws after `timeout`.
@@ -173,7 +176,7 @@ private final class Stats: Sendable {
         var connections = 0
         var requests = 0
         var open = 0
-        /// 401 responses sent by `/auth/basic`.
+        /// 401 responses sent by `/auth/basic` and `/auth/digest-nextnonce`.
         var challenges = 0
     }
     let counters = Locked(Counters())
@@ -395,6 +398,28 @@ private final class TestServerHandler: ChannelInboundHandler, RemovableChannelHa
                 stats.counters.withLock { $0.challenges += 1 }
                 sendWhole(head, status: .unauthorized, headers: [
                     "WWW-Authenticate": #"Basic realm="nio""#, "Set-Cookie": "challenge=seen; Path=/",
+                ], body: "who are you?", context: context)
+            }
+
+        case "/auth/digest-nextnonce":
+            // A server that rotates Digest nonces through `Authentication-Info: nextnonce` (RFC 7616 §3.5): nonce
+            // nK is good for one request (nc=00000001) and its answer names n(K+1); any other use is stale. The
+            // response hash is not checked here (httpbin's Digest routes check it): only which nonce and count came.
+            let authorization = head.headers["Authorization"].first ?? ""
+            func parameter(_ name: String) -> String? {
+                guard let start = authorization.range(of: name + "=") else { return nil }
+                let rest = authorization[start.upperBound...].drop(while: { $0 == "\"" })
+                return String(rest.prefix(while: { $0 != "\"" && $0 != "," }))
+            }
+            if authorization.hasPrefix("Digest "), let nonce = parameter("nonce"), nonce.hasPrefix("n"),
+               let k = Int(nonce.dropFirst()), k < 1_000, parameter("nc") == "00000001" {
+                sendWhole(head, status: .ok, headers: ["Authentication-Info": "qop=auth, nextnonce=\"n\(k + 1)\""],
+                          body: "nonce=\(nonce)", context: context)
+            } else {
+                stats.counters.withLock { $0.challenges += 1 }
+                let stale = authorization.hasPrefix("Digest ") ? ", stale=true" : ""
+                sendWhole(head, status: .unauthorized, headers: [
+                    "WWW-Authenticate": #"Digest realm="nio", nonce="n1", qop="auth", algorithm=MD5"# + stale,
                 ], body: "who are you?", context: context)
             }
 
