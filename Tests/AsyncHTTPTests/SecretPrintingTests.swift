@@ -20,7 +20,7 @@ final class SecretPrintingTests: XCTestCase {
         let cookie = HTTPClient.Cookie(
             name: "sid", value: "SESSION-TOKEN-31d4", domain: "example.com", hostOnly: false, path: "/account",
             expirySeconds: now + 3600, secure: true, httpOnly: true, sameSite: .lax, creationSeconds: now)
-        for text in texts(cookie) + texts([cookie]) + texts(Optional(cookie)) + [cookie.debugDescription] {
+        for text in texts(cookie) + texts([cookie]) + texts(Optional(cookie) as Any) + [cookie.debugDescription] {
             XCTAssertFalse(text.contains("SESSION-TOKEN"), text)
             XCTAssertTrue(text.contains("<redacted>"), text)
             XCTAssertTrue(text.contains("sid"), text)
@@ -55,7 +55,7 @@ final class SecretPrintingTests: XCTestCase {
     func testCredentialsDumpShowsTheUserButNeverThePassword() {
         let credentials = HTTPCredentials(username: "alice", password: "PASS-s3cret", domain: "CORP", workstation: "WS1")
         let proxy = ProxyConfiguration(kind: .http, host: "proxy.example", port: 3128, credentials: credentials)
-        for text in texts(credentials) + texts([credentials]) + texts(Optional(credentials)) + [credentials.debugDescription] {
+        for text in texts(credentials) + texts([credentials]) + texts(Optional(credentials) as Any) + [credentials.debugDescription] {
             XCTAssertFalse(text.contains("PASS-s3cret"), text)
             XCTAssertTrue(text.contains("alice"), text)
         }
@@ -75,5 +75,30 @@ final class SecretPrintingTests: XCTestCase {
         XCTAssertEqual(credentials.password, "PASS-s3cret")
         let decoded = try? JSONDecoder().decode(HTTPCredentials.self, from: JSONEncoder().encode(credentials))
         XCTAssertEqual(decoded, credentials)
+    }
+
+    func testRequestTextShowsItsMethodURLAndHeadersButNoSecret() {
+        var request = HTTPClientRequest(url: "https://bob:URL-PASSWORD@example.com/api?page=2")
+        request.headers[.authorization] = "Bearer AUTH-HEADER-TOKEN"
+        request.headers[.cookie] = "sid=COOKIE-VALUE"
+        request.headers[HTTPField.Name("X-Api-Key")!] = "API-KEY-VALUE"
+        request.headers[.accept] = "application/json"
+        request.sensitiveHeaders = [HTTPField.Name("X-Api-Key")!]
+        request.bearerToken = "BEARER-TOKEN"
+        request.credentials = HTTPCredentials(username: "bob", password: "CREDENTIAL-PASSWORD")
+        request.body = .bytes(Array("hello".utf8))
+        for text in texts(request) + texts([request]) + texts(Optional(request) as Any) {
+            for secret in ["URL-PASSWORD", "AUTH-HEADER-TOKEN", "COOKIE-VALUE", "API-KEY-VALUE", "BEARER-TOKEN",
+                           "CREDENTIAL-PASSWORD"] {
+                XCTAssertFalse(text.contains(secret), text)
+            }
+            XCTAssertTrue(text.contains("example.com/api?page=2"), text)
+        }
+        XCTAssertEqual(request.description, "GET https://example.com/api?page=2")
+        let debug = String(reflecting: request)
+        XCTAssertTrue(debug.contains("Authorization: Bearer <redacted>"), debug)
+        XCTAssertTrue(debug.contains("Accept: application/json"), debug)
+        XCTAssertTrue(debug.contains("X-Api-Key: <redacted>"), debug)
+        XCTAssertTrue(debug.contains("(body: 5 bytes)"), debug)
     }
 }
