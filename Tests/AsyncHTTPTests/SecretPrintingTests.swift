@@ -78,7 +78,8 @@ final class SecretPrintingTests: XCTestCase {
     }
 
     func testRequestTextShowsItsMethodURLAndHeadersButNoSecret() {
-        var request = HTTPClientRequest(url: "https://bob:URL-PASSWORD@example.com/api?page=2")
+        var request = HTTPClientRequest(
+            url: "https://bob:URL-PASSWORD@example.com/api?page=2&X-Amz-Signature=SIGNATURE-SECRET#FRAGMENT")
         request.headers[.authorization] = "Bearer AUTH-HEADER-TOKEN"
         request.headers[.cookie] = "sid=COOKIE-VALUE"
         request.headers[HTTPField.Name("X-Api-Key")!] = "API-KEY-VALUE"
@@ -88,13 +89,14 @@ final class SecretPrintingTests: XCTestCase {
         request.credentials = HTTPCredentials(username: "bob", password: "CREDENTIAL-PASSWORD")
         request.body = .bytes(Array("hello".utf8))
         for text in texts(request) + texts([request]) + texts(Optional(request) as Any) {
-            for secret in ["URL-PASSWORD", "AUTH-HEADER-TOKEN", "COOKIE-VALUE", "API-KEY-VALUE", "BEARER-TOKEN",
+            for secret in ["URL-PASSWORD", "SIGNATURE-SECRET", "FRAGMENT", "AUTH-HEADER-TOKEN", "COOKIE-VALUE",
+                           "API-KEY-VALUE", "BEARER-TOKEN",
                            "CREDENTIAL-PASSWORD"] {
                 XCTAssertFalse(text.contains(secret), text)
             }
             XCTAssertTrue(text.contains("example.com/api?page=2"), text)
         }
-        XCTAssertEqual(request.description, "GET https://example.com/api?page=2")
+        XCTAssertEqual(request.description, "GET https://example.com/api?page=2&X-Amz-Signature=REDACTED")
         let debug = String(reflecting: request)
         XCTAssertTrue(debug.contains("Authorization: Bearer <redacted>"), debug)
         XCTAssertTrue(debug.contains("Accept: application/json"), debug)

@@ -1,16 +1,23 @@
 import AsyncHTTPCore
 import HTTPTypes
 
-// A request printed, interpolated into a log line or dumped shows no secret: the URL without its userinfo,
-// `Authorization`, `Proxy-Authorization`, `Cookie`, `X-Amz-Security-Token` and the request's
-// `sensitiveHeaders` as `<redacted>` (their scheme kept for the first two), and neither the bearer token nor the
-// credentials. Swift's default description of the struct would print the headers' values, and `dump` would walk
+// A request printed, interpolated into a log line or dumped shows no secret: the URL as log lines show it
+// (``HTTPURL/loggableDescription``: no userinfo, no fragment, secret-looking query values such as a presigned
+// URL's `X-Amz-Signature` redacted), `Authorization`, `Proxy-Authorization`, `Cookie`, `X-Amz-Security-Token`
+// and the request's `sensitiveHeaders` as `<redacted>` (their scheme kept for the first two), and neither the
+// bearer token nor the credentials. Swift's default description of the struct would print the headers' values, and `dump` would walk
 // its storage into the token.
 
 extension HTTPClientRequest: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-    /// The method and the URL without its userinfo: `GET https://example.com/a?b=c`.
+    /// The method and the URL as log lines show it (``HTTPURL/loggableDescription``: no userinfo or fragment,
+    /// secret-looking query values as `REDACTED`): `GET https://example.com/a?b=c`.
     public var description: String {
-        "\(method.rawValue) \(HTTPURL.redacting(url))"
+        "\(method.rawValue) \(loggableURL)"
+    }
+
+    /// ``url`` without its secrets; a URL that does not parse loses at least its userinfo.
+    private var loggableURL: String {
+        (try? HTTPURL(url))?.loggableDescription ?? HTTPURL.redacting(url)
     }
 
     /// ``description`` and the header fields, every secret value redacted
@@ -30,7 +37,7 @@ extension HTTPClientRequest: CustomStringConvertible, CustomDebugStringConvertib
         Mirror(
             self,
             children: [
-                "method": method.rawValue, "url": HTTPURL.redacting(url),
+                "method": method.rawValue, "url": loggableURL,
                 "headers": headers.redactingSecrets(also: sensitiveHeaders).map { "\($0.name): \($0.value)" },
                 "hasCredentials": credentials != nil, "hasBearerToken": bearerToken != nil,
             ],

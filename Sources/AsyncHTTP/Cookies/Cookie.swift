@@ -145,7 +145,9 @@ extension HTTPClient.Cookie: CustomStringConvertible, CustomDebugStringConvertib
     /// returns) never shows it. Read ``value`` itself when you mean to.
     ///
     /// ```swift
-    /// print(cookie)   // Cookie(sid=<redacted>; domain: .example.com, path: /, expires: session, secure, httpOnly)
+    /// for cookie in try await jar.cookies(for: "https://example.com/") {
+    ///     print(cookie)   // Cookie(sid=<redacted>; domain: .example.com, path: /, expires: session, secure, httpOnly)
+    /// }
     /// ```
     public var description: String {
         var text = "Cookie(\(name)=<redacted>; domain: \(hostOnly ? "" : ".")\(domain), path: \(path)"

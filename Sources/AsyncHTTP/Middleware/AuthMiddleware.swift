@@ -209,12 +209,17 @@ struct AuthMiddleware: HTTPClientMiddleware {
     /// were accepted (``Authenticator/accepts(status:)``: 2xx, 3xx) is remembered; the authenticator decides.
     private func finish(_ response: HTTPClientResponse, origin: AuthExchange, proxy: AuthExchange?) async throws -> HTTPClientResponse {
         let code = response.status.code
-        // `Authentication-Info` / `Proxy-Authentication-Info` may name the next Digest nonce (RFC 7616 §3.5).
+        // `Authentication-Info` / `Proxy-Authentication-Info` may name the next Digest nonce (RFC 7616 §3.5), but
+        // only in an answer from the network: a stored one (a cache hit, or a head freshened by a 304) names a
+        // nonce of its time, and would move the space back to it.
+        let live = response.cacheStatus == nil || response.cacheStatus == .miss
         if origin.current != nil {
-            await authenticator.succeeded(origin, status: code, authenticationInfo: response.headers[values: Self.authenticationInfo])
+            await authenticator.succeeded(
+                origin, status: code, authenticationInfo: live ? response.headers[values: Self.authenticationInfo] : [])
         }
         if let proxy, proxy.current != nil {
-            await authenticator.succeeded(proxy, status: code, authenticationInfo: response.headers[values: Self.proxyAuthenticationInfo])
+            await authenticator.succeeded(
+                proxy, status: code, authenticationInfo: live ? response.headers[values: Self.proxyAuthenticationInfo] : [])
         }
         return response
     }
