@@ -66,13 +66,22 @@ struct AWSSigV4Provider: Sendable {
 }
 
 /// Signs each request for the region and service of its own URL (``AWSSigV4Provider/scope(for:)``), so every URL
-/// of a command line is signed for its host, not the first URL's.
+/// of a command line is signed for its host, not the first URL's. With `origin` (`--archive`: the page's), only
+/// requests to that origin are signed: a resource the page names on another host goes out unsigned, as the page's
+/// credentials do not go there either.
 struct CommandLineAWSSigning: HTTPClientMiddleware {
     let provider: AWSSigV4Provider
+    var origin: String? = nil
+
+    /// `scheme://host:port` of `url`, nil when it does not parse.
+    static func origin(of url: String) -> String? {
+        (try? HTTPURL(url)).map { "\($0.scheme)://\($0.host):\($0.port)" }
+    }
 
     func intercept(_ request: HTTPClientRequest, next: Next) async throws -> HTTPClientResponse {
         // A hop to another origin goes out unsigned (AWSSigningMiddleware's rule), whatever its host names.
         guard !request.isRedirectedFromAnotherOrigin else { return try await next(request) }
+        if let origin, Self.origin(of: request.url) != origin { return try await next(request) }
         let scope: (region: String, service: String)
         do {
             scope = try provider.scope(for: request.url)

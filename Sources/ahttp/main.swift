@@ -365,7 +365,10 @@ func run() async -> Int32 {
     if let provider = options.awsSigV4 {
         do {
             let signing = try AWSSigV4Provider(provider: provider, user: options.user)
-            configuration.middleware.append(CommandLineAWSSigning(provider: signing))
+            // --archive: only the page's origin is signed (its resources elsewhere get no credentials either).
+            let pageOrigin = options.archiveOutput == nil ? nil
+                : options.urls.first.flatMap { CommandLineAWSSigning.origin(of: TransferTarget($0, options: options).url) }
+            configuration.middleware.append(CommandLineAWSSigning(provider: signing, origin: pageOrigin))
             awsSigning = signing
         } catch {
             printError(error.message)

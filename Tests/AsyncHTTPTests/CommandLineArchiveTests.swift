@@ -80,6 +80,37 @@ final class CommandLineArchiveTests: XCTestCase {
         try await other.shutdown()
     }
 
+    /// `--aws-sigv4` with `--archive` signs the page and the resources on its origin only: an image on another host
+    /// goes out unsigned, as the page's credentials do not go there either (it was signed with the user's key).
+    func testArchiveSignsOnlyThePagesOriginWithAWSSigV4() async throws {
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 1, 2, 3]
+        let other = try await CacheOriginServer { _ in .init(status: 200, headers: [("Content-Type", "image/png")], body: png) }
+        let otherImage = other.url("/open.png")
+        let page = try await CacheOriginServer { request in
+            guard request.headers["authorization"]?.hasPrefix("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") == true else {
+                return .init(status: 403, body: Array("unsigned".utf8))
+            }
+            switch request.target {
+            case "/":
+                let html = "<html><body><img src=\"/own.png\"><img src=\"\(otherImage)\"></body></html>"
+                return .init(status: 200, headers: [("Content-Type", "text/html")], body: Array(html.utf8))
+            case "/own.png": return .init(status: 200, headers: [("Content-Type", "image/png")], body: png)
+            default: return .init(status: 404)
+            }
+        }
+        let scratch = try makeTemporaryDirectory("ahttp-archive-sigv4")
+        defer { scratch.remove() }
+        let result = try runAhttp(["--archive", scratch.path + "/a.html", "--aws-sigv4", "aws:amz:us-east-1:s3",
+                                   "-u", "AKIDEXAMPLE:wJalrXUtnFEMI", page.url("/")])
+        try await page.shutdown()
+        try await other.shutdown()
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stderr, "", "a resource was not archived")
+        XCTAssertEqual(page.count("/own.png"), 1)
+        XCTAssertEqual(other.requests.count, 1)
+        XCTAssertTrue(other.requests.allSatisfy { $0.headers["authorization"] == nil }, "another origin was signed for")
+    }
+
     /// The page's failure is an error message: hidden by `-s`, shown by `-sS`, as curl's.
     func testArchiveFailureIsSilentUnderSAndShownUnderSS() async throws {
         let (page, other) = try await protectedSite()

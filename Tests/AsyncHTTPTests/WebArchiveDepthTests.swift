@@ -8,7 +8,8 @@ import XCTest
 /// (``CacheOriginServer``).
 final class WebArchiveDepthTests: XCTestCase {
     /// A page linking `/1.css`, and ten stylesheets, `/N.css` holding `css(N)`; archived into one file with
-    /// `maxDepth` 2.
+    /// `maxDepth` 2. The origin is shut down before this returns (its request log and URLs still answer), so a
+    /// failed assertion leaves nothing running.
     private func archiveChain(
         _ name: String, css: @escaping @Sendable (Int) -> String
     ) async throws -> (page: CacheOriginServer, result: WebArchiveResult) {
@@ -37,6 +38,7 @@ final class WebArchiveDepthTests: XCTestCase {
             throw error
         }
         await client.shutdown()
+        try await page.shutdown()
         return (page, result)
     }
 
@@ -59,7 +61,6 @@ final class WebArchiveDepthTests: XCTestCase {
             XCTAssertNil(result.resource(page.url("/\(level).css")))
         }
         XCTAssertEqual(result.resources.count, 2)
-        try await page.shutdown()
     }
 
     /// `@import` is a stylesheet, so its chain is followed, and cut at `maxDepth`.
@@ -73,6 +74,5 @@ final class WebArchiveDepthTests: XCTestCase {
         guard case .skipped(.depthLimit) = try XCTUnwrap(result.resource(page.url("/3.css"))).outcome else {
             return XCTFail("the third @import is past maxDepth 2")
         }
-        try await page.shutdown()
     }
 }

@@ -28,6 +28,11 @@
 ///
 /// Middleware changes requests; watching them (logging, metrics, progress) belongs to observers,
 /// which see the traffic without being able to alter it.
+///
+/// To change a response, change the one `next` returned (`var response = try await next(request)`) rather than
+/// building a new ``HTTPClientResponse``: what the client noted on it travels up the chain with it, such as
+/// whether the request the transport sent carried `Authorization` (added by a step below the cache, such as
+/// yours), which the cache reads before it stores an answer (RFC 9111 §3.5).
 public protocol HTTPClientMiddleware: Sendable {
     /// The rest of the chain, ending at the transport.
     typealias Next = (HTTPClientRequest) async throws -> HTTPClientResponse
