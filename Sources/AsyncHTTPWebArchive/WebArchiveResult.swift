@@ -1,6 +1,6 @@
 import AsyncHTTP
 
-/// What ``WebArchiver/archive(_:to:)`` made: the page and, resource by resource, what happened to each.
+/// What `WebArchiver.archive(_:to:)` made: the page and, resource by resource, what happened to each.
 ///
 /// A resource that could not be archived does not fail the page: it is listed here with the reason, and its
 /// reference in the archive is left pointing at its absolute URL (so it still loads when a network is there).

@@ -42,9 +42,9 @@ public struct WebArchiver: Sendable {
     /// let result = try await archiver.archive(page, to: .directory("/tmp/report"))
     /// ```
     ///
-    /// Of the request, its URL and its authentication are used: ``AsyncHTTP/HTTPClientRequest/credentials``,
-    /// ``AsyncHTTP/HTTPClientRequest/authenticationSchemes``,
-    /// ``AsyncHTTP/HTTPClientRequest/sendsCredentialsPreemptively`` and ``AsyncHTTP/HTTPClientRequest/bearerToken``
+    /// Of the request, its URL and its authentication are used: `HTTPClientRequest.credentials`,
+    /// `HTTPClientRequest.authenticationSchemes`,
+    /// `HTTPClientRequest.sendsCredentialsPreemptively` and `HTTPClientRequest.bearerToken`
     /// go with the page's request and with each resource on the page's origin (ASIWebPageRequest's resources
     /// inherit the page request's credentials), never to another origin, as a redirect would not carry them there.
     ///
@@ -303,7 +303,7 @@ struct Fetched: Sendable {
 }
 
 /// The state of one archive: what was found, fetched and kept, and how references map to the archive.
-/// Not `Sendable`: one task (the one running ``WebArchiver/archive(_:to:)``) owns it, including inside the
+/// Not `Sendable`: one task (the one running `WebArchiver.archive(_:to:)`) owns it, including inside the
 /// batch's body closure, which runs in that task.
 final class ArchiveCrawl {
     struct Entry {

@@ -2,14 +2,14 @@ import AsyncHTTPCore
 import HTTPTypes
 
 // A request printed, interpolated into a log line or dumped shows no secret: the URL as log lines show it
-// (``HTTPURL/loggableDescription``: no userinfo, no fragment, secret-looking query values such as a presigned
+// (`HTTPURL.loggableDescription`: no userinfo, no fragment, secret-looking query values such as a presigned
 // URL's `X-Amz-Signature` redacted), `Authorization`, `Proxy-Authorization`, `Cookie`, `X-Amz-Security-Token`
 // and the request's `sensitiveHeaders` as `<redacted>` (their scheme kept for the first two), and neither the
 // bearer token nor the credentials. Swift's default description of the struct would print the headers' values, and `dump` would walk
 // its storage into the token.
 
 extension HTTPClientRequest: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-    /// The method and the URL as log lines show it (``HTTPURL/loggableDescription``: no userinfo or fragment,
+    /// The method and the URL as log lines show it (`HTTPURL.loggableDescription`: no userinfo or fragment,
     /// secret-looking query values as `REDACTED`): `GET https://example.com/a?b=c`.
     public var description: String {
         "\(method.rawValue) \(loggableURL)"
@@ -21,7 +21,7 @@ extension HTTPClientRequest: CustomStringConvertible, CustomDebugStringConvertib
     }
 
     /// ``description`` and the header fields, every secret value redacted
-    /// (``HTTPFields/redactingSecrets(also:)`` with ``sensitiveHeaders``); the body only as its length.
+    /// (`HTTPFields.redactingSecrets(also:)` with ``sensitiveHeaders``); the body only as its length.
     public var debugDescription: String {
         var text = description
         for field in headers.redactingSecrets(also: sensitiveHeaders) {
