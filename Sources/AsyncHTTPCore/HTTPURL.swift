@@ -303,13 +303,47 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
                 index += 3
                 var end = index
                 while end < bytes.count, inAuthority(bytes[end]) { end += 1 }
-                if let at = bytes[index..<end].lastIndex(of: UInt8(ascii: "@")) { index = at + 1 }
+                if let at = bytes[index..<end].lastIndex(of: UInt8(ascii: "@")) {
+                    index = at + 1
+                } else if let at = userinfoPastAuthority(bytes, from: index, authorityEnd: end) {
+                    index = at + 1
+                }
                 continue
             }
             result.append(bytes[index])
             index += 1
         }
         return String(decoding: result, as: UTF8.self)
+    }
+
+    /// The `@` that ends a password holding a character a URL does not allow there unencoded (a space, a
+    /// quote, a non-ASCII letter, or a `/`, `?` or `#`, which end the authority early): such a URL does not
+    /// parse, and it is exactly the one ``redacting(_:)`` is asked to show. The sign is a `:` in what was
+    /// read as the authority with something after it that cannot be a port; the password then runs to the
+    /// next `@` before the line, the text or the next `scheme://` ends. `nil` when there is no such sign,
+    /// so `https://example.com/@user` and `https://h:8080/@me` keep their paths (and so does a password of
+    /// digits followed by one of those characters, which cannot be told from a port).
+    private static func userinfoPastAuthority(_ bytes: [UInt8], from start: Int, authorityEnd: Int) -> Int? {
+        let authority = bytes[start..<authorityEnd]
+        guard authorityEnd < bytes.count, !authority.contains(UInt8(ascii: "[")),
+              let colon = authority.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let afterColon = bytes[(colon + 1)..<authorityEnd]
+        guard afterColon.contains(where: { $0 &- UInt8(ascii: "0") >= 10 }) else { return nil }
+        var index = authorityEnd
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "@"):
+                return index
+            case UInt8(ascii: "\n"), UInt8(ascii: "\r"):
+                return nil
+            case UInt8(ascii: ":") where index + 2 < bytes.count && bytes[index + 1] == UInt8(ascii: "/")
+                    && bytes[index + 2] == UInt8(ascii: "/"):
+                return nil
+            default:
+                index += 1
+            }
+        }
+        return nil
     }
 
     /// The `Host` header value (RFC 9110 §7.2): the host, in brackets if IPv6, with `:port` only when the
@@ -513,6 +547,10 @@ package struct URIReference {
     private static func invalidCharacter(_ bytes: [UInt8], at index: Int, component: String?) -> HTTPClientError {
         let byte = bytes[index]
         let place = "at offset \(characterOffset(bytes, index)) in " + (component.map { "URL \($0)" } ?? "URL")
+        if component == "userinfo" {
+            // Not named: it is a character of the user's password.
+            return .invalidURL("a character \(place) must be percent-encoded")
+        }
         if byte == ByteScanner.sp {
             return .invalidURL("space \(place) (percent-encode it as %20)")
         }
@@ -717,6 +755,12 @@ package struct URIReference {
         if let portStart, portStart < range.upperBound {
             let digits = bytes[portStart..<range.upperBound]
             if let bad = digits.firstIndex(where: { !Self.isDigit($0) }) {
+                if bytes[range.upperBound...].contains(UInt8(ascii: "@")) {
+                    // What looks like a port is likely a password holding a '#', '/' or '?' that ended the
+                    // authority early (the userinfo's '@' comes after it), so it is not quoted.
+                    throw .invalidURL("invalid port (invalid character at offset \(characterOffset(bytes, bad))); "
+                        + "percent-encode any '@', ':', '/', '?' or '#' in a user name or password")
+                }
                 throw .invalidURL("invalid port '\(String(decoding: digits, as: UTF8.self))' (invalid character at offset \(characterOffset(bytes, bad)))")
             }
             let significant = digits.drop(while: { $0 == UInt8(ascii: "0") })

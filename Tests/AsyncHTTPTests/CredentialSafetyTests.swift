@@ -278,6 +278,23 @@ final class CredentialSafetyTests: XCTestCase {
         XCTAssertEqual(HTTPURL.redacting("see http://a:b@h/ and https://c:d@e/f"), "see http://h/ and https://e/f")
         XCTAssertEqual(HTTPURL.redacting("/relative/path?q=a@b"), "/relative/path?q=a@b")
         XCTAssertEqual(HTTPURL.redacting("mailto:x@y"), "mailto:x@y")
+        // A password holding what a URL does not allow unencoded: the URL does not parse, and its userinfo
+        // still goes.
+        for password in ["my secret", "p\u{E4}ssword", "hunter2#x", "pa/ss", "pa?ss", "say\"hi\""] {
+            let text = "https://alice:\(password)@api.test/x"
+            XCTAssertEqual(HTTPURL.redacting(text), "https://api.test/x", text)
+            XCTAssertFalse(HTTPClientRequest(url: text).description.contains(password), text)
+        }
+        // An '@' in a path after a host (and a port) is not userinfo.
+        XCTAssertEqual(HTTPURL.redacting("https://medium.test/@user/post"), "https://medium.test/@user/post")
+        XCTAssertEqual(HTTPURL.redacting("https://h.test:8080/@me"), "https://h.test:8080/@me")
+        XCTAssertEqual(HTTPURL.redacting("http://[::1]:80/@me"), "http://[::1]:80/@me")
+        // The parser's own message quotes neither the password read as a port nor a userinfo character.
+        for text in ["https://alice:hunter2#1@api.test/", "https://alice:pa ss@api.test/"] {
+            XCTAssertThrowsError(try HTTPURL(text)) { error in
+                XCTAssertFalse("\(error)".contains("hunter2") || "\(error)".contains("pa ss"), "\(error)")
+            }
+        }
 
         var fields = HTTPFields()
         fields[.authorization] = "Basic dTpw"
