@@ -172,6 +172,33 @@ final class RedirectMiddlewareTests: XCTestCase {
         XCTAssertEqual(peer.requests[1].url, "http://a.test/files/my%20report%20%C3%A9.pdf")
     }
 
+    /// `[` `]` in a path or query (PHP, Rails and JSON:API style) and a second `#` are sent encoded, as curl and
+    /// browsers follow them; an IPv6 literal's brackets stay brackets. They failed as malformedResponse.
+    func testLocationWithBracketsOrASecondHashIsEncodedAndFollowed() async throws {
+        let peer = ScriptedPeer([
+            .redirect(302, to: "/items?filter[name]=x&ids[]=1"),
+            .redirect(302, to: "/a[1]/b"),
+            .redirect(302, to: "/page#a#b[c]"),
+            .redirect(302, to: "http://[::1]:8080/v6?k[]=v"),
+            .init(.ok),
+        ])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: redirect())
+        XCTAssertEqual(response.status, .ok)
+        XCTAssertEqual(peer.requests.map(\.url), [
+            "http://a.test/", "http://a.test/items?filter%5Bname%5D=x&ids%5B%5D=1", "http://a.test/a%5B1%5D/b",
+            "http://a.test/page#a%23b%5Bc%5D", "http://[::1]:8080/v6?k%5B%5D=v#a%23b%5Bc%5D",
+        ])
+        XCTAssertEqual(response.url.host, "::1")
+    }
+
+    func testLocationWithASecondHashKeepsTheFirstAsTheFragment() async throws {
+        let peer = ScriptedPeer([.redirect(302, to: "/a#b#c"), .init(.ok)])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: redirect())
+        XCTAssertEqual(peer.requests[1].url, "http://a.test/a#b%23c")
+        XCTAssertEqual(response.url.path, "/a")
+        XCTAssertEqual(response.url.fragment, "b%23c")
+    }
+
     func testFragmentOfTheRequestIsKeptWhenTheLocationHasNone() async throws {
         let peer = ScriptedPeer([.redirect(301, to: "/new"), .init(.ok)])
         let response = try await peer.send(HTTPClientRequest(url: "http://a.test/old#section"), through: redirect())

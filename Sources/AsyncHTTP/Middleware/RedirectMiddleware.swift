@@ -357,20 +357,28 @@ struct RedirectMiddleware: HTTPClientMiddleware {
     }
 
     /// Percent-encodes every byte RFC 3986 never allows in a URI (controls, space, DEL, non-ASCII, and
-    /// the characters " < > \ ^ ` { | }) and a `%` that does not start a valid escape.
+    /// the characters " < > \ ^ ` { | }), a `%` that does not start a valid escape, `[` and `]` outside an
+    /// authority's host (its IP literal, `[::1]`), and every `#` after the first (RFC 3986 §3.5: a fragment has none).
+    ///
+    /// Servers send `/items?filter[name]=x&ids[]=1` (PHP, Rails and JSON:API style), `/a[1]/b` and `/page#a#b`;
+    /// curl and browsers follow them, and the URL parser refuses the raw characters.
     static func percentEncodingInvalidBytes(_ text: String) -> String {
         let bytes = Array(text.utf8)
+        let host = authorityRange(of: bytes).map { hostRange(in: bytes, authority: $0) }
+        let firstHash = bytes.firstIndex(of: UInt8(ascii: "#"))
         func isHex(_ byte: UInt8) -> Bool {
             (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte | 0x20)
         }
         func isAllowed(_ index: Int) -> Bool {
             let byte = bytes[index]
             switch byte {
-            case 0x21, 0x24...0x3B, 0x3D, 0x3F...0x5B, 0x5D, 0x5F, 0x61...0x7A, 0x7E:
-                // ! $ & ' ( ) * + , - . / 0-9 : ; = ? @ A-Z [ ] _ a-z ~ ("%" and "#" below)
+            case 0x21, 0x24...0x3B, 0x3D, 0x3F...0x5A, 0x5F, 0x61...0x7A, 0x7E:
+                // ! $ & ' ( ) * + , - . / 0-9 : ; = ? @ A-Z _ a-z ~ ("%", "#", "[" and "]" below)
                 return byte != UInt8(ascii: "%") || (index + 2 < bytes.count && isHex(bytes[index + 1]) && isHex(bytes[index + 2]))
+            case UInt8(ascii: "["), UInt8(ascii: "]"):
+                return host?.contains(index) ?? false
             case UInt8(ascii: "#"):
-                return true
+                return index == firstHash
             default:
                 return false
             }
@@ -387,6 +395,38 @@ struct RedirectMiddleware: HTTPClientMiddleware {
             }
         }
         return String(decoding: encoded, as: UTF8.self)
+    }
+
+    /// Where a URI reference's authority is (RFC 3986 §3.2: after `scheme://` or a leading `//`, up to the first
+    /// `/`, `?` or `#`), or nil when it has none.
+    static func authorityRange(of bytes: [UInt8]) -> Range<Int>? {
+        let slash = UInt8(ascii: "/")
+        var start: Int
+        if bytes.count >= 2, bytes[0] == slash, bytes[1] == slash {
+            start = 2
+        } else if let colon = bytes.firstIndex(where: { $0 == UInt8(ascii: ":") || $0 == slash || $0 == UInt8(ascii: "?")
+            || $0 == UInt8(ascii: "#") }), bytes[colon] == UInt8(ascii: ":"), colon != 0,
+            colon + 2 < bytes.count, bytes[colon + 1] == slash, bytes[colon + 2] == slash {
+            start = colon + 3
+        } else {
+            return nil
+        }
+        let end = bytes[start...].firstIndex(where: { $0 == slash || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
+            ?? bytes.count
+        if start > end { start = end }
+        return start..<end
+    }
+
+    /// The host within an authority: after the last `@` (the userinfo), up to the port's `:` (a bracketed IP
+    /// literal up to and with its `]`).
+    static func hostRange(in bytes: [UInt8], authority: Range<Int>) -> Range<Int> {
+        let start = bytes[authority].lastIndex(of: UInt8(ascii: "@")).map { $0 + 1 } ?? authority.lowerBound
+        if start < authority.upperBound, bytes[start] == UInt8(ascii: "[") {
+            let close = bytes[start..<authority.upperBound].firstIndex(of: UInt8(ascii: "]"))
+            return start..<(close.map { $0 + 1 } ?? authority.upperBound)
+        }
+        let end = bytes[start..<authority.upperBound].firstIndex(of: UInt8(ascii: ":")) ?? authority.upperBound
+        return start..<end
     }
 
     /// RFC 6454 origin: scheme, host and port.
