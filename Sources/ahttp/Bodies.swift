@@ -165,7 +165,6 @@ func downloadToFile(
     let result = try await retrying(options: options, status: { ($0.status.code, $0.headers[.retryAfter]) }) {
         try await client.download(request, to: path, options: DownloadOptions(resume: options.bodies.resume))
     }
-    if result.written { applyOutputFileMode(path) }
     if (options.includeHeaders || options.headOnly) && result.written {
         // As curl: -i puts the heads in the output file, before the body.
         var head = heads()
@@ -201,7 +200,6 @@ func writeNamedByServer(
     var info = stat()
     if lstat(path, &info) == 0 { throw refusingToOverwrite(path) }
     let size = try await response.body.write(toFileAtPath: path, replacingExisting: false)
-    applyOutputFileMode(path)
     return (path, size)
 }
 
@@ -232,12 +230,15 @@ func prependAtomically(_ prefix: [UInt8], to path: String) throws {
     }
 }
 
-/// Replaces `path` with what `fill` writes to a temporary file beside it (mode 0644, then 0666 less the umask, as curl creates its output
-/// files), then fsync and rename: the file is never seen half-written, and on any failure the old one stays as it
-/// was and the temporary file is removed.
+/// Replaces `path` with what `fill` writes to a temporary file beside it, then fsync and rename: the file is never
+/// seen half-written, and on any failure the old one stays as it was and the temporary file is removed. As curl
+/// writes its output file in place: a file there keeps its mode (a 0600 file stays 0600), a new one gets 0666 less
+/// the umask, and a symbolic link is written through (the temporary file goes beside its target, which the rename
+/// replaces; the link stays).
 func replaceAtomically(_ path: String, tag: String, _ fill: (Int32) throws -> Void) throws {
-    let temporary = path + ".ahttp-\(tag)-\(getpid())"
-    let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+    let target = resolvingSymbolicLinks(path)
+    let temporary = target + ".ahttp-\(tag)-\(getpid())"
+    let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
     guard output >= 0 else { throw UsageError(message: "cannot write '\(temporary)': \(String(cString: strerror(errno)))", exitCode: 23) }
     var renamed = false
     defer {
@@ -245,11 +246,36 @@ func replaceAtomically(_ path: String, tag: String, _ fill: (Int32) throws -> Vo
         if !renamed { unlink(temporary) }
     }
     try fill(output)
-    _ = fchmod(output, outputFileMode)
-    guard fsync(output) == 0, rename(temporary, path) == 0 else {
+    var existing = stat()
+    _ = fchmod(output, stat(target, &existing) == 0 && (existing.st_mode & S_IFMT) == S_IFREG
+        ? existing.st_mode & 0o777 : outputFileMode)
+    guard fsync(output) == 0, rename(temporary, target) == 0 else {
         throw UsageError(message: "cannot write '\(path)': \(String(cString: strerror(errno)))", exitCode: 23)
     }
     renamed = true
+}
+
+/// `path` with the symbolic links at its end followed (a relative target read from the link's directory), as a
+/// write to it would reach: the file an output file's rename must land on so that the link stays. A target that
+/// does not exist yet too; `path` itself when it is no link, or for a loop (more than 40 links).
+func resolvingSymbolicLinks(_ path: String) -> String {
+    var current = path
+    for _ in 0..<40 {
+        var info = stat()
+        guard lstat(current, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK else { return current }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(current, &buffer, buffer.count - 1)
+        guard count > 0 else { return current }
+        let link = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if link.hasPrefix("/") {
+            current = link
+        } else if let slash = current.lastIndex(of: "/") {
+            current = String(current[...slash]) + link
+        } else {
+            current = link
+        }
+    }
+    return path
 }
 
 /// Runs `applyBodies`, printing a failure; curl's exit code for it, or nil when the request is ready.

@@ -299,7 +299,6 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
             }
             do {
                 result.bodyBytes = try await response.body.write(toFileAtPath: path)
-                applyOutputFileMode(path)
                 if !headText.isEmpty { try prependAtomically(headText, to: path) }
                 result.outputFile = path
             } catch let error as UsageError {

@@ -832,19 +832,14 @@ func runThenExit() async -> Never {
     _exit(await run())
 }
 
-/// The mode an output file (-o, -O) ends with: 0666 less the umask, as curl creates its output files. Read once,
-/// here, before any thread exists that could create a file while the umask is briefly 0.
+/// The mode a new output file (-o, -O) gets: 0666 less the umask, as curl creates its output files; a file that is
+/// there already keeps its own (the library's downloads do the same). Read once, here, before any thread exists
+/// that could create a file while the umask is briefly 0.
 let outputFileMode: mode_t = {
     let mask = umask(0)
     umask(mask)
     return 0o666 & ~mask
 }()
-
-/// Gives a finished output file ``outputFileMode`` (the library writes its temporary file 0600, private until it
-/// is renamed into place).
-func applyOutputFileMode(_ path: String) {
-    _ = chmod(path, outputFileMode)
-}
 
 // As curl: a reader that went away (`ahttp URL | head -c1`) is a write error (23), not death by SIGPIPE.
 signal(SIGPIPE, SIG_IGN)

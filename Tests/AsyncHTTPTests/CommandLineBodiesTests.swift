@@ -109,6 +109,42 @@ final class CommandLineBodiesTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path), ["out.bin"])
     }
 
+    /// curl writes `-o FILE` in place: a file there keeps its mode (a 0600 key stays 0600) and a symbolic link is
+    /// written through (its target gets the bytes, the link stays). ahttp chmodded the file it renamed into place to
+    /// 0666 less the umask (a private file became world-readable) and replaced a link with a regular file. Also with
+    /// -i (the heads prepended, a second rename) and -Z; a new file gets 0666 less the umask, as curl's.
+    func testOutputOverAnExistingFileKeepsItsModeAndWritesThroughASymbolicLink() async throws {
+        let server = try await NIOTestServer()
+        let directory = try temporaryDirectory()
+        let manager = FileManager.default
+        func mode(_ path: String) throws -> Int? { try manager.attributesOfItem(atPath: path)[.posixPermissions] as? Int }
+        for (index, extra) in [[], ["-i"], ["-Z"]].enumerated() {
+            let file = directory.appendingPathComponent("key-\(index)").path
+            XCTAssertTrue(manager.createFile(atPath: file, contents: Data("secret".utf8), attributes: [.posixPermissions: 0o600]))
+            let result = try runAhttp(["-s"] + extra + ["-o", file, server.url("/bytes?n=10")])
+            XCTAssertEqual(result.status, 0, "\(extra): \(result.stderr)")
+            XCTAssertEqual(try mode(file), 0o600, "\(extra)")
+
+            let target = directory.appendingPathComponent("target-\(index)").path
+            let link = directory.appendingPathComponent("link-\(index)").path
+            XCTAssertTrue(manager.createFile(atPath: target, contents: Data("old".utf8), attributes: [.posixPermissions: 0o640]))
+            try manager.createSymbolicLink(atPath: link, withDestinationPath: "target-\(index)")
+            let linked = try runAhttp(["-s"] + extra + ["-o", link, server.url("/bytes?n=10")])
+            XCTAssertEqual(linked.status, 0, "\(extra): \(linked.stderr)")
+            XCTAssertEqual(try manager.destinationOfSymbolicLink(atPath: link), "target-\(index)", "\(extra): the link stays")
+            let body = try Data(contentsOf: URL(fileURLWithPath: target))
+            XCTAssertTrue(body.count == 10 || (extra == ["-i"] && body.starts(with: Data("HTTP/1.1 200".utf8))), "\(extra): \(body)")
+            XCTAssertEqual(try mode(target), 0o640, "\(extra)")
+        }
+        let probe = directory.appendingPathComponent("probe").path
+        XCTAssertTrue(manager.createFile(atPath: probe, contents: Data()))
+        let fresh = directory.appendingPathComponent("fresh").path
+        XCTAssertEqual(try runAhttp(["-s", "-o", fresh, server.url("/bytes?n=3")]).status, 0)
+        XCTAssertEqual(try mode(fresh), try mode(probe), "a new file: 0666 less the umask")
+        XCTAssertEqual(try manager.contentsOfDirectory(atPath: directory.path).count, 3 * 3 + 2, "no temporary file left")
+        try await server.shutdown()
+    }
+
     func testRemoteNameWritesIntoTheCurrentDirectory() throws {
         let nginx = try Peers.nginx()
         let written = FileManager.default.currentDirectoryPath + "/small.txt"

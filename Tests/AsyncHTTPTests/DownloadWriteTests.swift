@@ -40,4 +40,38 @@ final class DownloadWriteTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), Data("theirs".utf8))
         XCTAssertEqual(step.withLock { $0 }, 3, "the body was read to its end before the rename")
     }
+
+    /// A download to a symbolic link writes through it, as curl writes its output file in place: the link's target
+    /// gets the bytes (and keeps its 0600 mode), the link stays a link, and the temporary file was beside the target
+    /// (nothing left in either directory). The rename replaced the link with a regular file, and the target kept its
+    /// old bytes. For the whole-body download, the resumable one and a body written in hand.
+    func testADownloadToASymbolicLinkWritesItsTarget() async throws {
+        let server = try await NIOTestServer()
+        let client = HTTPClient()
+        let root = makeCacheDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let links = root + "/links", targets = root + "/targets"
+        for directory in [links, targets] { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        for (index, options) in [DownloadOptions(), DownloadOptions(resume: true)].enumerated() {
+            let target = targets + "/real-\(index).bin", link = links + "/link-\(index).bin"
+            XCTAssertTrue(FileManager.default.createFile(atPath: target, contents: Data("old".utf8), attributes: [.posixPermissions: 0o600]))
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "../targets/real-\(index).bin")
+            let result = try await client.download(HTTPClientRequest(url: server.url("/bytes?n=\(100 + index)")), to: link, options: options)
+            XCTAssertTrue(result.written)
+            XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: link), "../targets/real-\(index).bin", "\(options)")
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: target)).count, 100 + index, "\(options)")
+            XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: target)[.posixPermissions] as? Int, 0o600, "\(options)")
+        }
+        let response = try await client.send(HTTPClientRequest(url: server.url("/bytes?n=7")))
+        let target = targets + "/real-2.bin", link = links + "/link-2.bin"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)  // dangling: created
+        let written = try await response.body.write(toFileAtPath: link)
+        XCTAssertEqual(written, 7)
+        XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: link), target)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: target)).count, 7)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: links).sorted(), ["link-0.bin", "link-1.bin", "link-2.bin"])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: targets).sorted(), ["real-0.bin", "real-1.bin", "real-2.bin"])
+        await client.shutdown()
+        try await server.shutdown()
+    }
 }

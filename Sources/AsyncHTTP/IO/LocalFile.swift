@@ -293,8 +293,12 @@ enum LocalFiles {
     }
 
     /// Moves `source` over `destination` in one step (`rename`, atomic within a file system), then makes the
-    /// rename durable by syncing the directory (best effort: some file systems refuse `fsync` on one).
+    /// rename durable by syncing the directory (best effort: some file systems refuse `fsync` on one). A
+    /// `destination` that is a symbolic link is written through, as curl writes its output file in place: the
+    /// rename lands on the link's target (``resolvingSymbolicLinks(_:)``) and the link stays. A move that must not
+    /// replace anything does not follow one: a link there is something there.
     static func moveIntoPlace(_ source: String, _ destination: String, replacingExisting: Bool = true) throws(HTTPClientError) {
+        let destination = replacingExisting ? resolvingSymbolicLinks(destination) : destination
         if replacingExisting {
             guard rename(source, destination) == 0 else {
                 throw LocalFile.fileError(.ioFailure, "cannot move \(source) to \(destination)")
@@ -339,9 +343,35 @@ enum LocalFiles {
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
+    /// `path` with the symbolic links at its end followed: the file a write to `path` would reach (the target of a
+    /// link, of a link to a link, …; a relative target is read from the link's directory). A target that does not
+    /// exist yet is returned too, as `open(…, O_CREAT)` would create it. `path` itself when it is no link, and for
+    /// a loop (more than 40 links, Linux's limit), which nothing can be written through. Only the last component
+    /// is followed: the kernel follows a link among the directories on its own.
+    static func resolvingSymbolicLinks(_ path: String) -> String {
+        var current = path
+        for _ in 0..<40 {
+            var info = stat()
+            guard lstat(current, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK else { return current }
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlink(current, &buffer, buffer.count - 1)
+            guard count > 0 else { return current }
+            let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if target.hasPrefix("/") {
+                current = target
+            } else {
+                let directory = directory(of: current)
+                current = (directory == "/" ? "" : directory) + "/" + target
+            }
+        }
+        return path
+    }
+
     /// A name for a temporary file beside `path`, unique to this process and call:
-    /// `dir/.name.<pid>.<random>.download`.
+    /// `dir/.name.<pid>.<random>.download`. Beside the file a symbolic link at `path` points to
+    /// (``resolvingSymbolicLinks(_:)``), so that the rename into place is within one directory and lands on it.
     static func temporaryPath(beside path: String) -> String {
+        let path = resolvingSymbolicLinks(path)
         let directory = directory(of: path)
         let name = path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
         let unique = "\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
