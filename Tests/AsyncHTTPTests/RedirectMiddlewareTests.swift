@@ -37,12 +37,62 @@ final class RedirectMiddlewareTests: XCTestCase {
         }
     }
 
-    func testPutAnswered302IsFollowedAsGetLikeASIHTTPRequestAndGo() async throws {
+    /// 301 and 302 turn only a POST into a GET, as Fetch, curl and async-http-client: a PUT, PATCH or DELETE goes on
+    /// with its method, its body and the body's headers. They used to become GETs (as ASIHTTPRequest and Go).
+    func testMethodsOtherThanPostKeepMethodAndBodyOn301And302() async throws {
+        for code in [301, 302] {
+            for method in [HTTPRequest.Method.put, .patch, .delete, .options] {
+                var request = post("http://a.test/item")
+                request.method = method
+                let peer = ScriptedPeer([.redirect(code, to: "/item/1"), .init(.ok)])
+                _ = try await peer.send(request, through: redirect())
+                let next = peer.requests[1]
+                XCTAssertEqual(next.method, method, "\(code) \(method)")
+                let body = try await bodyBytes(next.body)
+                XCTAssertEqual(body, Array("name=pen".utf8), "\(code) \(method)")
+                XCTAssertEqual(next.headers[.contentType], "application/x-www-form-urlencoded", "\(code) \(method)")
+                XCTAssertEqual(next.url, "http://a.test/item/1")
+            }
+        }
+    }
+
+    /// The common trailing-slash redirect: `DELETE /dir` answered `301 Location: /dir/` deletes `/dir/`; as a GET it
+    /// answered 200 and the caller took the directory for deleted.
+    func testDeleteAnsweredATrailingSlash301IsADeleteOfTheNewURL() async throws {
+        var request = HTTPClientRequest(url: "http://a.test/dir")
+        request.method = .delete
+        let peer = ScriptedPeer([.redirect(301, to: "/dir/"), .init(.noContent)])
+        let response = try await peer.send(request, through: redirect())
+        XCTAssertEqual(response.status, .noContent)
+        XCTAssertEqual(peer.requests.map(\.method), [.delete, .delete])
+        XCTAssertEqual(peer.requests[1].url, "http://a.test/dir/")
+        XCTAssertEqual(response.history.map(\.method), [.delete])
+    }
+
+    /// A PUT keeps its body on 301 and 302, so a one-shot stream fails as on 307 instead of being sent as a GET.
+    func testPutWithAOneShotStreamBodyAnswered301FailsWithBodyNotReplayable() async throws {
+        for code in [301, 302] {
+            var request = post("http://a.test/upload")
+            request.method = .put
+            request.body = .stream(oneShotStream([Array("part".utf8)]))
+            let peer = ScriptedPeer([.redirect(code, to: "/elsewhere"), .init(.ok)])
+            let error = await assertThrowsHTTPError(.bodyNotReplayable) {
+                try await peer.send(request, through: self.redirect())
+            }
+            XCTAssertTrue(error?.message.contains("\(code)") ?? false, error?.message ?? "")
+            XCTAssertEqual(peer.requests.count, 1, "nothing sent twice")
+        }
+    }
+
+    /// 303 still turns every method but HEAD into a GET without a body (RFC 9110 §15.4.4).
+    func testPutAnswered303IsFollowedAsGet() async throws {
         var request = post("http://a.test/item")
         request.method = .put
-        let peer = ScriptedPeer([.redirect(302, to: "/item/1"), .init(.ok)])
+        let peer = ScriptedPeer([.redirect(303, to: "/item/1"), .init(.ok)])
         _ = try await peer.send(request, through: redirect())
         XCTAssertEqual(peer.requests[1].method, .get)
+        XCTAssertNil(peer.requests[1].body)
+        XCTAssertNil(peer.requests[1].headers[.contentType])
     }
 
     func testHeadStaysHeadOn301And302And303() async throws {

@@ -12,9 +12,12 @@ import HTTPTypes
 /// ```
 ///
 /// The rules, and where they come from:
-/// - 301, 302 and 303 are followed with `GET` and no body (HEAD stays HEAD), as ASIHTTPRequest, Go and
-///   browsers do; ``keepsMethodOn301And302`` keeps the method and body for 301 and 302 (RFC 9110 §15.4.2–3,
-///   ASIHTTPRequest's `shouldUseRFC2616RedirectBehaviour`), and ``keepsMethodOn303`` for 303.
+/// - A `POST` answered 301 or 302 is followed with `GET` and no body, as Fetch, browsers, curl and
+///   async-http-client do; every other method keeps its method and body there (a `DELETE /dir` answered
+///   `301 Location: /dir/` is a `DELETE /dir/`, not a `GET` that succeeds), and a one-shot stream body then fails
+///   as on 307. ``keepsMethodOn301And302`` keeps a `POST` too (RFC 9110 §15.4.2–3, ASIHTTPRequest's
+///   `shouldUseRFC2616RedirectBehaviour`).
+/// - 303 is followed with `GET` and no body (HEAD stays HEAD), whatever the method, unless ``keepsMethodOn303``.
 /// - 307 and 308 keep the method and the body (RFC 9110 §15.4.8–9); a one-shot stream body cannot be sent
 ///   again and fails with `HTTPClientError.Code.bodyNotReplayable`.
 /// - `Location` is resolved against the URL that answered (RFC 3986 §5.2).
@@ -30,17 +33,20 @@ public struct RedirectPolicy: Sendable, Hashable {
     /// The most redirects followed for one request; one more throws `HTTPClientError.Code.tooManyRedirects`.
     /// 10: Go's `net/http` and async-http-client; ASIHTTPRequest allowed 5, curl 30 (with `-L`), browsers 20.
     public var maxRedirects: Int
-    /// Keep the method and body on 301 and 302 instead of switching to `GET` (ASIHTTPRequest's
-    /// `shouldUseRFC2616RedirectBehaviour`; what RFC 9110 intends, but not what browsers do). 303 always
+    /// Keep a `POST`'s method and body on 301 and 302 instead of switching to `GET` (ASIHTTPRequest's
+    /// `shouldUseRFC2616RedirectBehaviour`; what RFC 9110 intends, but not what browsers do). Other methods keep
+    /// theirs on 301 and 302 whatever this says, as in Fetch and curl. 303 always
     /// switches to `GET` unless ``keepsMethodOn303``. Reads true when both ``keepsMethodOn301`` and
     /// ``keepsMethodOn302`` are set, and sets both.
     public var keepsMethodOn301And302: Bool {
         get { keepsMethodOn301 && keepsMethodOn302 }
         set { (keepsMethodOn301, keepsMethodOn302) = (newValue, newValue) }
     }
-    /// Keep the method and body on 301 Moved Permanently (curl's `--post301`). Off by default.
+    /// Keep a `POST`'s method and body on 301 Moved Permanently (curl's `--post301`); other methods always keep
+    /// theirs. Off by default.
     public var keepsMethodOn301: Bool
-    /// Keep the method and body on 302 Found (curl's `--post302`). Off by default.
+    /// Keep a `POST`'s method and body on 302 Found (curl's `--post302`); other methods always keep theirs.
+    /// Off by default.
     public var keepsMethodOn302: Bool
     /// Keep the method and body on 303 See Other too, instead of switching to `GET` (HEAD stays HEAD either way).
     /// Off by default: RFC 9110 §15.4.4 asks for `GET`, and Go, browsers and ASIHTTPRequest switch. curl's
@@ -282,11 +288,13 @@ struct RedirectMiddleware: HTTPClientMiddleware {
     ) throws(HTTPClientError) -> Step? {
         let code = response.status.code
         guard Self.isRedirect(code), let location = try singleLocation(of: response, from: base) else { return nil }
+        // 301 and 302 turn only a POST into a GET (Fetch's HTTP-redirect fetch, curl, async-http-client): a DELETE or
+        // PUT answered by a trailing-slash 301 made a GET that succeeded, and the caller took it for the DELETE's answer.
         let keepsMethod = switch code {
         case 307, 308: true
         case 303: policy.keepsMethodOn303
-        case 301: policy.keepsMethodOn301
-        default: policy.keepsMethodOn302
+        case 301: policy.keepsMethodOn301 || method != .post
+        default: policy.keepsMethodOn302 || method != .post
         }
         let url = try resolve(location, against: base)
         if keepsMethod || method == .head {
