@@ -23,8 +23,13 @@ enum Destination {
 }
 
 struct TransferTarget {
-    /// The URL to send: scheme added, userinfo removed, query extended.
+    /// The URL to send: scheme added, userinfo removed, query extended, and the bytes a URL may not hold raw in
+    /// its path, query and fragment percent-encoded (``curlReadyURL(_:)``).
     var url: String
+    /// The URL as curl shows it in %{url_effective} and messages: as given (nothing encoded), the scheme in lower
+    /// case, an empty path as "/", an empty query or fragment left out; without the userinfo (``shown(_:)`` puts
+    /// the user name back).
+    var display: String
     /// The URL's `user:password@`, as -u for this URL.
     var credentials: HTTPCredentials?
     /// The user name from the URL, shown in -w's %{url_effective} as curl shows it, without the password.
@@ -57,7 +62,86 @@ struct TransferTarget {
             }
             url = base + fragment
         }
-        self.url = url
+        (self.url, self.display) = Self.curlReadyURL(url)
+    }
+
+    /// curl sends what the user typed where AsyncHTTP's `HTTPURL` (RFC 3986, strictly) refuses it: JSON in a query
+    /// (`{"a":[1]}`), `|`, non-ASCII, a `%` that starts no escape. So in the path, query and fragment, each byte a URL
+    /// may not hold raw is percent-encoded: non-ASCII (its UTF-8 bytes), `"` `<` `>` `\` `^` `` ` `` `{` `|` `}`,
+    /// `[` and `]` (ahttp never globs, so they are data; an IPv6 host's brackets are in the authority, left alone),
+    /// a `%` not followed by two hex digits (as `%25`), and a `#` inside the fragment. White space and control
+    /// characters stay: curl refuses them too (exit 3). The scheme and the authority are left as they are (curl
+    /// converts a non-ASCII host to punycode with libidn2; AsyncHTTP has no IDNA, so such a host is still refused).
+    /// Returns the URL to send and the URL to show (`display`).
+    static func curlReadyURL(_ url: String) -> (send: String, display: String) {
+        let bytes = Array(url.utf8)
+        guard let colon = (0..<max(0, bytes.count - 2)).first(where: {
+            bytes[$0] == UInt8(ascii: ":") && bytes[$0 + 1] == UInt8(ascii: "/") && bytes[$0 + 2] == UInt8(ascii: "/")
+        }) else { return (url, url) }
+        var index = colon + 3
+        while index < bytes.count, bytes[index] != UInt8(ascii: "/"), bytes[index] != UInt8(ascii: "?"), bytes[index] != UInt8(ascii: "#") {
+            index += 1
+        }
+        let prefix = Array(bytes[..<index])
+        var pathEnd = index
+        while pathEnd < bytes.count, bytes[pathEnd] != UInt8(ascii: "?"), bytes[pathEnd] != UInt8(ascii: "#") { pathEnd += 1 }
+        let path = bytes[index..<pathEnd]
+        var query: ArraySlice<UInt8>?
+        var fragment: ArraySlice<UInt8>?
+        var position = pathEnd
+        if position < bytes.count, bytes[position] == UInt8(ascii: "?") {
+            var queryEnd = position + 1
+            while queryEnd < bytes.count, bytes[queryEnd] != UInt8(ascii: "#") { queryEnd += 1 }
+            query = bytes[(position + 1)..<queryEnd]
+            position = queryEnd
+        }
+        if position < bytes.count { fragment = bytes[(position + 1)...] }
+
+        var send = prefix
+        send += encodedURLPart(path, fragment: false)
+        if let query { send += [UInt8(ascii: "?")] + encodedURLPart(query, fragment: false) }
+        if let fragment { send += [UInt8(ascii: "#")] + encodedURLPart(fragment, fragment: true) }
+
+        // curl's %{url_effective}: the scheme lowered, the authority as typed, "/" for no path, no empty query or fragment.
+        var display = bytes[..<colon].map { $0 &- UInt8(ascii: "A") < 26 ? $0 | 0x20 : $0 }
+        display += bytes[colon..<index]
+        display += path.isEmpty ? [UInt8(ascii: "/")] : Array(path)
+        if let query, !query.isEmpty { display += [UInt8(ascii: "?")] + query }
+        if let fragment, !fragment.isEmpty { display += [UInt8(ascii: "#")] + fragment }
+        return (String(decoding: send, as: UTF8.self), String(decoding: display, as: UTF8.self))
+    }
+
+    /// One component of ``curlReadyURL(_:)`` with the bytes `HTTPURL` refuses raw percent-encoded.
+    private static func encodedURLPart(_ part: ArraySlice<UInt8>, fragment: Bool) -> [UInt8] {
+        let hex = Array("0123456789ABCDEF".utf8)
+        func isHex(_ byte: UInt8) -> Bool {
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte | 0x20)
+        }
+        var result: [UInt8] = []
+        result.reserveCapacity(part.count)
+        var index = part.startIndex
+        while index < part.endIndex {
+            let byte = part[index]
+            let encode: Bool
+            switch byte {
+            case 0x80...0xFF, UInt8(ascii: "\""), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "\\"), UInt8(ascii: "^"),
+                 UInt8(ascii: "`"), UInt8(ascii: "{"), UInt8(ascii: "|"), UInt8(ascii: "}"), UInt8(ascii: "["), UInt8(ascii: "]"):
+                encode = true
+            case UInt8(ascii: "%"):
+                encode = !(index + 2 < part.endIndex && isHex(part[index + 1]) && isHex(part[index + 2]))
+            case UInt8(ascii: "#"):
+                encode = fragment
+            default:
+                encode = false
+            }
+            if encode {
+                result += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            } else {
+                result.append(byte)
+            }
+            index += 1
+        }
+        return result
     }
 
     /// -u (or this URL's userinfo, which wins) with the auth scheme options, and --oauth2-bearer: the request's
@@ -73,7 +157,10 @@ struct TransferTarget {
     }
 
     /// `text` as shown to the user: the URL's user name put back (never the password), as curl's %{url_effective}.
+    /// This URL itself (as sent, or as the library gives it back: host lowered, default port left out) is shown as
+    /// ``display``, what the user typed; another one (a redirect's) as it is.
     func shown(_ text: String) -> String {
+        let text = text == url || text == (try? HTTPURL(url))?.description ? display : text
         guard let user, let schemeEnd = Substring(text).range(of: "://") else { return HTTPURL.redacting(text) }
         return String(text[..<schemeEnd.upperBound]) + user + "@" + String(text[schemeEnd.upperBound...])
     }
@@ -93,7 +180,7 @@ struct TransferTarget {
         if index < options.outputs.count {
             path = options.outputs[index]
         } else if options.remoteNameAll || index - options.outputs.count < options.remoteNames {
-            let name = try remoteFileName(url)
+            let name = try remoteFileName(display)  // as curl: the last segment as typed, nothing encoded
             if options.remoteHeaderName {
                 // The directory must be there (or be made) before anything is sent, as for -O alone.
                 try prepareDirectory(for: (options.outputDir.map { $0 + "/" } ?? "") + name, create: options.createDirs)

@@ -207,6 +207,21 @@ final class CommandLineCurlParityTests: XCTestCase {
         ], values: try peerValues())
     }
 
+    /// URLs with bytes RFC 3986 wants encoded, which curl sends as typed: ahttp encodes them (its URL parser is
+    /// strict) and shows the URL as typed in %{url_effective}, as curl. nginx answers both alike.
+    func testURLsCurlSendsAsTypedMatchCurl() throws {
+        let codes = ["-o", "/dev/null", "-w", "%{http_code} %{exitcode} %{url_effective}"]
+        try check([
+            Row(name: "JSON in the query, with -g", arguments: ["-s", "-g"] + codes + [#"{nginx}/small.txt?f={"a":[1]}"#]),
+            Row(name: "a '|' in the query", arguments: ["-s"] + codes + ["{nginx}/small.txt?q=a|b"]),
+            Row(name: "non-ASCII in the path", arguments: ["-s"] + codes + ["{nginx}/café"]),
+            Row(name: "a '%' that starts no escape", arguments: ["-s"] + codes + ["{nginx}/small.txt?a=%zz"]),
+            Row(name: "a fragment is shown, never sent", arguments: ["-s", "-g"] + codes + ["{nginx}/small.txt#part{1}"]),
+            Row(name: "an empty query and fragment are not shown", arguments: ["-s"] + codes + ["{nginx}/small.txt?#"]),
+            Row(name: "a space is refused: 3", arguments: ["-s"] + codes + ["{nginx}/a b"]),
+        ], values: try peerValues())
+    }
+
     /// SOCKS4 through dante and SOCKS4a through `ssh -D`, spelled as curl spells them (`--socks4`, `--socks4a`,
     /// `-x socks4://`, `-x socks4a://`, `all_proxy`), with curl's output and exit codes: 97 for a target the proxy
     /// refuses (dante's reply 91; sshd closing) and for an IPv6 target through SOCKS4.

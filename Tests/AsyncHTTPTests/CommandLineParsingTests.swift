@@ -152,6 +152,42 @@ final class CommandLineParsingTests: XCTestCase {
         XCTAssertEqual(domain.credentials?.username, "ann")
     }
 
+    /// URLs curl sends were refused with exit 3 (HTTPURL is strict RFC 3986): the bytes a URL may not hold raw are
+    /// percent-encoded in the path, query and fragment, and %{url_effective} shows the URL as typed, as curl.
+    func testURLBytesCurlSendsRawAreEncodedAndShownAsTyped() throws {
+        func sent(_ raw: String) -> String { TransferTarget(raw, options: Options()).url }
+        XCTAssertEqual(sent(#"http://h/echo?f={"a":[1]}"#), "http://h/echo?f=%7B%22a%22:%5B1%5D%7D")
+        XCTAssertEqual(sent("http://h/echo?q=a|b"), "http://h/echo?q=a%7Cb")
+        XCTAssertEqual(sent("http://h/café"), "http://h/caf%C3%A9")
+        XCTAssertEqual(sent("http://h/echo?a=%zz&b=%41&c=%4"), "http://h/echo?a=%25zz&b=%41&c=%254")
+        XCTAssertEqual(sent("http://h/%"), "http://h/%25")
+        XCTAssertEqual(sent(#"http://h/a<b>"c\d^e`f"#), "http://h/a%3Cb%3E%22c%5Cd%5Ee%60f")
+        XCTAssertEqual(sent("http://[::1]:8080/x[1]?y[]=2"), "http://[::1]:8080/x%5B1%5D?y%5B%5D=2", "an IPv6 host keeps its brackets")
+        XCTAssertEqual(sent("http://h/p?a#b#c{"), "http://h/p?a#b%23c%7B")
+        XCTAssertEqual(sent("h/x?q=é"), "http://h/x?q=%C3%A9")
+        for raw in [#"http://h/echo?f={"a":[1]}"#, "http://h/echo?q=a|b", "http://h/café", "http://h/echo?a=%zz", "http://[::1]/x[1]"] {
+            let target = TransferTarget(raw, options: Options())
+            XCTAssertNoThrow(try HTTPURL(target.url), raw)
+            XCTAssertEqual(target.shown(try HTTPURL(target.url).description), raw, "shown as typed, as curl")
+            XCTAssertEqual(target.shown(target.url), raw)
+        }
+        // White space stays, and is refused (exit 3) as curl refuses it.
+        XCTAssertEqual(sent("http://h/a b"), "http://h/a b")
+        XCTAssertThrowsError(try HTTPURL(sent("http://h/a b")))
+        // curl's %{url_effective}: the scheme lowered, the authority as typed, "/" for no path, no empty query or fragment.
+        XCTAssertEqual(TransferTarget("HTTP://Example.COM:80", options: Options()).display, "http://Example.COM:80/")
+        XCTAssertEqual(TransferTarget("http://h/x?#", options: Options()).display, "http://h/x")
+        XCTAssertEqual(TransferTarget("http://h/x#frag", options: Options()).shown("http://h/x"), "http://h/x#frag")
+        XCTAssertEqual(TransferTarget("http://h/x", options: Options()).shown("http://h/y"), "http://h/y", "another URL (a redirect's) as it is")
+        XCTAssertEqual(TransferTarget("http://ann:pw@h/é", options: Options()).shown("http://h/%C3%A9"), "http://ann@h/é")
+        var remoteName = Options()
+        remoteName.remoteNames = 1
+        guard case .file(let path) = try TransferTarget("http://h/dir/café?x=1", options: remoteName).destination(index: 0, options: remoteName) else {
+            return XCTFail("-O writes a file")
+        }
+        XCTAssertEqual(path, "café", "-O names the file as typed, as curl")
+    }
+
     /// curl takes the next argument as the value of an option that has one, even when it begins with '-', for
     /// repeatable options too (ArgumentParser's `.singleValue` took `-x` for the proxy option).
     func testRepeatableOptionsTakeADashValue() throws {
