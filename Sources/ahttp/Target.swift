@@ -144,10 +144,10 @@ struct TransferTarget {
         return result
     }
 
-    /// -u (or this URL's userinfo, which wins) with the auth scheme options, and --oauth2-bearer: the request's
-    /// authentication. -u holds AWS keys instead under --aws-sigv4, and is not sent.
+    /// -u (else this URL's userinfo: -u wins, as in curl) with the auth scheme options, and --oauth2-bearer: the
+    /// request's authentication. -u holds AWS keys instead under --aws-sigv4, and is not sent.
     func applyAuthentication(_ options: Options, to request: inout HTTPClientRequest) {
-        if let user = credentials ?? options.user, options.awsSigV4 == nil {
+        if let user = options.user ?? credentials, options.awsSigV4 == nil {
             request.credentials = user
             request.authenticationSchemes = options.authSchemes
             // curl's -u sends Basic at once; with --digest, --ntlm or --anyauth it waits for the challenge.

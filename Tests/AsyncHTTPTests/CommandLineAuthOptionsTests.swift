@@ -20,6 +20,16 @@ final class CommandLineAuthOptionsTests: XCTestCase {
         XCTAssertEqual(wrong.status, 0)
     }
 
+    /// -u wins over the URL's `user:password@`, as in curl (the URL's used to win).
+    func testUserWinsOverTheURLsCredentials() throws {
+        let port = try Peers.httpbin().split(separator: ":").last.map(String.init) ?? ""
+        let result = try ahttp(["-s", "-u", "ann:pw", "-w", " %{http_code}", "http://cat:dog@127.0.0.1:\(port)/basic-auth/ann/pw"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("\"user\": \"ann\"") && result.stdout.hasSuffix(" 200"), result.stdout)
+        let urlOnly = try ahttp(["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://ann:pw@127.0.0.1:\(port)/basic-auth/ann/pw"])
+        XCTAssertEqual(urlOnly.stdout, "200", "without -u the URL's credentials are sent")
+    }
+
     func testDigestOnlyWithDigest() throws {
         let base = try Peers.httpbin()
         let url = base + "/digest-auth/auth/dan/pw/SHA-256"

@@ -201,6 +201,7 @@ final class CommandLineCurlParityTests: XCTestCase {
             Row(name: "--connect-timeout and --max-time that are not reached", arguments: ["-s", "--connect-timeout", "5", "-m", "20", "{nginx}/small.txt"]),
             Row(name: "-u sends Basic at once", arguments: ["-s", "-u", "ann:pw", "{httpbin}/basic-auth/ann/pw"]),
             Row(name: "credentials in the URL count as -u", arguments: ["-s", "http://ann:pw@127.0.0.1:{port}/basic-auth/ann/pw"]),
+            Row(name: "-u wins over credentials in the URL", arguments: ["-s", "-u", "ann:pw", "http://cat:dog@127.0.0.1:{port}/basic-auth/ann/pw"]),
             Row(name: "--digest", arguments: ["-s", "--digest", "-u", "dan:pw", "{httpbin}/digest-auth/auth/dan/pw"]),
             Row(name: "https with --cacert", arguments: ["-s", "--cacert", "{ca}", "{nginxs}/small.txt"]),
             Row(name: "https with -k", arguments: ["-s", "-k", "{nginxs}/small.txt"]),
