@@ -375,6 +375,59 @@ final class AuthenticationTests: XCTestCase {
         try await server.shutdown()
     }
 
+    /// Logging out through the credential file logs out the running client: a success from the file put a copy in
+    /// the session store, which answered the next challenge without asking (and a callback's answer, saved in both,
+    /// the same). After `removeCredentials(for:)` the next request is challenged afresh and the callback asked.
+    func testRemovingCredentialsFromTheCredentialFileLogsOutTheSessionStoreToo() async throws {
+        let server = try await NIOTestServer()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ahttp-cred-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = try CredentialFile(path: directory.appendingPathComponent("credentials.json").path)
+        let space = ProtectionSpace(scheme: "http", host: "127.0.0.1", port: server.port, realm: "nio", authenticationScheme: .basic)
+        try await file.store(HTTPCredentials(username: "u", password: "p"), for: space)
+        let session = InMemoryCredentialStore()
+        let asked = Counter()
+        let client = trackedClient { configuration in
+            configuration.authentication.sessionStore = session
+            configuration.authentication.persistentStore = file
+            configuration.authentication.authenticationNeeded = { _ in
+                asked.increment()
+                return HTTPCredentials(username: "u", password: "p")
+            }
+        }
+        let url = server.url("/auth/basic?user=u&pass=p")
+        func get() async throws -> HTTPResponse.Status {
+            let response = try await client.send(HTTPClientRequest(url: url))
+            _ = try await response.body.collect(upTo: 1024)
+            return response.status
+        }
+
+        // From the file: 200, the callback not asked, a copy in the session store.
+        let first = try await get()
+        XCTAssertEqual(first, .ok)
+        XCTAssertEqual(asked.value, 0)
+        XCTAssertEqual(server.challengesSent, 1)
+        let copied = await session.credentials(for: space)
+        XCTAssertEqual(copied, HTTPCredentials(username: "u", password: "p"))
+
+        try await file.removeCredentials(for: space)
+        let second = try await get()
+        XCTAssertEqual(second, .ok)
+        XCTAssertEqual(server.challengesSent, 2, "challenged afresh")
+        XCTAssertEqual(asked.value, 1, "the callback is asked again after the logout")
+
+        // The callback's answer went to both stores; removing it from the file logs out again.
+        let saved = await file.credentials(for: space)
+        XCTAssertEqual(saved, HTTPCredentials(username: "u", password: "p"))
+        try await file.removeCredentials(for: space)
+        let third = try await get()
+        XCTAssertEqual(third, .ok)
+        XCTAssertEqual(server.challengesSent, 3)
+        XCTAssertEqual(asked.value, 2)
+        try await server.shutdown()
+    }
+
     func testCredentialsDoNotFollowACrossOriginRedirect() async throws {
         let target = try await NIOTestServer()
         let origin = try await NIOTestServer()

@@ -141,6 +141,10 @@ actor Authenticator {
     private var seenRemovals: (session: Int, persistent: Int)
     /// How often ``clearSession()`` ran: counted with the stores' removals, for a client without a session store.
     private var clearings = 0
+    /// Removes from the session store the credentials of spaces removed from a ``CredentialFile`` used as the persistent
+    /// store (a success copies them there), chained after the purges before it; nil once done. The session store is
+    /// read, and written, only after it: logging out through the file logs out this client too.
+    private var sessionPurge: Task<Void, Never>?
     /// Per space, the last operation queued on a persistent store of the user's own (see
     /// ``persistentStoreOperation(on:_:)``); an entry goes when its operation ends with none queued after it.
     private var persistentQueue: [ProtectionSpace: Task<Void, any Error>] = [:]
@@ -226,19 +230,43 @@ actor Authenticator {
     }
 
     /// Catches up with removals made in the stores since last time: forgets what was derived from the removed
-    /// credentials (everything, for a `removeAll`).
+    /// credentials (everything, for a `removeAll`). Credentials removed from a ``CredentialFile`` go from the session
+    /// store too (see ``sessionPurge``): a success from the file put a copy there, and a success from the callback
+    /// or the request saved the same credentials in both.
     private func catchUpWithStores() {
         let now = currentRemovals
         guard now != seenRemovals else { return }
         var spaces: [ProtectionSpace] = []
         var all = false
-        for (ledger, seen) in [(configuration.sessionStore?.removals, seenRemovals.session),
-                               (Self.removals(of: configuration.persistentStore), seenRemovals.persistent)] {
-            guard let ledger else { continue }
-            if let removed = ledger.removed(since: seen) { spaces += removed } else { all = true }
+        if let ledger = configuration.sessionStore?.removals {
+            if let removed = ledger.removed(since: seenRemovals.session) { spaces += removed } else { all = true }
+        }
+        if let ledger = Self.removals(of: configuration.persistentStore) {
+            let removed = ledger.removed(since: seenRemovals.persistent)
+            if let removed { spaces += removed } else { all = true }
+            if removed?.isEmpty != true { purgeSessionCopies(of: removed) }
         }
         seenRemovals = now
         forget(all ? nil : spaces)
+    }
+
+    /// Starts removing `spaces`' credentials (nil: all) from the session store, after the purges started before.
+    /// Not recorded as the session store's removals: this client forgets what it derived from them here, and the
+    /// count a success's write is checked against stays the one it read.
+    private func purgeSessionCopies(of spaces: [ProtectionSpace]?) {
+        guard let store = configuration.sessionStore else { return }
+        let previous = sessionPurge
+        sessionPurge = Task {
+            await previous?.value
+            await store.removeUnrecorded(spaces)
+        }
+    }
+
+    /// Waits for the session store's purge in progress, if any (see ``sessionPurge``).
+    private func settleSessionPurge() async {
+        guard let purge = sessionPurge else { return }
+        await purge.value
+        if sessionPurge == purge { sessionPurge = nil }
     }
 
     /// Forgets what was derived from credentials for `spaces`' servers (nil: for every server).
@@ -523,6 +551,13 @@ actor Authenticator {
             answered[space] = nil
             return
         }
+        // A purge of the session store started before this attempt (a logout through the credential file) ends
+        // first: it would remove these credentials, new since, if it ran after the write.
+        if sessionPurge != nil {
+            await settleSessionPurge()
+            catchUpWithStores()
+            guard attempt.removals == removalCount else { return }
+        }
         // Stored only if the store saw no removal since the check above: a logout that reaches the store while
         // this write is on its way must not find the old user's credentials put back after it.
         if let store = configuration.sessionStore,
@@ -737,6 +772,8 @@ actor Authenticator {
         let hasOwn = exchange.ownCredentials != nil
         if !hasOwn, untried(.session) {
             if let credentials = answered[space] { return (credentials, .callback) }
+            // Not before a logout through the credential file has reached the session store.
+            await settleSessionPurge()
             if let credentials = await configuration.sessionStore?.credentials(for: space) { return (credentials, .session) }
         }
         if !hasOwn, untried(.persistent), let store = configuration.persistentStore {

@@ -158,6 +158,13 @@ public actor InMemoryCredentialStore: CredentialStore {
         entries[space] = nil
     }
 
+    /// The client's removal of `spaces`' credentials (nil: all of them) after they were removed from its
+    /// ``CredentialFile``; not recorded as a removal (the client already forgot what it derived from them).
+    func removeUnrecorded(_ spaces: [ProtectionSpace]?) {
+        guard let spaces else { return entries.removeAll() }
+        for space in spaces { entries[space] = nil }
+    }
+
     /// The client's store of credentials that succeeded: only while the store has seen `count` removals, the
     /// number the client checked against, so that a logout that got here first is not undone. Returns whether
     /// they were stored.
