@@ -36,6 +36,14 @@ struct AuthExchange: Sendable {
     var failures = 0
     /// The user name of the credentials refused last, for ``AuthenticationChallenge/previousUsername``.
     var refusedUsername: String?
+    /// The credentials refused in this exchange, with their space: a store that holds the same ones again (the
+    /// persistent store, after the session store's copy was refused) is not asked to send them a second time.
+    var refused: [Refusal] = []
+
+    struct Refusal: Sendable, Equatable {
+        var space: ProtectionSpace
+        var credentials: HTTPCredentials
+    }
     var rounds = 0
     /// How many callback declines the process had seen when the request began (``declines``): a decline fails
     /// the requests that began before it came back (they were waiting for that question, or would have been
@@ -726,6 +734,8 @@ actor Authenticator {
         guard let attempt = exchange.current else { return }
         exchange.failures += 1
         exchange.refusedUsername = attempt.credentials.username
+        let refusal = AuthExchange.Refusal(space: attempt.space, credentials: attempt.credentials)
+        if !exchange.refused.contains(refusal) { exchange.refused.append(refusal) }
         exchange.current = nil
         logger.debug("credentials refused", metadata: ["space": "\(attempt.space)", "user": "\(attempt.credentials.username)"])
         let endpoint = endpoint(exchange)
@@ -735,13 +745,16 @@ actor Authenticator {
             succeeded[endpoint] = kept.isEmpty ? nil : kept
         }
         answered[attempt.space] = nil
-        let space = attempt.space
-        let refused = attempt.credentials
+        await removeRefused(attempt.credentials, for: attempt.space, from: attempt.source)
+    }
+
+    /// Removes `refused` from the store they came from (`source`).
+    private func removeRefused(_ refused: HTTPCredentials, for space: ProtectionSpace, from source: CredentialSource) async {
         // Removed only while they are still what the store keeps: another request may have stored credentials
         // that worked since this one read these (a password changed meanwhile), and those must stay. Not counted
         // as a removal: this actor already forgot what it derived from them. Awaited, so the store no longer
         // offers them when this exchange, or the next request, looks again.
-        switch attempt.source {
+        switch source {
         case .session:
             await configuration.sessionStore?.removeRefused(refused, for: space)
         case .persistent:
@@ -774,11 +787,20 @@ actor Authenticator {
             if let credentials = answered[space] { return (credentials, .callback) }
             // Not before a logout through the credential file has reached the session store.
             await settleSessionPurge()
-            if let credentials = await configuration.sessionStore?.credentials(for: space) { return (credentials, .session) }
+            if let credentials = await configuration.sessionStore?.credentials(for: space) {
+                if !exchange.refused.contains(.init(space: space, credentials: credentials)) { return (credentials, .session) }
+                await removeRefused(credentials, for: space, from: .session)
+            }
         }
         if !hasOwn, untried(.persistent), let store = configuration.persistentStore {
             do {
-                if let credentials = try await store.credentials(for: space) { return (credentials, .persistent) }
+                if let credentials = try await store.credentials(for: space) {
+                    // The same credentials as refused already in this exchange (the session store's copy of them):
+                    // not sent again, which would count two failed logins against the account for one request.
+                    if !exchange.refused.contains(.init(space: space, credentials: credentials)) { return (credentials, .persistent) }
+                    logger.debug("credentials refused already in this exchange; not sent again", metadata: ["space": "\(space)"])
+                    await removeRefused(credentials, for: space, from: .persistent)
+                }
             } catch {
                 logger.warning("the persistent credential store failed", metadata: ["space": "\(space)", "error": "\(error)"])
             }
