@@ -132,6 +132,47 @@ final class FormEncodingTests: XCTestCase {
         XCTAssertFalse(chunked.isReplayable)
     }
 
+    /// A part's known length is the caller's: `.known(.max)` trapped the process adding it up in makeBody (and
+    /// setForm), and a negative one shrank the form's Content-Length below the bytes sent. Both are invalidRequest now.
+    func testAPartLengthThatOverflowsOrIsNegativeIsAnInvalidRequest() throws {
+        func stream(_ length: Int) -> HTTPClientRequest.Body {
+            .stream(AsyncStream<[UInt8]> { $0.finish() }, length: .known(length))
+        }
+        var huge = MultipartForm(boundary: "B")
+        huge.append("a", "1")
+        huge.append("huge", body: stream(.max))
+        XCTAssertThrowsError(try huge.makeBody()) { error in
+            XCTAssertEqual((error as? HTTPClientError)?.code, .invalidRequest)
+            XCTAssertTrue("\(error)".contains("multipart form length overflows"), "\(error)")
+            XCTAssertTrue("\(error)".contains("'huge'"), "names the part: \(error)")
+        }
+        var request = HTTPClientRequest(url: "http://a.test/upload")
+        XCTAssertThrowsError(try request.setForm(huge)) { error in
+            XCTAssertEqual((error as? HTTPClientError)?.code, .invalidRequest)
+        }
+        XCTAssertNil(request.body)
+
+        var two = MultipartForm(boundary: "B")
+        two.append("first", body: stream(.max / 2))
+        two.append("second", body: stream(.max / 2))
+        XCTAssertThrowsError(try two.makeBody()) { error in
+            XCTAssertTrue("\(error)".contains("'second'"), "\(error)")
+        }
+
+        var negative = MultipartForm(boundary: "B")
+        negative.append("a", "1")
+        negative.append("minus", body: stream(-10))
+        XCTAssertThrowsError(try negative.makeBody()) { error in
+            XCTAssertEqual((error as? HTTPClientError)?.code, .invalidRequest)
+            XCTAssertTrue("\(error)".contains("part 'minus' has a negative length"), "\(error)")
+        }
+        // After a part of unknown length too: the negative one is refused, not hidden by the chunked total.
+        var unknownFirst = MultipartForm(boundary: "B")
+        unknownFirst.append("live", body: .stream(AsyncStream<[UInt8]> { $0.finish() }))
+        unknownFirst.append("minus", body: stream(-1))
+        XCTAssertThrowsError(try unknownFirst.makeBody())
+    }
+
     func testMissingFilesFailWhenAddedAndContentTypesComeFromTheExtension() {
         var form = MultipartForm()
         XCTAssertThrowsError(try form.appendFile("f", path: "/nonexistent/dir/file.bin")) { error in

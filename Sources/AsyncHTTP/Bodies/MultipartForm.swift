@@ -94,13 +94,17 @@ public struct MultipartForm: Sendable {
     }
 
     /// The body and its `Content-Type` (`multipart/form-data; boundary=…`).
+    ///
+    /// - Throws: `HTTPClientError.Code.invalidRequest` for a fixed ``boundary`` found in a part, a part whose known
+    ///   length is negative, or a total length past `Int.max` (each names the part).
     public func makeBody(encoding: FormTextEncoding = .utf8) throws(HTTPClientError) -> (body: HTTPClientRequest.Body, contentType: String) {
         let boundary = try chooseBoundary(encoding: encoding)
         let delimiter = Array("--\(boundary)".utf8)
         // Segments alternate framing bytes (merged with in-memory content) and streamed bodies.
         enum Segment: Sendable {
             case bytes([UInt8])
-            case body(HTTPClientRequest.Body)
+            /// A streamed part's body, and the part's name (for a length error).
+            case body(HTTPClientRequest.Body, part: String)
         }
         var segments: [Segment] = []
         var pending: [UInt8] = []
@@ -124,7 +128,7 @@ public struct MultipartForm: Sendable {
                 } else {
                     segments.append(.bytes(pending))
                     pending = []
-                    segments.append(.body(body))
+                    segments.append(.body(body, part: part.name))
                 }
             }
             pending += Self.crlf
@@ -132,15 +136,33 @@ public struct MultipartForm: Sendable {
         pending += delimiter + Array("--".utf8) + Self.crlf
         segments.append(.bytes(pending))
 
+        // Added with overflow checks: a part's known length is the caller's (`.stream(_, length: .known(.max))` trapped
+        // here), and a negative one would have shrunk the form's Content-Length below what is sent.
         var total: Int? = 0
         var replayable = true
         for segment in segments {
+            let length: Int?
+            let part: String?
             switch segment {
-            case .bytes(let bytes): total = total.map { $0 + bytes.count }
-            case .body(let body):
-                total = body.length.flatMap { length in total.map { $0 + length } }
+            case .bytes(let bytes):
+                (length, part) = (bytes.count, nil)
+            case .body(let body, let name):
+                (length, part) = (body.length, name)
                 replayable = replayable && body.isReplayable
+                if let length, length < 0 {
+                    throw HTTPClientError(.invalidRequest, "multipart form part '\(name)' has a negative length (\(length))")
+                }
             }
+            guard let sum = total, let length else {
+                total = nil
+                continue
+            }
+            let (added, overflow) = sum.addingReportingOverflow(length)
+            if overflow {
+                throw HTTPClientError(.invalidRequest,
+                    "multipart form length overflows" + (part.map { " at part '\($0)' (its length is \(length))" } ?? ""))
+            }
+            total = added
         }
         // RFC 2046 §5.1.1: a boundary with characters a header parameter's token may not hold (`'()+,/:=?` and
         // space) goes in quotes; none of the boundary characters needs escaping inside them.
@@ -158,7 +180,7 @@ public struct MultipartForm: Sendable {
         for segment in segments {
             switch segment {
             case .bytes(let bytes): direct?.append(.bytes(bytes))
-            case .body(let body):
+            case .body(let body, _):
                 if let pieces = body.directPieces { direct?.append(contentsOf: pieces) } else { direct = nil }
             }
         }
@@ -173,7 +195,7 @@ public struct MultipartForm: Sendable {
                 switch segment {
                 case .bytes(let bytes):
                     pieces.append(.bytes(bytes))
-                case .body(let body):
+                case .body(let body, _):
                     // In-memory bodies were merged into the framing above; what is left here is a stream.
                     guard case .stream(_, _, let makeSource) = body.storage else { continue }
                     pieces.append(.source(try makeSource()))
