@@ -244,7 +244,18 @@ struct InflatingBody: AsyncSequence, Sendable {
         var outputWasFull = false
         var ended = false
 
+        /// A failure (the body cut short, an inflate error, a read error) drops the recorder's copy before it is
+        /// rethrown: the copy would be a truncated body, which ``HTTPClientResponse/rawCompressedBody`` never returns.
         mutating func next() async throws -> ArraySlice<UInt8>? {
+            do {
+                return try await step()
+            } catch {
+                recorder?.discard()
+                throw error
+            }
+        }
+
+        private mutating func step() async throws -> ArraySlice<UInt8>? {
             while !ended {
                 if pending.isEmpty && !outputWasFull {
                     guard let chunk = try await compressed.next() else {
@@ -298,7 +309,7 @@ final class RawBodyRecorder: Sendable {
 
     private enum State {
         case recording([UInt8])
-        /// More than ``limit`` bytes went by: nothing is kept.
+        /// More than ``limit`` bytes went by, or the body failed: nothing is kept.
         case overLimit
     }
 
@@ -319,7 +330,12 @@ final class RawBodyRecorder: Sendable {
         }
     }
 
-    /// The bytes recorded so far, or nil once the body went past ``limit``.
+    /// Drops the copy for good: the body failed, and what was recorded is not the whole of it.
+    func discard() {
+        storage.withLock { $0 = .overLimit }
+    }
+
+    /// The bytes recorded so far, or nil once the body went past ``limit`` or failed.
     var bytes: [UInt8]? {
         storage.withLock { state in
             if case .recording(let bytes) = state { return bytes }
