@@ -27,9 +27,11 @@ public struct MetricsMiddleware: HTTPClientMiddleware {
             let response = try await MeteredHop.$current.withValue(hop) { try await next(request) }
             let elapsed = start.duration(to: .now)
             let code = response.status.code
-            Timer(label: MetricName.requestDuration,
-                  dimensions: [("http.request.method", method.value), ("http.response.status_code", String(code))] + server,
-                  factory: factory).recordNanoseconds(Self.nanoseconds(elapsed))
+            var dimensions = [("http.request.method", method.value), ("http.response.status_code", String(code))]
+            // The conventions' error.type for a response: its status code, for a 4xx or 5xx (the tracing adapter's too).
+            if code >= 400 { dimensions.append(("error.type", String(code))) }
+            Timer(label: MetricName.requestDuration, dimensions: dimensions + server, factory: factory)
+                .recordNanoseconds(Self.nanoseconds(elapsed))
             Counter(label: MetricName.requests,
                     dimensions: [("http.request.method", method.value), ("http.response.status_class", Self.statusClass(code))],
                     factory: factory).increment()

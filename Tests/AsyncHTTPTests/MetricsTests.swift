@@ -73,6 +73,27 @@ final class MetricsTests: XCTestCase {
         XCTAssertEqual(metrics.counterTotal(label: "asynchttp.client.errors"), 0)
     }
 
+    /// OpenTelemetry's `error.type` for a 4xx or 5xx response is its status code, on the duration too (the tracing
+    /// adapter set it, the timer did not); a 2xx has none.
+    func testTheDurationOfA4xxCarriesTheStatusCodeAsErrorType() async throws {
+        let missing = try await get("/no-such-file")
+        XCTAssertEqual(missing.status.code, 404)
+        _ = try await get("/small.txt")
+        let port = String(try HTTPURL(base).port)
+        let timer = try metrics.expectTimer("http.client.request.duration", [
+            ("http.request.method", "GET"), ("http.response.status_code", "404"), ("error.type", "404"),
+            ("server.address", "127.0.0.1"), ("server.port", port),
+        ])
+        XCTAssertEqual(timer.values.count, 1)
+        let ok = try metrics.expectTimer("http.client.request.duration", [
+            ("http.request.method", "GET"), ("http.response.status_code", "200"),
+            ("server.address", "127.0.0.1"), ("server.port", port),
+        ])
+        XCTAssertEqual(ok.values.count, 1)
+        XCTAssertEqual(metrics.timers(label: "http.client.request.duration").count, 2)
+        XCTAssertEqual(metrics.counterTotal(label: "asynchttp.client.errors"), 0, "a response is not a failed request")
+    }
+
     func testErrorsAreCountedByKind() async throws {
         let port = try unusedPort()
         let error = await assertThrowsHTTPError(.connectFailed) {
