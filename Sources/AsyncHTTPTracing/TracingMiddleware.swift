@@ -203,9 +203,11 @@ final class TracedHop: Sendable {
         if first { span.end() }
     }
 
+    /// As ``failed(_:)``: `error.type` is the code's name, or `_OTHER` for an error that is not an `HTTPClientError`
+    /// (a `CancellationError` from the body's source), which left it unset, or a 4xx's status code in its place.
     func bodyFailed(_ error: any Error) {
         guard !(state.withLock { $0.ended }) else { return }
-        if let error = error as? HTTPClientError { span.attributes["error.type"] = error.code.rawValue }
+        span.attributes["error.type"] = (error as? HTTPClientError)?.code.rawValue ?? "_OTHER"
         span.recordError(error)
         span.setStatus(SpanStatus(code: .error))
         end()

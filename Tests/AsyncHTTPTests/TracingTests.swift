@@ -187,6 +187,28 @@ final class TracingTests: XCTestCase {
         XCTAssertEqual(span.status?.code, .error)
     }
 
+    /// A body that fails with an error that is not an HTTPClientError (a CancellationError from its source) gives
+    /// the span `error.type` `_OTHER`, as a failed request does; it was left unset.
+    func testABodyFailingWithAnotherErrorSetsErrorTypeOther() async throws {
+        let middleware = TracingMiddleware(tracer: tracer)
+        let response = try await middleware.intercept(HTTPClientRequest(url: "http://a.test/file")) { request in
+            HTTPClientResponse(status: .ok, headers: [:],
+                               body: HTTPClientResponse.Body(AsyncThrowingStream<ArraySlice<UInt8>, any Error> { continuation in
+                                   continuation.yield([1, 2, 3])
+                                   continuation.finish(throwing: CancellationError())
+                               }), url: try HTTPURL(request.url))
+        }
+        do {
+            _ = try await response.body.collect(upTo: 1 << 20)
+            XCTFail("the body's failure was not passed on")
+        } catch {}
+        let span = try XCTUnwrap(clientSpans().first)
+        XCTAssertEqual(span.int("http.response.status_code"), 200)
+        XCTAssertEqual(span.string("error.type"), "_OTHER")
+        XCTAssertEqual(span.status?.code, .error)
+        XCTAssertEqual(span.errors.count, 1)
+    }
+
     func testCredentialsNeverAppearInSpans() async throws {
         let base = try Peers.httpbin()
         let withUserinfo = base.replacingOccurrences(of: "://", with: "://alice:pw-s3cret@")
