@@ -249,6 +249,25 @@ final class RedirectMiddlewareTests: XCTestCase {
         XCTAssertEqual(response.url.fragment, "b%23c")
     }
 
+    /// A Location naming a non-ASCII host is followed to its IDNA ASCII form (Punycode), as curl does; the host was
+    /// percent-encoded and the URL refused (malformedResponse). The path's UTF-8 is still percent-encoded.
+    func testLocationWithANonASCIIHostIsFollowedToItsPunycodeForm() async throws {
+        let peer = ScriptedPeer([
+            .redirect(302, to: "http://bücher.example/x"),
+            .redirect(302, to: "//BÜCHER.example:8080/y?q=é"),
+            .init(.ok),
+        ])
+        let response = try await peer.send(HTTPClientRequest(url: "http://a.test/"), through: redirect())
+        XCTAssertEqual(response.status, .ok)
+        XCTAssertEqual(peer.requests.map(\.url), [
+            "http://a.test/", "http://xn--bcher-kva.example/x", "http://xn--bcher-kva.example:8080/y?q=%C3%A9",
+        ])
+        XCTAssertEqual(response.url.host, "xn--bcher-kva.example")
+        XCTAssertEqual(RedirectMiddleware.asciiHost("http://user:pä@bücher.example/ü"), "http://user:pä@xn--bcher-kva.example/ü",
+                       "only the host: the userinfo and the path are percent-encoded afterwards")
+        XCTAssertEqual(RedirectMiddleware.asciiHost("/bücher"), "/bücher", "no authority")
+    }
+
     func testFragmentOfTheRequestIsKeptWhenTheLocationHasNone() async throws {
         let peer = ScriptedPeer([.redirect(301, to: "/new"), .init(.ok)])
         let response = try await peer.send(HTTPClientRequest(url: "http://a.test/old#section"), through: redirect())

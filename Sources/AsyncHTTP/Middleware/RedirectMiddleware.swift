@@ -324,12 +324,13 @@ struct RedirectMiddleware: HTTPClientMiddleware {
     /// Resolves a `Location` value against the URL that sent it (RFC 3986 §5.2).
     ///
     /// Servers put raw spaces and UTF-8 in `Location` more often than they should; such bytes are
-    /// percent-encoded first (curl and browsers do the same) rather than failing the request. A scheme
+    /// percent-encoded first (curl and browsers do the same) rather than failing the request, and a non-ASCII
+    /// host goes to its IDNA ASCII form (``asciiHost(_:)``). A scheme
     /// other than http or https is refused (`HTTPClientError.Code.redirectRefused`), and so is one that would leave
     /// the Unix socket of an `http+unix` URL for another socket; a value that is still
     /// not a URL reference is a `HTTPClientError.Code.malformedResponse`.
     static func resolve(_ location: String, against base: HTTPURL) throws(HTTPClientError) -> HTTPURL {
-        let reference = percentEncodingInvalidBytes(String(Substring(location).trimmingWhitespace()))
+        let reference = percentEncodingInvalidBytes(asciiHost(String(Substring(location).trimmingWhitespace())))
         if let scheme = scheme(of: reference), scheme != "http", scheme != "https" {
             throw HTTPClientError(.redirectRefused,
                 "refused to follow a redirect to '\(HTTPURL.redacting(reference))': only http and https URLs are followed")
@@ -403,6 +404,18 @@ struct RedirectMiddleware: HTTPClientMiddleware {
             }
         }
         return String(decoding: encoded, as: UTF8.self)
+    }
+
+    /// The reference with a non-ASCII host in its authority (`http://bücher.example/x`) in its IDNA ASCII form
+    /// (`xn--bcher-kva.example`), as curl and browsers send it: percent-encoded, the URL parser refuses it. Unchanged
+    /// when the host is ASCII, an IP literal, or cannot be encoded (it is then percent-encoded, and refused, as before).
+    static func asciiHost(_ text: String) -> String {
+        let bytes = Array(text.utf8)
+        guard let authority = authorityRange(of: bytes) else { return text }
+        let host = hostRange(in: bytes, authority: authority)
+        guard bytes[host].contains(where: { $0 >= 0x80 }), bytes[host].first != UInt8(ascii: "["),
+              let ascii = IDNA.toASCII(String(decoding: bytes[host], as: UTF8.self)) else { return text }
+        return String(decoding: bytes[..<host.lowerBound] + Array(ascii.utf8) + bytes[host.upperBound...], as: UTF8.self)
     }
 
     /// Where a URI reference's authority is (RFC 3986 §3.2: after `scheme://` or a leading `//`, up to the first
