@@ -140,6 +140,8 @@ extension AhttpCommand {
     /// The options resolved, or a `UsageError` saying which value was wrong.
     func options() throws -> Options {
         var options = Options()
+        // First: -s mutes the warnings resolving the options may give (-H @FILE, -d @FILE that cannot be read).
+        options.silent = verbose.silent
         // --- http
         if let name = http.method {
             guard let method = HTTPRequest.Method(name) else { throw UsageError(message: "invalid method '\(name)'") }
@@ -147,13 +149,19 @@ extension AhttpCommand {
         }
         for line in http.headers {
             if line.hasPrefix("@") {
-                let text = String(decoding: try readFile(String(line.dropFirst())), as: UTF8.self)
+                // curl: a file that cannot be read is a warning, and no header (tool_getparam.c).
+                let path = String(line.dropFirst())
+                guard let bytes = try? readFile(path == "-" ? "/dev/stdin" : path) else {
+                    warn("Failed to open \(path)!", options)
+                    continue
+                }
+                let text = String(decoding: bytes, as: UTF8.self)
                 // "\r\n" is one Character in Swift: a file with CRLF line ends splits on it too.
                 for header in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" || $0 == "\r\n" }) where !header.isEmpty {
-                    options.headers.append(try parseHeader(String(header)))
+                    if let header = parseHeader(String(header)) { options.headers.append(header) }
                 }
-            } else {
-                options.headers.append(try parseHeader(line))
+            } else if let header = parseHeader(line) {
+                options.headers.append(header)
             }
         }
         options.userAgent = http.userAgent
@@ -457,15 +465,16 @@ private func readDataFile(_ path: String, _ options: Options) -> [UInt8] {
     }
 }
 
-/// `-H` as curl reads it: `Name: value`; `Name:` removes a header ahttp would send; `Name;` sends it empty.
-func parseHeader(_ line: String) throws -> (name: String, value: String, remove: Bool) {
+/// `-H` as curl reads it: `Name: value`; `Name:` removes a header ahttp would send; `Name;` sends it empty; anything
+/// else (`-H ''`, `-H foo`) is nil, no header, as libcurl passes over a custom header without a colon or semicolon.
+func parseHeader(_ line: String) -> (name: String, value: String, remove: Bool)? {
     if let colon = line.firstIndex(of: ":") {
         let name = String(line[..<colon])
         let value = String(line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" })
         return (name, value, value.isEmpty)
     }
     if line.hasSuffix(";") { return (String(line.dropLast()), "", false) }
-    throw UsageError(message: "header '\(line)' has no colon")
+    return nil
 }
 
 /// `--url-query`: as `--data-urlencode` encodes, except that a leading '+' sends the rest as it is.
