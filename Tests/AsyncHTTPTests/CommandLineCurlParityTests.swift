@@ -594,6 +594,12 @@ final class CommandLineCurlParityTests: XCTestCase {
                     url {httpbin}/headers
 
                     """]),
+            Row(name: "-K: a comment after an option without a value, an unknown option",
+                arguments: ["-K", "cfg"], stderrPresence: true,
+                inputs: ["cfg": "silent # be quiet\nbogus-option\nurl = \"{httpbin}/base64/Y29uZmln\"\n"]),
+            Row(name: "-K: an option without its value, a value after a flag, muted by -s",
+                arguments: ["-s", "-K", "cfg", "{httpbin}/base64/dHdv"], stderrPresence: true,
+                inputs: ["cfg": "output\ninclude yes\nbogus-option value\n"]),
             Row(name: "-K with command-line options around it", arguments: ["-s", "-K", "cfg", "-A", "after/1", "{httpbin}/user-agent"],
                 inputs: ["cfg": "header = \"X-From-Config: 1\"\n"]),
             Row(name: "-w @file", arguments: ["-s", "-o", "/dev/null", "-w", "@format.txt", "{httpbin}/status/202"],

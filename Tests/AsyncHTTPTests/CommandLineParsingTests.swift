@@ -33,6 +33,41 @@ final class CommandLineParsingTests: XCTestCase {
                        ["--silent", "--url", "http://x/", "-o", "out", "-u", "a:b"])
     }
 
+    /// A config line curl passes over with a warning used to end the command: `silent # be quiet` fetched `http://#`
+    /// (exit 3), an unknown option exited 2. As curl 7.88: warned of (curl's words and line wrapping), passed over,
+    /// the flag still applied; muted after -s.
+    func testConfigFileLinesCurlPassesOverAreWarnedOf() throws {
+        var warnings: [String] = []
+        let text = "show-error # be loud\nbogus-option\nbogus-too value\noutput\nverbose #\nurl = \"http://x/\"\n-o out # c\nsilent # q\nbogus-muted\n"
+        XCTAssertEqual(try parseConfigFile(text, name: "w.cfg", warn: { warnings.append($0) }),
+                       ["--show-error", "--verbose", "--url", "http://x/", "-o", "out", "--silent"])
+        XCTAssertEqual(warnings, [
+            "w.cfg:1: warning: 'show-error' uses unquoted whitespace in the line that may cause side-effects!",
+            "w.cfg:1: warning: 'show-error' had unsupported trailing garbage",
+            "w.cfg:2: warning: 'bogus-option' is unknown",
+            "w.cfg:3: warning: 'bogus-too' is unknown",
+            "w.cfg:4: warning: 'output' requires parameter",
+            "w.cfg:5: warning: 'verbose' had unsupported trailing garbage",
+            "w.cfg:8: warning: 'silent' uses unquoted whitespace in the line that may cause side-effects!",
+        ])
+        XCTAssertEqual(curlWarningLines(warnings[0]), "Warning: w.cfg:1: warning: 'show-error' uses unquoted whitespace in the line \n"
+                                                      + "Warning: that may cause side-effects!\n")
+        XCTAssertEqual(curlWarningLines("w.cfg:2: warning: 'bogus-option' is unknown"), "Warning: w.cfg:2: warning: 'bogus-option' is unknown\n")
+        // -s before the -K (alone or in a group of flags) mutes them; -o's value "s" does not.
+        for (arguments, count) in [(["-K", "c"], 1), (["-s", "-K", "c"], 0), (["-Ss", "-K", "c"], 0), (["-os", "-K", "c"], 1),
+                                   (["-s", "--no-silent", "-K", "c"], 1)] {
+            var seen: [String] = []
+            let expanded = try expandConfigFiles(arguments, read: { _ in Array("bogus\nurl http://x/\n".utf8) }, warn: { seen.append($0) })
+            XCTAssertEqual(seen.count, count, "\(arguments): \(seen)")
+            XCTAssertEqual(Array(expanded.suffix(2)), ["--url", "http://x/"])
+        }
+        XCTAssertEqual(configOptionKind("--silent"), .flag)
+        XCTAssertEqual(configOptionKind("--no-location"), .flag)
+        XCTAssertEqual(configOptionKind("--output"), .value)
+        XCTAssertEqual(configOptionKind("-H"), .value)
+        XCTAssertEqual(configOptionKind("--bogus-option"), .unknown)
+    }
+
     func testConfigFilesAreSplicedWhereTheyStandAndNotAfterTheTerminator() throws {
         let files = ["a.cfg": "silent\nconfig = b.cfg\n", "b.cfg": "-o x\n"]
         let read: (String) throws -> [UInt8] = { path in
