@@ -156,14 +156,22 @@ func isSpecialFile(_ path: String) -> Bool {
     return stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG && (info.st_mode & S_IFMT) != S_IFDIR
 }
 
+/// Whether an -o file gets a response whatever its status: with --fail-with-body (curl writes the error page, then
+/// exits 22) and with -I (the head is what was asked for). Otherwise a non-2xx status leaves the file alone.
+func writesErrorResponses(_ options: Options) -> Bool {
+    options.failWithBody || options.headOnly
+}
+
 /// -o / -O: the body goes to `path` atomically (a temporary file beside, renamed into place when complete); a
-/// non-2xx status leaves the file alone. Returns the response's status code and the bytes received.
+/// non-2xx status leaves the file alone unless ``writesErrorResponses(_:)``. Returns the response's status code,
+/// the bytes received and whether the file was written.
 func downloadToFile(
     _ client: HTTPClient, _ request: HTTPClientRequest, path: String, options: Options, heads: () -> String
-) async throws -> (status: Int, size: Int, url: String, redirects: Int) {
+) async throws -> (status: Int, size: Int, url: String, written: Bool) {
     // --retry as without -o FILE: an error status leaves the file alone, so a retry's answer can still replace it.
+    let downloadOptions = DownloadOptions(resume: options.bodies.resume, writesErrorResponses: writesErrorResponses(options))
     let result = try await retrying(options: options, status: { ($0.status.code, $0.headers[.retryAfter]) }) {
-        try await client.download(request, to: path, options: DownloadOptions(resume: options.bodies.resume))
+        try await client.download(request, to: path, options: downloadOptions)
     }
     if (options.includeHeaders || options.headOnly) && result.written {
         // As curl: -i puts the heads in the output file, before the body.
@@ -174,7 +182,7 @@ func downloadToFile(
         }
         try prependAtomically(Array(head.utf8), to: path)
     }
-    return (result.status.code, result.bytesReceived, result.url.description, 0)
+    return (result.status.code, result.bytesReceived, result.url.description, result.written)
 }
 
 /// -J: where the body of `response` goes: the Content-Disposition name made safe (its last path component, no

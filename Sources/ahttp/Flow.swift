@@ -240,6 +240,8 @@ struct ParallelBody: Sendable {
     var bodyBytes: Int
     /// -f refused the status: nothing of the body was read.
     var refused: Bool
+    /// --fail-with-body (or -f with -I) refused the status after its body (or head) was written: exit 22.
+    var failedAfterWriting = false
     /// An error status that was not written over the user's file (as without -Z).
     var leftFileAlone: Bool
     /// The file written, for `%{filename_effective}`.
@@ -262,7 +264,8 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
                                                cancelsAllOnFailure: options.flow.failEarly)
     if let meter { configuration.onEvent = { meter.event($0) } }
     let includeHead = options.includeHeaders || options.headOnly
-    let refuses = options.fail && !options.failWithBody
+    // -f reads no body of a status it refuses; with -I the head is written first, as without -Z.
+    let refuses = options.fail && !options.failWithBody && !options.headOnly
     // --fail-early with -f: the member whose status -f refuses stops the batch from its handler, before the member
     // ends and frees its slot (stopped from the results loop, the next transfer had already started, and could
     // finish and print).
@@ -283,6 +286,7 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
         let head = ReceivedHead(status: response.status, version: response.version, headers: response.headers)
         var result = ParallelBody(head: head, url: response.url.description, spool: nil, bodyBytes: 0,
                                   refused: refuses && response.status.code >= 400, leftFileAlone: false)
+        result.failedAfterWriting = !result.refused && response.status.code >= 400 && (options.fail || options.failWithBody)
         if result.refused, options.flow.failEarly {
             stoppedEarly.withLock { $0 = true }
             running.withLock { $0 }?.cancelAll()
@@ -291,7 +295,7 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
         let headText = includeHead ? Array(head.text.utf8) : []
         switch jobs[member.id].destination {
         case .file(let path):
-            guard (200..<300).contains(response.status.code) else {
+            guard (200..<300).contains(response.status.code) || writesErrorResponses(options) else {
                 // As without -Z: an error page or a redirect's body does not replace the user's file.
                 result.leftFileAlone = true
                 for try await chunk in response.body { result.bodyBytes += chunk.count }
@@ -388,6 +392,10 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
                             outcome.exitCode = 23
                             outcome.errorMessage = "\(error)"
                         }
+                    }
+                    if outcome.exitCode == 0, body.failedAfterWriting {
+                        outcome.exitCode = 22
+                        outcome.errorMessage = "The requested URL returned error: \(body.head.status.code)"
                     }
                 case .failure(let error):
                     // With --fail-early the others fail as cancelled: only the first failure is reported.

@@ -246,8 +246,9 @@ func parseCommandLine(_ raw: [String]) -> CommandLineOutcome {
         return .exit(0)
     }
     let command: AhttpCommand
+    var arguments = raw
     do {
-        let arguments = try expandConfigFiles(raw)
+        arguments = try expandConfigFiles(raw)
         command = try AhttpCommand.parse(arguments)
         if command.curl.showVersion {  // curl's -V: the version, whatever else is on the line
             printStdout((AhttpCommand.configuration.version) + "\nProtocols: http https\n")
@@ -269,7 +270,9 @@ func parseCommandLine(_ raw: [String]) -> CommandLineOutcome {
         return .exit(2)
     }
     do {
-        return .run(try command.options())
+        let options = try command.options()
+        if options.fail && options.failWithBody { throw failAndFailWithBody(arguments) }
+        return .run(options)
     } catch let error as UsageError {
         printError(error.message)
         if error.exitCode == 2 { printError("try 'ahttp --help' for more information") }
@@ -278,6 +281,15 @@ func parseCommandLine(_ raw: [String]) -> CommandLineOutcome {
         printError("\(error)")
         return .exit(2)
     }
+}
+
+/// curl's refusal of -f with --fail-with-body (exit 2, PARAM_BAD_USE), naming the one given last as curl names the
+/// option that made the pair.
+func failAndFailWithBody(_ arguments: [String]) -> UsageError {
+    let withBody = arguments.lastIndex(of: "--fail-with-body") ?? -1
+    let fail = arguments.lastIndex { $0 == "--fail" || $0 == "-f" } ?? -1
+    return UsageError(message: "You must select either --fail or --fail-with-body, not both.\n"
+                      + "ahttp: option \(withBody > fail ? "--fail-with-body" : "-f"): is badly used here")
 }
 
 func run() async -> Int32 {
@@ -505,9 +517,12 @@ func run() async -> Int32 {
                 outcome.bodyBytes = download.size
                 outcome.effectiveURL = target.shown(download.url)
                 try headerDump?.write(heads(recorder.record, fallback: nil, suppressingConnect: options.suppressConnectHeaders))
-                if !(200..<300).contains(download.status) {  // the file was left alone: say so, as curl -f
+                if !download.written {  // an error status left the file alone: say so, as curl -f
                     result = 22
                     outcome.errorMessage = "The requested URL returned error: \(download.status) (\(path) left as it was)"
+                } else if download.status >= 400 && (options.fail || options.failWithBody) {
+                    result = 22  // --fail-with-body (or -f -I): written, and refused as curl refuses it
+                    outcome.errorMessage = "The requested URL returned error: \(download.status)"
                 }
             case .namedByServer(let directory, let fallback):
                 let download = try await downloadNamedByServer(client, request, directory: directory, fallback: fallback, options: options)

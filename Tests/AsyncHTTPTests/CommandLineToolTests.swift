@@ -77,6 +77,53 @@ final class CommandLineToolTests: XCTestCase {
         XCTAssertEqual(head.stdout, "HEAD")
     }
 
+    /// curl: `--fail-with-body -o FILE` writes the error page to FILE and exits 22; `-I -o FILE` writes a 404's head
+    /// and exits 0 (22 with -f, the head written still); -Z the same. ahttp left the file alone and exited 22 for
+    /// both. A plain `-o` still leaves the file alone (docs/cli.md). `-f` with `--fail-with-body` is curl's usage
+    /// error, exit 2, where ahttp took the pair.
+    func testFailWithBodyWritesTheErrorPageToTheFileAndHeadOnlyWritesTheHead() throws {
+        let fault = try FaultServer(script: FaultScript { _, _ in [.response("no such page", status: "404 Not Found")] })
+        defer { fault.stop() }
+        let page = "http://127.0.0.1:\(fault.port)/missing"
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ahttp-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("o.txt").path
+        func contents() throws -> String { try String(contentsOfFile: file, encoding: .utf8) }
+        for extra in [[], ["-Z"]] {
+            try Data("old".utf8).write(to: URL(fileURLWithPath: file))
+            let withBody = try ahttp(["-sS", "--fail-with-body"] + extra + ["-o", file, page])
+            XCTAssertEqual(withBody.status, 22, "\(extra): \(withBody.stderr)")
+            XCTAssertTrue(withBody.stderr.contains("returned error: 404"), withBody.stderr)
+            XCTAssertEqual(try contents(), "no such page", "\(extra)")
+
+            try Data("old".utf8).write(to: URL(fileURLWithPath: file))
+            let head = try ahttp(["-s", "-I"] + extra + ["-o", file, server.url("/status/404")])
+            XCTAssertEqual(head.status, 0, "\(extra): \(head.stderr)")
+            XCTAssertTrue(try contents().hasPrefix("HTTP/1.1 404 Not Found\r\n"), "\(extra): \((try? contents()) ?? "")")
+
+            try Data("old".utf8).write(to: URL(fileURLWithPath: file))
+            let failed = try ahttp(["-s", "-f", "-I"] + extra + ["-o", file, server.url("/status/404")])
+            XCTAssertEqual(failed.status, 22, "\(extra): \(failed.stderr)")
+            XCTAssertTrue(try contents().hasPrefix("HTTP/1.1 404 Not Found\r\n"), "\(extra): \((try? contents()) ?? "")")
+
+            try Data("old".utf8).write(to: URL(fileURLWithPath: file))
+            let plain = try ahttp(["-s"] + extra + ["-o", file, page])
+            XCTAssertEqual(plain.status, 22, "\(extra): \(plain.stderr)")
+            XCTAssertEqual(try contents(), "old", "\(extra): a plain -o leaves the file alone")
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path), ["o.txt"])
+
+        let served = fault.requestsReceived
+        for (arguments, named) in [(["-f", "--fail-with-body"], "--fail-with-body"), (["--fail-with-body", "-f"], "-f")] {
+            let both = try ahttp(arguments + [page])
+            XCTAssertEqual(both.status, 2, "\(arguments): \(both.stderr)")
+            XCTAssertTrue(both.stderr.contains("You must select either --fail or --fail-with-body, not both."), both.stderr)
+            XCTAssertTrue(both.stderr.contains("option \(named): is badly used here"), both.stderr)
+        }
+        XCTAssertEqual(fault.requestsReceived, served, "nothing sent")
+    }
+
     func testVersionFlagPrintsTheVersion() throws {
         for flag in ["-V", "--version"] {
             let result = try ahttp([flag])
