@@ -20,9 +20,11 @@ extension HTTPClient {
         /// ``totalTimeout``. A request's own ``HTTPClientRequest/lowSpeedLimit`` replaces it.
         public var lowSpeedLimit: LowSpeedLimit?
         /// How often an idempotent request with a replayable body is retried after a timeout
-        /// (ASIHTTPRequest's `numberOfTimesToRetryOnTimeout`, default 0 there too).
+        /// (ASIHTTPRequest's `numberOfTimesToRetryOnTimeout`, default 0 there too). Never once the total deadline
+        /// (``totalTimeout``, `HTTPClientRequest.timeout`) has passed, whichever wait it cut short.
         public var retriesOnTimeout = 0
         /// Connections per host (scheme, host, port). 8: async-http-client's default; browsers use 6.
+        /// `Int.max` is no limit.
         public var maxConnectionsPerHost = 8
         /// How long an unused keep-alive connection is kept. 60 s: ASIHTTPRequest's default; Go uses 90 s.
         /// A server's `Keep-Alive: timeout=N` shortens it.
@@ -44,7 +46,7 @@ extension HTTPClient {
         /// Middleware run in front of the pool, outermost first, after the built-in chain
         /// (the built-in members are listed where the chain is built: `HTTPClient+Middleware.swift`).
         public var middleware: [any HTTPClientMiddleware] = []
-        /// How redirects are followed: up to 10, 301/302/303 as GET, no https → http (see ``RedirectPolicy``).
+        /// How redirects are followed: up to 10, a POST answered 301/302 and anything but HEAD answered 303 as GET, no https → http (see ``RedirectPolicy``).
         /// ``HTTPClientRequest/redirectPolicy`` overrides it per request.
         public var redirectPolicy = RedirectPolicy()
         /// Where cookies are kept between requests; nil turns cookie handling off for the client.

@@ -208,7 +208,10 @@ final class HTTP1Transport: Sendable {
             trip.fresh = true
             return nil
         case .final(let error):
+            // A wait bounded by the total deadline too (DNS, connect, the TLS handshake, SOCKS, the pool) names its
+            // own phase; once that deadline has passed, no retry can finish in time, so none is made.
             if error.code == .timeout, trip.timeoutRetries > 0, error.timeoutPhase != .total,
+               trip.deadlines.total.map({ MonotonicTime.now < $0 }) ?? true,
                trip.request.method.isIdempotent, trip.prepared.isReplayable {
                 trip.timeoutRetries -= 1
                 settings.logger.debug("timed out, retrying",
@@ -393,15 +396,20 @@ final class HTTP1Transport: Sendable {
             "the server closed the connection for \(key.host) in the middle of the NTLM handshake; NTLM needs a keep-alive connection")
     }
 
+    /// How many idle connections one lease tries before it opens a fresh one.
+    private static let maxReuseRounds = 64
+
     nonisolated(nonsending) private func acquire(
         _ key: ConnectionKey, fresh: Bool, pin: ConnectionPin?, deadlines: Deadlines, retryable: Bool
     ) async throws(HTTPClientError) -> HTTP1Lease {
         let logger = settings.connectionLogger ?? settings.logger
         var fresh = fresh
         // Bounded: each round either returns or closes one idle connection that looked dead; after as many
-        // rounds as the pool can hold idle connections, a fresh lease (which never reuses) ends it.
-        for round in 0...(settings.maxConnectionsPerHost + 1) {
-            if round > settings.maxConnectionsPerHost { fresh = true }
+        // rounds as the pool can hold idle connections (at most `maxReuseRounds`: a limit of `Int.max` overflowed
+        // the range), a fresh lease (which never reuses) ends it.
+        let reuseRounds = min(settings.maxConnectionsPerHost, Self.maxReuseRounds)
+        for round in 0...(reuseRounds + 1) {
+            if round > reuseRounds { fresh = true }
             switch try await pool.lease(key, fresh: fresh, deadline: deadlines.total) {
             case .reuse(let connection):
                 let lease = ConnectionLease(connection, pool: pool, pin: pin)
