@@ -168,6 +168,7 @@ func writesErrorResponses(_ options: Options) -> Bool {
 func downloadToFile(
     _ client: HTTPClient, _ request: HTTPClientRequest, path: String, options: Options, heads: () -> String
 ) async throws -> (status: Int, size: Int, url: String, written: Bool) {
+    if let refusal = refusingDirectoryOutput(path) { throw refusal }
     // --retry as without -o FILE: an error status leaves the file alone, so a retry's answer can still replace it.
     let downloadOptions = DownloadOptions(resume: options.bodies.resume, writesErrorResponses: writesErrorResponses(options))
     let result = try await retrying(options: options, status: { ($0.status.code, $0.headers[.retryAfter]) }) {
@@ -286,19 +287,28 @@ func resolvingSymbolicLinks(_ path: String) -> String {
     return path
 }
 
-/// Runs `applyBodies`, printing a failure; curl's exit code for it, or nil when the request is ready.
+/// Runs `applyBodies`, printing a failure (not under -s without -S, as curl); curl's exit code for it, or nil when the
+/// request is ready.
 func applyBodiesReporting(_ options: Options, to request: inout HTTPClientRequest) -> Int32? {
     do {
         try applyBodies(options, to: &request)
         return nil
     } catch let error as HTTPClientError {
-        printError(error.message)
+        if options.showsErrors { printError(error.message) }
         return 26  // CURLE_READ_ERROR: a file to send could not be read
     } catch let error as UsageError {
-        printError(error.message)
+        if options.showsErrors { printError(error.message) }
         return 26
     } catch {
-        printError("\(error)")
+        if options.showsErrors { printError("\(error)") }
         return 26
     }
+}
+
+/// curl's write error (23) for an -o that names a directory: it cannot open it for writing. (The library refuses
+/// such a destination as an invalid request, 43.)
+func refusingDirectoryOutput(_ path: String) -> UsageError? {
+    var info = stat()
+    guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return nil }
+    return UsageError(message: "cannot write '\(path)': Is a directory", exitCode: 23)
 }

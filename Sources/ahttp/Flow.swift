@@ -302,6 +302,7 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
                 return result
             }
             do {
+                if let refusal = refusingDirectoryOutput(path) { throw refusal }
                 result.bodyBytes = try await response.body.write(toFileAtPath: path)
                 if !headText.isEmpty { try prependAtomically(headText, to: path) }
                 result.outputFile = path
