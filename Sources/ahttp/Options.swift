@@ -15,6 +15,8 @@ struct Options {
     var json = false
     /// -G: the data goes into the URL's query.
     var getWithQuery = false
+    /// --path-as-is: the URL's `/./` and `/../` are sent as they are (curl squashes them by default).
+    var pathAsIs = false
     /// --url-query parts, already encoded, joined with '&'.
     var urlQuery: [String] = []
     /// -o values, the n-th for the n-th URL.
@@ -339,6 +341,7 @@ extension AhttpCommand {
         if !curl.config.isEmpty {
             throw UsageError(message: "-K inside a group of short options (as in -sK) is not read; write it on its own: -s -K FILE")
         }
+        options.pathAsIs = curl.pathAsIs
         options.flow.parallel = curl.parallel
         if let text = curl.parallelMax {
             // curl (tool_getparam.c): above 300 is capped at 300, below 1 is its default, 50.

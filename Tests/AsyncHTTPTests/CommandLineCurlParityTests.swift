@@ -225,6 +225,8 @@ final class CommandLineCurlParityTests: XCTestCase {
             Row(name: "a fragment is shown, never sent", arguments: ["-s", "-g"] + codes + ["{nginx}/small.txt#part{1}"]),
             Row(name: "an empty query and fragment are not shown", arguments: ["-s"] + codes + ["{nginx}/small.txt?#"]),
             Row(name: "a space is refused: 3", arguments: ["-s"] + codes + ["{nginx}/a b"]),
+            Row(name: "dot segments are removed", arguments: ["-s"] + codes + ["{nginx}/x/../y/./small.txt/.."]),
+            Row(name: "--path-as-is keeps them", arguments: ["-s", "--path-as-is"] + codes + ["{nginx}/x/../small.txt"]),
         ], values: try peerValues())
     }
 

@@ -229,6 +229,21 @@ final class CommandLineParsingTests: XCTestCase {
         XCTAssertEqual(path, "café", "-O names the file as typed, as curl")
     }
 
+    /// curl removes the path's dot segments (RFC 3986 remove_dot_segments), and --path-as-is keeps them; ahttp sent
+    /// them as typed.
+    func testDotSegmentsAreRemovedUnlessPathAsIs() throws {
+        func target(_ raw: String, _ arguments: [String] = []) throws -> TransferTarget {
+            TransferTarget(raw, options: try AhttpCommand.parse(arguments + [raw]).options())
+        }
+        XCTAssertEqual(try target("http://h/x/../echo/./a").url, "http://h/echo/a")
+        XCTAssertEqual(try target("http://h/x/../echo/./a").display, "http://h/echo/a", "%{url_effective} as curl's")
+        XCTAssertEqual(try target("http://h/a/b/..?q=/../x#/./f").url, "http://h/a/?q=/../x#/./f", "the path only")
+        XCTAssertEqual(try target("http://h/..").url, "http://h/")
+        XCTAssertEqual(try target("http://h/a/.%2e/b").url, "http://h/a/.%2e/b", "an encoded dot is not a dot, as curl")
+        XCTAssertEqual(try target("http://h/x/../echo/./a", ["--path-as-is"]).url, "http://h/x/../echo/./a")
+        XCTAssertEqual(try target("http://h/x/../a", ["--path-as-is", "--no-path-as-is"]).url, "http://h/a")
+    }
+
     /// curl takes the next argument as the value of an option that has one, even when it begins with '-', for
     /// repeatable options too (ArgumentParser's `.singleValue` took `-x` for the proxy option).
     func testRepeatableOptionsTakeADashValue() throws {
