@@ -388,6 +388,9 @@ struct CurlArguments: ParsableArguments {
     var disable = false
     @Flag(name: [.customShort("g"), .customLong("globoff")], help: "Accepted for curl's sake: ahttp does not glob URLs ({a,b}, [1-3]).")
     var globoff = false
+    @Flag(name: .customLong("path-as-is"), inversion: .prefixedNo, exclusivity: .chooseLast,
+          help: "Do not squash .. sequences in URL path.")
+    var pathAsIs = false
     @Flag(name: .customShort("V"), help: "Show the version and exit (as --version).")
     var showVersion = false
     @Flag(name: [.customShort("Z"), .customLong("parallel")], help: "Run the URLs at once.")

@@ -62,7 +62,7 @@ struct TransferTarget {
             }
             url = base + fragment
         }
-        (self.url, self.display) = Self.curlReadyURL(url)
+        (self.url, self.display) = Self.curlReadyURL(url, pathAsIs: options.pathAsIs)
     }
 
     /// curl sends what the user typed where AsyncHTTP's `HTTPURL` (RFC 3986, strictly) refuses it: JSON in a query
@@ -72,8 +72,9 @@ struct TransferTarget {
     /// a `%` not followed by two hex digits (as `%25`), and a `#` inside the fragment. White space and control
     /// characters stay: curl refuses them too (exit 3). The scheme and the authority are left as they are (curl
     /// converts a non-ASCII host to punycode with libidn2; AsyncHTTP has no IDNA, so such a host is still refused).
-    /// Returns the URL to send and the URL to show (`display`).
-    static func curlReadyURL(_ url: String) -> (send: String, display: String) {
+    /// The path's `.` and `..` segments are removed (RFC 3986 §5.2.4, as curl squashes them) unless `pathAsIs`
+    /// (--path-as-is). Returns the URL to send and the URL to show (`display`).
+    static func curlReadyURL(_ url: String, pathAsIs: Bool = false) -> (send: String, display: String) {
         let bytes = Array(url.utf8)
         guard let colon = (0..<max(0, bytes.count - 2)).first(where: {
             bytes[$0] == UInt8(ascii: ":") && bytes[$0 + 1] == UInt8(ascii: "/") && bytes[$0 + 2] == UInt8(ascii: "/")
@@ -85,7 +86,8 @@ struct TransferTarget {
         let prefix = Array(bytes[..<index])
         var pathEnd = index
         while pathEnd < bytes.count, bytes[pathEnd] != UInt8(ascii: "?"), bytes[pathEnd] != UInt8(ascii: "#") { pathEnd += 1 }
-        let path = bytes[index..<pathEnd]
+        let path = pathAsIs ? bytes[index..<pathEnd]
+            : Array(URIReference.removeDotSegments(String(decoding: bytes[index..<pathEnd], as: UTF8.self)).utf8)[...]
         var query: ArraySlice<UInt8>?
         var fragment: ArraySlice<UInt8>?
         var position = pathEnd
