@@ -145,6 +145,26 @@ final class CommandLineBodiesTests: XCTestCase {
         try await server.shutdown()
     }
 
+    /// curl: `-o DIR` cannot be written, exit 23 (ahttp exited 43, the library's invalid request), with -Z too; a
+    /// `-F name=@FILE` that cannot be read exits 26 without a word under -s (ahttp printed its error), and with it
+    /// under -sS.
+    func testOutputToADirectoryExits23AndAnUnreadableFormFileIsSilentUnderS() async throws {
+        let server = try await NIOTestServer()
+        let directory = try temporaryDirectory()
+        for extra in [[], ["-Z"]] {
+            let result = try runAhttp(["-s"] + extra + ["-o", directory.path, server.url("/bytes?n=3")])
+            XCTAssertEqual(result.status, 23, "\(extra): \(result.stderr)")
+        }
+        let missing = directory.appendingPathComponent("nope.txt").path
+        let silent = try runAhttp(["-s", "-F", "f=@\(missing)", server.url("/echo")])
+        XCTAssertEqual(silent.status, 26)
+        XCTAssertEqual(silent.stderr, "")
+        let shown = try runAhttp(["-sS", "-F", "f=@\(missing)", server.url("/echo")])
+        XCTAssertEqual(shown.status, 26)
+        XCTAssertTrue(shown.stderr.contains("nope.txt"), shown.stderr)
+        try await server.shutdown()
+    }
+
     func testRemoteNameWritesIntoTheCurrentDirectory() throws {
         let nginx = try Peers.nginx()
         let written = FileManager.default.currentDirectoryPath + "/small.txt"
