@@ -412,7 +412,15 @@ extension AhttpCommand {
             case .raw:
                 bytes = Array(text.utf8)
             case .urlencode:
-                bytes = try dataURLEncode(text)
+                if !text.contains("="), let at = text.firstIndex(of: "@"),
+                   (try? readFile(String(text[text.index(after: at)...]))) == nil {
+                    // curl: [name]@FILE that cannot be read warns (naming the whole argument) and adds nothing, not
+                    // even the name.
+                    warn("Couldn't read data from file \"\(text)\", this makes an empty POST.", options)
+                    bytes = []
+                } else {
+                    bytes = try dataURLEncode(text)
+                }
             }
             if kind == .json { options.json = true }
             if let existing = options.data {

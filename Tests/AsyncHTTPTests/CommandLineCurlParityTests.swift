@@ -688,6 +688,10 @@ final class CommandLineCurlParityTests: XCTestCase {
             Row(name: "TLS to a plain-http port: 35", arguments: ["-s", "https://127.0.0.1:{nginxport}/"]),
             Row(name: "untrusted certificate: 60", arguments: ["-s", "{nginxs}/small.txt"]),
             Row(name: "-d @missing warns and posts nothing", arguments: ["-s", "-A", "p/1", "-d", "@nope.txt", "{httpbin}/post"]),
+            Row(name: "--data-urlencode name@missing warns and posts nothing", arguments: ["-A", "p/1", "--data-urlencode", "a@nope.txt",
+                                                                                        "-o", "out.json", "{httpbin}/post"],
+                files: ["out.json"], stderrPresence: true),
+            Row(name: "…between other data", arguments: ["-s", "-A", "p/1", "-d", "x=1", "--data-urlencode", "@nope.txt", "-d", "y=2", "{httpbin}/post"]),
             Row(name: "-T missing file: 26", arguments: ["-s", "-T", "nope.txt", "{httpbin}/put"]),
         ], values: values)
     }

@@ -346,6 +346,12 @@ final class CommandLineParsingTests: XCTestCase {
         XCTAssertEqual(negated.data, Array("-".utf8), "a value that begins with a dash is a value")
     }
 
+    /// --data-urlencode name@FILE with a file that cannot be read exited 2; curl warns and adds nothing.
+    func testDataURLEncodeOfAMissingFileIsEmpty() throws {
+        let options = try AhttpCommand.parse(["-s", "-d", "x=1", "--data-urlencode", "a@/nonexistent/data.txt", "http://u/"]).options()
+        XCTAssertEqual(options.data.map { String(decoding: $0, as: UTF8.self) }, "x=1&")
+    }
+
     func testHelpCategoriesCutOneGroup() {
         let help = AhttpCommand.helpMessage(columns: 100)
         let tls = categoryHelp("tls", fullHelp: help) ?? ""
