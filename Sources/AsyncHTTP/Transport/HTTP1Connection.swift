@@ -62,12 +62,17 @@ final class HTTP1Connection: @unchecked Sendable {
         return min(wanted, pacedCredit)
     }
 
+    /// The answers on this connection come from an HTTP proxy (a request in absolute form, or `CONNECT`): its
+    /// `Proxy-Connection` counts as `Connection` does (``HTTP1ResponseHead/proxyKeepsAlive``).
+    var answersAsProxy: Bool
+
     init(id: Int, key: ConnectionKey, socket: Socket, tls: TLSStream?, limits: HTTP1ResponseParser.Limits) {
         self.id = id
         self.key = key
         self.socket = socket
         self.tls = tls
         self.parser = HTTP1ResponseParser(limits: limits)
+        answersAsProxy = key.proxy?.isHTTP == true && !key.tunnelsThroughProxy
     }
 
     var wasReused: Bool { machine.wasReused }
@@ -328,7 +333,7 @@ final class HTTP1Connection: @unchecked Sendable {
     /// transfer coding under chunked is set up to be undone as the body is read (RFC 9112 §7: it is hop-by-hop).
     private func accept(_ head: HTTP1ResponseHead) throws(HTTPClientError) {
         if case .refuse(let reason) = machine.headReceived(
-            keepAlive: head.keepAlive, keepAliveMax: head.keepAliveMax, keepAliveTimeout: head.keepAliveTimeout) {
+            keepAlive: answersAsProxy ? head.proxyKeepsAlive : head.keepAlive, keepAliveMax: head.keepAliveMax, keepAliveTimeout: head.keepAliveTimeout) {
             throw .malformedResponse(reason)
         }
         transferDecoder = head.transferCoding.map { TransferCodingDecoder(coding: $0, limits: transferDecodingLimits) }

@@ -66,6 +66,7 @@ enum ProxyTunnel {
         for _ in 0..<16 {
             let connection = HTTP1Connection(id: 0, key: ConnectionKey(scheme: "http", host: proxy.host, port: proxy.port),
                                              socket: socket, tls: tls, limits: limits)
+            connection.answersAsProxy = true
             try connection.startRequest(method: .connect)
             var head = "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n"
             if let userAgent { head += "User-Agent: \(userAgent)\r\n" }
@@ -107,7 +108,7 @@ enum ProxyTunnel {
                 throw refused
             }
             // Read the 407's body so the connection can carry the next CONNECT; a long one costs a new connection.
-            let reusable = response.keepAlive ? await connection.drainResponse(limit: 64 * 1024, deadline: deadline) : false
+            let reusable = response.proxyKeepsAlive ? await connection.drainResponse(limit: 64 * 1024, deadline: deadline) : false
             // Asked before `answer` advances the handshake: the message that must share this connection is the one
             // answering this 407's challenge message. A proxy that closes after its first, bare `407 NTLM` is
             // answered with a negotiate message on a new connection, as curl does.
@@ -304,6 +305,29 @@ enum SOCKS4 {
         case 92: "request rejected: the proxy could not reach the client's identd (code 92)"
         case 93: "request rejected: the user ID differs from the one identd reports (code 93)"
         default: "reply code \(code)"
+        }
+    }
+}
+
+extension HTTP1ResponseHead {
+    private static let proxyConnection = HTTPField.Name("Proxy-Connection")!
+
+    /// Whether a proxy's answer leaves the connection open: as ``keepAlive``, with `Proxy-Connection` counted as
+    /// `Connection` is (curl keeps a proxy's connection unless either says `close`). An HTTP/1.0 proxy says
+    /// `Proxy-Connection: keep-alive` to the `Proxy-Connection: Keep-Alive` of a `CONNECT`; an HTTP/1.1 one may say
+    /// `Proxy-Connection: close` alone. An answer read until the close is never kept.
+    var proxyKeepsAlive: Bool {
+        let values = headers[values: Self.proxyConnection]
+        if values.isEmpty { return keepAlive }
+        if Self.hasToken("close", in: values) { return false }
+        if keepAlive { return true }
+        return version == .http1_0 && announcedBodyLength != nil && Self.hasToken("keep-alive", in: values)
+            && !Self.hasToken("close", in: headers[values: .connection])
+    }
+
+    private static func hasToken(_ token: String, in values: [String]) -> Bool {
+        values.contains { value in
+            value.split(separator: ",").contains { $0.lowercased().filter { $0 != " " && $0 != "\t" } == token }
         }
     }
 }
