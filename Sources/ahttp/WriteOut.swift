@@ -52,6 +52,13 @@ final class TransferRecorder: HTTPClientObserver {
         var requestBytes = 0
         var uploaded = 0
         var wireBytesReceived = 0
+        /// The body bytes of the last response head's hop as they crossed the wire (before decoding), as curl's
+        /// %{size_download} counts them: reset by each head, so a redirect's drained body is not counted.
+        var hopWireBytesReceived = 0
+        /// The method of the last request head sent (a POST turned into a GET by a redirect is a GET), for %{method}.
+        var lastMethod: String?
+        /// The URL the last redirect followed led to, for %{url_effective} when the transfer then failed.
+        var lastRedirectURL: String?
     }
     private let state = Locked(Record())
 
@@ -74,14 +81,20 @@ final class TransferRecorder: HTTPClientObserver {
             case .headSent(let bytes):
                 record.headSent = since
                 record.requestBytes += bytes.count
+                if let space = bytes.firstIndex(of: UInt8(ascii: " ")) {
+                    record.lastMethod = String(decoding: bytes[..<space], as: UTF8.self)
+                }
             case .bodyBytesSent(let total):
                 record.uploaded = max(record.uploaded, total)
             case .headReceived(let status, let version, let headers):
                 record.headReceived = since
                 record.heads.append(ReceivedHead(status: status, version: version, headers: headers))
+                record.hopWireBytesReceived = 0
             case .bodyBytesReceived(let count):
                 record.wireBytesReceived += count
-            case .redirect:
+                record.hopWireBytesReceived += count
+            case .redirect(_, let location):
+                record.lastRedirectURL = location
                 record.redirects += 1
                 record.lastRedirect = since
             case .finished:
@@ -185,7 +198,12 @@ func writeOutValues(_ outcome: TransferOutcome, _ record: TransferRecorder.Recor
     let zero = Duration.zero
     let total = record.end ?? record.start.duration(to: .now)
     let seconds = Double(total.components.seconds) + Double(total.components.attoseconds) / 1e18
-    let speed = seconds > 0 ? Int(Double(outcome.bodyBytes) / seconds) : 0
+    // As curl: the bytes of the last hop's body as they came (compressed ones under --compressed, those of a body
+    // cut short too); a response no event reported (a cache hit) counts what was read.
+    let downloaded = record.lastHead != nil ? record.hopWireBytesReceived : outcome.bodyBytes
+    let speed = seconds > 0 ? Int(Double(downloaded) / seconds) : 0
+    // A transfer that failed after a head came (a timeout in the body, a redirect limit) shows that head's status.
+    let status = outcome.status ?? record.lastHead?.status.code
     let uploadSpeed = seconds > 0 ? Int(Double(record.uploaded) / seconds) : 0
     let head = record.lastHead ?? outcome.finalHead
     let url = try? HTTPURL(outcome.effectiveURL)
@@ -200,19 +218,19 @@ func writeOutValues(_ outcome: TransferOutcome, _ record: TransferRecorder.Recor
         ("errormsg", outcome.exitCode == 0 ? .unset : .string(outcome.errorMessage)),
         ("exitcode", .integer(Int(outcome.exitCode))),
         ("filename_effective", optional(outcome.outputFile)),
-        ("http_code", .statusCode(outcome.status)),
+        ("http_code", .statusCode(status)),
         ("http_connect", .statusCode(outcome.refusedConnect ?? record.heads.last(where: \.isTunnel)?.status.code)),
         ("http_version", .string(head.map { $0.version.minor == 0 && $0.version.major == 1 ? "1.0" : "\($0.version.major).\($0.version.minor)" } ?? "0")),
-        ("method", .string(outcome.method)),
+        ("method", .string(record.lastMethod ?? outcome.method)),
         ("num_connects", .integer(record.newConnections)),
         ("num_headers", .integer(head?.headers.count ?? 0)),
         ("num_redirects", .integer(record.redirects)),
         ("redirect_url", optional(redirectURL.map { HTTPURL.redacting($0.description) })),
         ("remote_ip", .string(remoteHost)),
         ("remote_port", .integer(remotePort)),
-        ("response_code", .statusCode(outcome.status)),
+        ("response_code", .statusCode(status)),
         ("scheme", .string(url?.scheme.uppercased() ?? "")),
-        ("size_download", .integer(outcome.bodyBytes)),
+        ("size_download", .integer(downloaded)),
         ("size_header", .integer(record.heads.reduce(0) { $0 + $1.text.utf8.count })),
         ("size_request", .integer(record.requestBytes)),
         ("size_upload", .integer(record.uploaded)),

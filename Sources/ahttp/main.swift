@@ -588,6 +588,8 @@ func run() async -> Int32 {
             printError(result == 22 ? "(22) \(outcome.errorMessage)" : "\(HTTPURL.redacting(target.shown(target.url))): \(outcome.errorMessage)")
         }
         outcome.exitCode = result
+        // A transfer that failed after a redirect ended at the URL it was redirected to, as curl's url_effective.
+        if result != 0, let hop = recorder.record.lastRedirectURL { outcome.effectiveURL = target.shown(hop) }
         if let format = options.writeOut { writeOut(format, outcome, recorder.record) }
         status = result  // curl: the last transfer's result
     }

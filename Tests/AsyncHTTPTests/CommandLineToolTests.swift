@@ -124,6 +124,42 @@ final class CommandLineToolTests: XCTestCase {
         XCTAssertEqual(fault.requestsReceived, served, "nothing sent")
     }
 
+    /// curl's -w after a failure or redirect: the last head's status and the last hop's URL when --max-redirs stops
+    /// the chain (ahttp: `000` and the first URL), the status and the bytes that came when -m cuts the body (ahttp:
+    /// `000 0`), the method the last hop was sent with (a POST a 302 made a GET; ahttp: POST), and the body's bytes
+    /// as they crossed the wire under --compressed (ahttp counted the decoded ones).
+    func testWriteOutReportsTheLastHopAfterAFailureOrRedirect() throws {
+        let httpbin = try Peers.httpbin()
+        let limited = try ahttp(["-sS", "-L", "--max-redirs", "1", "-w", "%{http_code}:%{num_redirects}:%{url_effective}",
+                                 httpbin + "/redirect/3"])
+        XCTAssertEqual(limited.status, 47, limited.stderr)
+        XCTAssertTrue(limited.stdout.hasPrefix("302:1:\(httpbin)/") && limited.stdout.hasSuffix("redirect/2"), limited.stdout)
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ahttp-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let cut = try ahttp(["-sS", "-m", "1", "-o", file, "-w", "%{http_code} %{size_download}", server.url("/slow-body?ms=5000")])
+        XCTAssertEqual(cut.status, 28, cut.stderr)
+        XCTAssertEqual(cut.stdout, "200 6")
+
+        let redirecting = try FaultServer(script: FaultScript { connection, request in
+            [connection + request == 0 ? .response("", status: "302 Found", headers: ["Location: /next"]) : .response("done")]
+        })
+        defer { redirecting.stop() }
+        let posted = try ahttp(["-s", "-L", "-d", "a=1", "-o", "/dev/null", "-w", "%{method}", "http://127.0.0.1:\(redirecting.port)/form"])
+        XCTAssertEqual(posted.status, 0, posted.stderr)
+        XCTAssertEqual(posted.stdout, "GET")
+        XCTAssertTrue(redirecting.requestHeads.last?.hasPrefix("GET /next ") == true, "\(redirecting.requestHeads)")
+
+        let coded = try gzipped(Array("hello world".utf8))
+        let fault = try FaultServer(script: FaultScript { _, _ in
+            [.send(Array("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: \(coded.count)\r\n\r\n".utf8) + coded)]
+        })
+        defer { fault.stop() }
+        let compressed = try ahttp(["-s", "--compressed", "-o", "/dev/null", "-w", "%{size_download}", "http://127.0.0.1:\(fault.port)/"])
+        XCTAssertEqual(compressed.status, 0, compressed.stderr)
+        XCTAssertEqual(compressed.stdout, String(coded.count))
+    }
+
     func testVersionFlagPrintsTheVersion() throws {
         for flag in ["-V", "--version"] {
             let result = try ahttp([flag])
