@@ -1,5 +1,5 @@
 // ahttp's options for bodies on disk, with curl's spellings:
-//   -F name=value | -F 'name=@path[;type=…][;filename=…]' | -F 'name=<path'   multipart/form-data
+//   -F name=value[;type=…] | -F 'name=@path[;type=…][;filename=…]' | -F 'name=<path' (- for stdin)   multipart/form-data
 //   --form-string name=value                                                  a literal multipart field
 //   --data-urlencode [name=]content | [name]@file                             urlencoded, joined to -d with &
 //   --data-binary @file                                                       streamed from disk
@@ -30,42 +30,85 @@ struct BodyOptions {
     var expect100Timeout: Double?
 
     enum FormPart {
-        case text(name: String, value: String)
+        case text(name: String, value: String, type: String? = nil)
         case file(name: String, path: String, type: String?, filename: String?)
         case textFromFile(name: String, path: String, type: String?)
     }
 }
 
-/// `-F` as curl reads it: `name=value`, `name=@file;type=…;filename=…`, `name=<file` (the file's contents as a
-/// text field). `literal` (`--form-string`): the value is taken as it is.
+/// `-F` as curl's get_param_part reads it: `name=value`, `name=@file`, `name=<file` (the file's contents as a text
+/// field; `-` is standard input for both), each followed by `;type=…` (up to the next known option, so
+/// `type=text/plain;charset=utf-8` is one type) and `;filename=…`. A value may be double-quoted, with `\"` and `\\`
+/// inside (`@"my file.txt"`). `literal` (`--form-string`): the value is taken as it is.
 func parseFormPart(_ text: String, literal: Bool) throws -> BodyOptions.FormPart {
     guard let equals = text.firstIndex(of: "=") else { throw UsageError(message: "-F '\(text)': expected name=content") }
     let name = String(text[..<equals])
     let content = String(text[text.index(after: equals)...])
     if literal { return .text(name: name, value: content) }
-    if content.hasPrefix("@") || content.hasPrefix("<") {
-        var pieces = content.dropFirst().split(separator: ";", omittingEmptySubsequences: false).map(String.init)
-        let path = pieces.removeFirst()
-        guard !path.isEmpty else { throw UsageError(message: "-F '\(text)': no file name after \(content.first!)") }
-        var type: String?
-        var filename: String?
-        for piece in pieces {
-            let trimmed = piece.drop { $0 == " " }
-            if trimmed.hasPrefix("type=") {
-                type = String(trimmed.dropFirst(5))
-            } else if trimmed.hasPrefix("filename=") {
-                var value = String(trimmed.dropFirst(9))
-                if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
-                filename = value
-            } else {
-                throw UsageError(message: "-F '\(text)': unknown part option '\(trimmed)' (type= and filename= are known)")
+    let marker = content.first.flatMap { $0 == "@" || $0 == "<" ? $0 : nil }
+    var rest = Substring(content).dropFirst(marker == nil ? 0 : 1)
+    let value = formWord(&rest)
+    if marker != nil, value.isEmpty { throw UsageError(message: "-F '\(text)': no file name after \(marker!)") }
+    var type: String?
+    var filename: String?
+    let known = ["type=", "filename=", "headers=", "encoder="]
+    while rest.first == ";" {
+        rest = rest.dropFirst().drop { $0 == " " || $0 == "\t" }
+        if rest.hasPrefix("type=") {
+            rest = rest.dropFirst(5)
+            // To the next ';' that starts a known option: a type's own parameters stay in it.
+            var end = rest.startIndex
+            while end < rest.endIndex {
+                if rest[end] == ";", known.contains(where: { rest[rest.index(after: end)...].drop { $0 == " " }.hasPrefix($0) }) { break }
+                end = rest.index(after: end)
             }
+            type = String(rest[..<end]).trimmingSpaces()
+            rest = rest[end...]
+        } else if rest.hasPrefix("filename=") {
+            rest = rest.dropFirst(9)
+            filename = formWord(&rest)
+        } else if rest.hasPrefix("headers=") || rest.hasPrefix("encoder=") {
+            // Known to curl; the library's form has no per-part headers or encoders to give them to.
+            let option = rest.prefix { $0 != "=" }
+            throw UsageError(message: "-F '\(text)': the part option \(option)= is not supported (type= and filename= are)")
+        } else {
+            _ = formWord(&rest)  // as curl: an unknown option is skipped
         }
-        return content.hasPrefix("@") ? .file(name: name, path: path, type: type, filename: filename)
-            : .textFromFile(name: name, path: path, type: type)
     }
-    // curl: ";type=" after a plain value sets the part's type; keep it simple and take the value as it is.
-    return .text(name: name, value: content)
+    switch marker {
+    case "@": return .file(name: name, path: value, type: type, filename: filename)
+    case "<": return .textFromFile(name: name, path: value, type: type)
+    default: return .text(name: name, value: value, type: type)
+    }
+}
+
+/// One word of a -F value, as curl's get_param_word: a double-quoted one (backslash escapes `"` and `\` inside; what
+/// follows the closing quote up to the next `;` is dropped), else everything up to the next `;`.
+func formWord(_ rest: inout Substring) -> String {
+    guard rest.first == "\"" else {
+        let word = rest.prefix { $0 != ";" }
+        rest = rest[word.endIndex...]
+        return String(word)
+    }
+    var word = ""
+    var index = rest.index(after: rest.startIndex)
+    while index < rest.endIndex, rest[index] != "\"" {
+        if rest[index] == "\\", rest.index(after: index) < rest.endIndex,
+           rest[rest.index(after: index)] == "\"" || rest[rest.index(after: index)] == "\\" {
+            index = rest.index(after: index)
+        }
+        word.append(rest[index])
+        index = rest.index(after: index)
+    }
+    rest = rest[index...].drop { $0 != ";" }
+    return word
+}
+
+extension String {
+    /// Without leading and trailing spaces and tabs.
+    func trimmingSpaces() -> String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
 }
 
 /// `--data-urlencode` as curl reads it: `content`, `=content`, `name=content`, `@file`, `name@file`; the
@@ -116,12 +159,20 @@ func applyBodies(_ options: Options, to request: inout HTTPClientRequest) throws
         var form = MultipartForm()
         for part in bodies.formParts {
             switch part {
-            case .text(let name, let value):
-                form.append(name, value)
+            case .text(let name, let value, let type):
+                if let type {
+                    form.append(name, body: .bytes(Array(value.utf8)), contentType: type)
+                } else {
+                    form.append(name, value)
+                }
+            case .file(let name, let path, let type, let filename) where path == "-":
+                // curl: `@-` reads standard input, sent as a file named "-" unless filename= names it.
+                form.append(name, data: try readFile("/dev/stdin"), filename: filename ?? "-",
+                            contentType: type ?? "application/octet-stream")
             case .file(let name, let path, let type, let filename):
                 try form.appendFile(name, path: path, filename: filename, contentType: type)
             case .textFromFile(let name, let path, let type):
-                let bytes = try readFile(path)
+                let bytes = try readFile(path == "-" ? "/dev/stdin" : path)
                 if let type {
                     form.append(name, body: .bytes(bytes), contentType: type)
                 } else {

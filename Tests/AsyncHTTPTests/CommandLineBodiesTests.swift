@@ -165,6 +165,33 @@ final class CommandLineBodiesTests: XCTestCase {
         try await server.shutdown()
     }
 
+    /// -F part options as curl's get_param_part reads them: `;type=` after a plain value is the part's type (ahttp
+    /// sent `hello;type=text/x-a` as the value), a type runs to the next known option (`text/plain;charset=utf-8`;
+    /// ahttp exited 2), `@-` and `<-` read standard input (ahttp exited 26), and a quoted file name loses its quotes.
+    func testFormPartOptionsAsCurlReadsThem() async throws {
+        let server = try await NIOTestServer()
+        let directory = try temporaryDirectory()
+        let file = directory.appendingPathComponent("f.txt")
+        try Data("file text".utf8).write(to: file)
+        let echoed = directory.appendingPathComponent("echoed").path
+        func sent(_ arguments: [String], input: String? = nil) throws -> String {
+            let result = try runAhttp(["-s", "-o", echoed] + arguments + [server.url("/echo")], input: input)
+            XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderr)")
+            return (try? String(contentsOfFile: echoed, encoding: .utf8)) ?? ""
+        }
+        let typed = try sent(["-F", "a=hello;type=text/x-a"])
+        XCTAssertTrue(typed.contains("name=\"a\"\r\nContent-Type: text/x-a\r\n\r\nhello\r\n"), typed)
+        let charset = try sent(["-F", "f=@\(file.path);type=text/plain;charset=utf-8;filename=shown.txt"])
+        XCTAssertTrue(charset.contains("filename=\"shown.txt\"\r\nContent-Type: text/plain;charset=utf-8\r\n\r\nfile text\r\n"), charset)
+        let quoted = try sent(["-F", "f=@\"\(file.path)\""])
+        XCTAssertTrue(quoted.contains("filename=\"f.txt\"") && quoted.contains("\r\n\r\nfile text\r\n"), quoted)
+        let stdinFile = try sent(["-F", "f=@-"], input: "from stdin")
+        XCTAssertTrue(stdinFile.contains("filename=\"-\"") && stdinFile.contains("\r\n\r\nfrom stdin\r\n"), stdinFile)
+        let stdinText = try sent(["-F", "g=<-"], input: "text in")
+        XCTAssertTrue(stdinText.contains("name=\"g\"\r\n\r\ntext in\r\n"), stdinText)
+        try await server.shutdown()
+    }
+
     func testRemoteNameWritesIntoTheCurrentDirectory() throws {
         let nginx = try Peers.nginx()
         let written = FileManager.default.currentDirectoryPath + "/small.txt"
