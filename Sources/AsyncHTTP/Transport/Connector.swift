@@ -81,7 +81,7 @@ final class Connector: Sendable {
                 switch proxy.kind {
                 case .socks5, .socks5h:
                     try await SOCKS5.connect(socket, through: proxy, to: target.host, port: target.port, addresses: target.addresses,
-                                             deadline: connectDeadline)
+                                             family: settings.ipAddressFamily, deadline: connectDeadline)
                 case .socks4, .socks4a:
                     try await SOCKS4.connect(socket, through: proxy, to: target.host, port: target.port, addresses: target.addresses,
                                              deadline: connectDeadline)

@@ -147,8 +147,9 @@ enum SOCKS5 {
     /// (`socks5h`) or by the first of `addresses` (a `resolve` entry's) or of the addresses resolved here (`socks5`).
     static func connect(
         _ socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, addresses given: [String]? = nil,
-        deadline: MonotonicTime
+        family: IPAddressFamily? = nil, deadline: MonotonicTime
     ) async throws(HTTPClientError) {
+        try SOCKSPort.check(port, host: host)
         let stream = SocketByteStream(socket: socket, deadline: deadline)
         let credentials = proxy.credentials
         // RFC 1928 §3: version 5, the methods we offer: 0x00 no authentication, 0x02 username/password.
@@ -183,7 +184,8 @@ enum SOCKS5 {
         var request: [UInt8] = [5, 1, 0]
         if let address = NoProxyList.address(host) {
             request += [address.count == 4 ? 1 : 4] + address
-        } else if proxy.resolvesTargetLocally, let address = given?.first.flatMap(NumericAddress.bytes) {
+        } else if proxy.resolvesTargetLocally, let given, !given.isEmpty {
+            let address = try SOCKSPort.first(of: given.compactMap(NumericAddress.bytes), family: family, host: host)
             request += [address.count == 4 ? 1 : 4] + address
         } else if proxy.kind == .socks5h {
             let name = Array(host.utf8)
@@ -192,9 +194,7 @@ enum SOCKS5 {
         } else {
             // socks5:// resolves locally, as curl.
             let addresses = try await Resolver.resolve(host: host, port: port, deadline: deadline)
-            guard let bytes = addresses.first?.addressBytes else {
-                throw HTTPClientError(.dnsFailure, "no address for \(host)")
-            }
+            let bytes = try SOCKSPort.first(of: addresses.compactMap(\.addressBytes), family: family, host: host)
             request += [bytes.count == 4 ? 1 : 4] + bytes
         }
         request += [UInt8(port >> 8), UInt8(port & 0xFF)]
@@ -236,6 +236,27 @@ enum SOCKS5 {
     }
 }
 
+/// What SOCKS4 and SOCKS5 check before they write a target.
+enum SOCKSPort {
+    /// Both carry the port in two bytes: a larger one (a `ConnectToOverride.targetPort` set after its init) is refused.
+    static func check(_ port: Int, host: String) throws(HTTPClientError) {
+        guard (1...65535).contains(port) else {
+            throw HTTPClientError(.invalidRequest, "port \(port) of \(host) is out of range for SOCKS (1 to 65535)")
+        }
+    }
+
+    /// The first of `candidates` (4 or 16 address bytes) of `family` (``HTTPClient/Configuration/ipAddressFamily``),
+    /// as a direct connection filters its addresses.
+    static func first(of candidates: [[UInt8]], family: IPAddressFamily?, host: String) throws(HTTPClientError) -> [UInt8] {
+        guard let first = candidates.first else { throw HTTPClientError(.dnsFailure, "no address for \(host)") }
+        guard let family else { return first }
+        guard let address = candidates.first(where: { $0.count == (family == .ipv4 ? 4 : 16) }) else {
+            throw HTTPClientError(.dnsFailure, "\(host) has no \(family) address, and only \(family) is allowed (ipAddressFamily)")
+        }
+        return address
+    }
+}
+
 /// The client side of SOCKS4 and SOCKS4a, run on a socket connected to the proxy; afterwards the socket reaches the
 /// target. SOCKS4 (the 1992 protocol of NEC's `socks4.protocol`) names the target by IPv4 address; SOCKS4a (its
 /// `socks4a.protocol` extension) may name it by host name instead, for the proxy to resolve. Neither has
@@ -248,6 +269,7 @@ enum SOCKS4 {
         _ socket: Socket, through proxy: ProxyConfiguration, to host: String, port: Int, addresses given: [String]? = nil,
         deadline: MonotonicTime
     ) async throws(HTTPClientError) {
+        try SOCKSPort.check(port, host: host)
         // The user ID is the user name alone: SOCKS4 has no field for a password, and sends the ID in clear.
         let user = Array((proxy.credentials?.username ?? "").utf8)
         guard user.count <= 255, !user.contains(0) else {
