@@ -220,6 +220,9 @@ func downloadToFile(
     _ client: HTTPClient, _ request: HTTPClientRequest, path: String, options: Options, heads: () -> String
 ) async throws -> (status: Int, size: Int, url: String, written: Bool) {
     if let refusal = refusingDirectoryOutput(path) { throw refusal }
+    if options.bodies.resume, let kept = resumableOutputSize(path) {
+        return try await resumeExistingOutput(client, request, path: path, kept: kept, options: options)
+    }
     // --retry as without -o FILE: an error status leaves the file alone, so a retry's answer can still replace it.
     let downloadOptions = DownloadOptions(resume: options.bodies.resume, writesErrorResponses: writesErrorResponses(options))
     let result = try await retrying(options: options, status: { ($0.status.code, $0.headers[.retryAfter]) }) {
@@ -235,6 +238,78 @@ func downloadToFile(
         try prependAtomically(Array(head.utf8), to: path)
     }
     return (result.status.code, result.bytesReceived, result.url.description, result.written)
+}
+
+/// -C - over an output file of its own (no `<file>.part` of the library's resumable download beside it): its size,
+/// which curl resumes from; nil when there is nothing to resume (no regular file, an empty one, or a `.part`).
+func resumableOutputSize(_ path: String) -> Int? {
+    var info = stat(), part = stat()
+    guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0,
+          stat(path + ".part", &part) != 0 else { return nil }
+    return Int(info.st_size)
+}
+
+/// -C - as curl resumes a file that is there: `Range: bytes=<size>-`; a 206 from that byte is appended (to a copy
+/// renamed over the file, so the file is never seen half-written), a 416 means the file is complete (left as it
+/// is, exit 0), a 200 replaces it whole, and an error status leaves it alone (written only with
+/// ``writesErrorResponses(_:)``).
+func resumeExistingOutput(
+    _ client: HTTPClient, _ request: HTTPClientRequest, path: String, kept: Int, options: Options
+) async throws -> (status: Int, size: Int, url: String, written: Bool) {
+    var attempt = request
+    attempt.headers[.range] = "bytes=\(kept)-"
+    attempt.acceptsCompressedResponse = false  // a range counts the bytes as they are stored
+    let response = try await retrying(options: options, status: { ($0.status.code, $0.headers[.retryAfter]) }) {
+        try await client.send(attempt)
+    }
+    let code = response.status.code
+    let url = response.url.description
+    if code == 416 {
+        for try await _ in response.body {}
+        return (code, 0, url, true)
+    }
+    if code == 206 {
+        guard let range = response.headers[.contentRange], range.hasPrefix("bytes \(kept)-") else {
+            throw HTTPClientError(.malformedResponse, "resuming \(path) at byte \(kept): the 206 is for another range")
+        }
+        var received = 0
+        let target = resolvingSymbolicLinks(path)
+        let input = open(target, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
+        defer { close(input) }
+        let temporary = target + ".ahttp-resume-\(getpid())"
+        let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw UsageError(message: "cannot write '\(temporary)': \(String(cString: strerror(errno)))", exitCode: 23) }
+        var renamed = false
+        defer {
+            close(output)
+            if !renamed { unlink(temporary) }
+        }
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
+            if count == 0 { break }
+            try writeAll(output, buffer[0..<count])
+        }
+        for try await chunk in response.body {
+            try writeAll(output, chunk)
+            received += chunk.count
+        }
+        var existing = stat()
+        _ = fchmod(output, stat(target, &existing) == 0 ? existing.st_mode & 0o777 : outputFileMode)
+        guard fsync(output) == 0, rename(temporary, target) == 0 else {
+            throw UsageError(message: "cannot write '\(path)': \(String(cString: strerror(errno)))", exitCode: 23)
+        }
+        renamed = true
+        return (code, received, url, true)
+    }
+    guard (200..<300).contains(code) || writesErrorResponses(options) else {
+        for try await _ in response.body {}
+        return (code, 0, url, false)
+    }
+    return (code, try await response.body.write(toFileAtPath: path), url, true)
 }
 
 /// -J: where the body of `response` goes: the Content-Disposition name made safe (its last path component, no

@@ -520,7 +520,8 @@ func run() async -> Int32 {
                 if !download.written {  // an error status left the file alone: say so, as curl -f
                     result = 22
                     outcome.errorMessage = "The requested URL returned error: \(download.status) (\(path) left as it was)"
-                } else if download.status >= 400 && (options.fail || options.failWithBody) {
+                } else if download.status >= 400 && (options.fail || options.failWithBody)
+                            && !(options.bodies.resume && download.status == 416) {  // curl: a 416 to -C - is complete
                     result = 22  // --fail-with-body (or -f -I): written, and refused as curl refuses it
                     outcome.errorMessage = "The requested URL returned error: \(download.status)"
                 }

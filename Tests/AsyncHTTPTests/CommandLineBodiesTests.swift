@@ -223,6 +223,32 @@ final class CommandLineBodiesTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path), ["file.txt"])
     }
 
+    /// curl's -C - resumes whatever -o file is there: `Range: bytes=<size>-`, the rest appended; a complete file is
+    /// answered 416 and left as it is, exit 0. ahttp resumed only its own `.part` and fetched the whole again.
+    func testContinueAtResumesAnExistingOutputFile() throws {
+        let full = String(repeating: "abcdefghij", count: 100)
+        let server = try FaultServer(script: FaultScript([
+            [.send("HTTP/1.1 206 Partial Content\r\nContent-Length: 300\r\nContent-Range: bytes 700-999/1000\r\n\r\n"
+                   + String(full.dropFirst(700)))],
+            [.send("HTTP/1.1 416 Range Not Satisfiable\r\nContent-Length: 0\r\nContent-Range: bytes */1000\r\n\r\n")],
+        ]))
+        defer { server.stop() }
+        let directory = try temporaryDirectory()
+        let destination = directory.appendingPathComponent("file.txt").path
+        try Data(full.prefix(700).utf8).write(to: URL(fileURLWithPath: destination))
+        let url = "http://127.0.0.1:\(server.port)/file.txt"
+        let resumed = try runAhttp(["-s", "-C", "-", "-o", destination, "-w", "%{http_code}", url])
+        XCTAssertEqual(resumed.status, 0, resumed.stderr)
+        XCTAssertEqual(resumed.stdout, "206")
+        XCTAssertTrue(server.requestHeads.first?.contains("Range: bytes=700-") == true, "\(server.requestHeads)")
+        XCTAssertEqual(try String(contentsOfFile: destination, encoding: .utf8), full)
+        let complete = try runAhttp(["-s", "-f", "-C", "-", "-o", destination, url])
+        XCTAssertEqual(complete.status, 0, complete.stderr)
+        XCTAssertTrue(server.requestHeads.last?.contains("Range: bytes=1000-") == true, "\(server.requestHeads)")
+        XCTAssertEqual(try String(contentsOfFile: destination, encoding: .utf8), full)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path), ["file.txt"])
+    }
+
     /// curl: with -G the data goes into the query, --data-binary @FILE's too. ahttp streamed the file as a POST.
     func testGetWithDataBinaryFilePutsTheFileInTheQuery() async throws {
         let server = try await NIOTestServer()
