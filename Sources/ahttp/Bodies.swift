@@ -273,7 +273,7 @@ func resumeExistingOutput(
             throw HTTPClientError(.malformedResponse, "resuming \(path) at byte \(kept): the 206 is for another range")
         }
         var received = 0
-        let target = resolvingSymbolicLinks(path)
+        let target = LocalFiles.resolvingSymbolicLinks(path)
         let input = open(target, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
         defer { close(input) }
@@ -371,7 +371,7 @@ func prependAtomically(_ prefix: [UInt8], to path: String) throws {
 /// the umask, and a symbolic link is written through (the temporary file goes beside its target, which the rename
 /// replaces; the link stays).
 func replaceAtomically(_ path: String, tag: String, _ fill: (Int32) throws -> Void) throws {
-    let target = resolvingSymbolicLinks(path)
+    let target = LocalFiles.resolvingSymbolicLinks(path)
     let temporary = target + ".ahttp-\(tag)-\(getpid())"
     let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
     guard output >= 0 else { throw UsageError(message: "cannot write '\(temporary)': \(String(cString: strerror(errno)))", exitCode: 23) }
@@ -388,29 +388,6 @@ func replaceAtomically(_ path: String, tag: String, _ fill: (Int32) throws -> Vo
         throw UsageError(message: "cannot write '\(path)': \(String(cString: strerror(errno)))", exitCode: 23)
     }
     renamed = true
-}
-
-/// `path` with the symbolic links at its end followed (a relative target read from the link's directory), as a
-/// write to it would reach: the file an output file's rename must land on so that the link stays. A target that
-/// does not exist yet too; `path` itself when it is no link, or for a loop (more than 40 links).
-func resolvingSymbolicLinks(_ path: String) -> String {
-    var current = path
-    for _ in 0..<40 {
-        var info = stat()
-        guard lstat(current, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK else { return current }
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink(current, &buffer, buffer.count - 1)
-        guard count > 0 else { return current }
-        let link = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        if link.hasPrefix("/") {
-            current = link
-        } else if let slash = current.lastIndex(of: "/") {
-            current = String(current[...slash]) + link
-        } else {
-            current = link
-        }
-    }
-    return path
 }
 
 /// Runs `applyBodies`, printing a failure (not under -s without -S, as curl); curl's exit code for it, or nil when the

@@ -252,7 +252,7 @@ final class LocalFile: @unchecked Sendable {
 }
 
 /// Whole-path operations for downloads: size, rename into place, remove, and the directory a path is in.
-enum LocalFiles {
+package enum LocalFiles {
     /// The size of the file at `path`, or nil if there is none.
     static func size(atPath path: String) -> Int? {
         var info = stat()
@@ -348,7 +348,7 @@ enum LocalFiles {
     /// exist yet is returned too, as `open(…, O_CREAT)` would create it. `path` itself when it is no link, and for
     /// a loop (more than 40 links, Linux's limit), which nothing can be written through. Only the last component
     /// is followed: the kernel follows a link among the directories on its own.
-    static func resolvingSymbolicLinks(_ path: String) -> String {
+    package static func resolvingSymbolicLinks(_ path: String) -> String {
         var current = path
         for _ in 0..<40 {
             var info = stat()
