@@ -52,6 +52,13 @@ final class ConnectionLease<Connection: LeasedConnection>: Sendable {
         await home.take(back: connection, reusable: connection.isReusable)
     }
 
+    /// The request was given up before anything of it was written: the connection goes back as it came, to be
+    /// checked for a peer close by its next lease.
+    nonisolated(nonsending) func returnUnused() async {
+        guard claim() else { return }
+        await home.take(back: connection, reusable: true)
+    }
+
     /// Something failed, or the rest of the response is not wanted: the connection is closed and its slot freed.
     func discard() async {
         guard claim() else { return }

@@ -265,6 +265,12 @@ final class HTTP1Transport: Sendable {
         connection.pacer = flow.pacer
         connection.lowSpeed = flow.lowSpeedLimit.map(LowSpeedWatch.init)  // each attempt's window starts afresh
         if let observation { Self.observeAcquired(connection, key: key, observation: observation) }
+        // Cancelled while the lease was made (a pool wait, a connect that completed): nothing is sent, and the
+        // connection, which carried nothing of this request, goes back to the pool as it came.
+        if Task.isCancelled {
+            await lease.returnUnused()
+            throw .final(.cancelled)
+        }
         // A `408` on a reused connection that the request may be resent after (``StaleConnectionRetry``).
         var timedOutWhileIdle = false
         do throws(HTTPClientError) {
