@@ -318,7 +318,13 @@ struct RequestObservation: Sendable {
         emit(.connectionAcquired(info()))
     }
 
-    func headSent(_ bytes: [UInt8]) {
+    /// The head went out. `bodyLength`: the length of the body that follows it on the wire (nil when unknown:
+    /// chunked), which may differ from the caller's (a body compressed by the chain, an S3 `aws-chunked` body);
+    /// omitted for a head without a body.
+    func headSent(_ bytes: [UInt8], bodyLength: Int?? = .none) {
+        if case .some(let length) = bodyLength, observesProgress {
+            updateProgress(at: .now) { $0.bodyStarted(length: length) }
+        }
         guard hasObservers else { return }
         let now = MonotonicTime.now
         withState { $0.marks.headSent = now }

@@ -341,6 +341,13 @@ extension HTTPClientRequest {
         /// The sequence is iterated by a child task of the request, at most 1 MiB ahead of what the socket has
         /// taken; the chunks waiting are written together. A chunk is never held back to wait for the next.
         /// If the request fails or is cancelled, iteration stops (the child task is cancelled).
+        ///
+        /// With a `.known` length the body ends at that length, as curl's upload of a known size does: once that
+        /// many bytes have gone out, the sequence is not read further (it need not finish; its iterating task is
+        /// cancelled, so an `AsyncStream` sees its termination as `.cancelled`), and the request waits for its
+        /// response. One that ends short of its length fails the request with `HTTPClientError.Code.invalidRequest`;
+        /// so does one that yields more before the last declared byte is written (bytes it yields after that are
+        /// never read).
         public static func stream<Chunks: AsyncSequence & Sendable>(_ chunks: Chunks, length: Length = .unknown) -> Body
         where Chunks.Element: Collection<UInt8> {
             let knownLength: Int? = if case .known(let n) = length { n } else { nil }

@@ -23,7 +23,12 @@ import HTTPTypes
 public struct HTTPTransferProgress: Sendable, Hashable {
     /// Request body bytes written to the connection.
     public var bytesSent: Int = 0
-    /// The request body's length, when known (bytes, or a stream of known length); 0 without a body.
+    /// The request body's length on the wire, when known (bytes, or a stream of known length); 0 without a body.
+    ///
+    /// Until the head goes out, the length of the body the caller gave; from then on, that of the body written
+    /// after it, which ``bytesSent`` counts up to: a body the client compresses
+    /// (``HTTPClientRequest/compressesBody``) or frames (S3's `aws-chunked`) has another length, and nil when it
+    /// goes out chunked. A later hop without a body (a `303` turned into a `GET`) leaves it as it was.
     public var bytesExpectedToSend: Int?
     /// Response body bytes received, as the server sent them (see above).
     public var bytesReceived: Int = 0
@@ -135,6 +140,15 @@ struct TransferProgressTracker: Sendable {
 
         /// What two changes applied together amount to: the stronger one.
         func combined(with other: Change) -> Change { max(self, other) }
+    }
+
+    /// A hop's head went out with a body of `length` bytes on the wire (nil: chunked): the upload total is that
+    /// body's, which may differ from the caller's (a body the chain compressed, an `aws-chunked` one), so that
+    /// the count of bytes written runs up to it.
+    mutating func bodyStarted(length: Int?) -> Change {
+        guard !progress.isFinal, progress.bytesExpectedToSend != length else { return .none }
+        progress.bytesExpectedToSend = length
+        return .update
     }
 
     mutating func bodySent(total: Int) -> Change {

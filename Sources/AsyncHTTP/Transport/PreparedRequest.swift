@@ -117,7 +117,7 @@ struct PreparedRequest: Sendable {
         case .bytes(let bytes):
             if let continueTimeout {
                 try await connection.write(head, deadlines: deadlines)
-                observation?.headSent(head)
+                observation?.headSent(head, bodyLength: body.length)
                 if case .finalHead(let early) = try await connection.awaitContinue(timeout: continueTimeout, deadlines: deadlines) {
                     return early
                 }
@@ -126,20 +126,20 @@ struct PreparedRequest: Sendable {
             }
             if let observation, bytes.count > Self.reportedSlice {
                 try await connection.write(head, deadlines: deadlines)
-                observation.headSent(head)
+                observation.headSent(head, bodyLength: body.length)
                 try await write(bytes, to: connection, deadlines: deadlines, observation: observation)
                 return nil
             }
             try await connection.write(head, bytes[...], deadlines: deadlines)
             if let observation {
-                observation.headSent(head)
+                observation.headSent(head, bodyLength: body.length)
                 if !bytes.isEmpty { observation.bodySent(total: bytes.count) }
             }
         case .stream(let length, _, let makeSource):
             // Made before the head goes out: a file that cannot be opened fails with nothing sent.
             let source = try makeSource()
             try await connection.write(head, deadlines: deadlines)
-            observation?.headSent(head)
+            observation?.headSent(head, bodyLength: body.length)
             if let continueTimeout,
                case .finalHead(let early) = try await connection.awaitContinue(timeout: continueTimeout, deadlines: deadlines) {
                 return early  // the source is dropped unread; a file closes with it
@@ -173,6 +173,12 @@ struct PreparedRequest: Sendable {
                 producer.cancel()
                 throw error
             }
+            if length != nil {
+                // A body of known length ends at that length, maybe before its source ended: stop the producer
+                // (nothing more of it is read; after a source that ended, both do nothing).
+                readAhead.close()
+                producer.cancel()
+            }
         }
         return nil
     }
@@ -187,7 +193,7 @@ struct PreparedRequest: Sendable {
         defer { for file in files { file.close() } }
         for case .file(let slice) in pieces { files.append(try slice.open()) }
         try await connection.write(head, deadlines: deadlines)
-        observation?.headSent(head)
+        observation?.headSent(head, bodyLength: self.body?.length)
         if let continueTimeout,
            case .finalHead(let early) = try await connection.awaitContinue(timeout: continueTimeout, deadlines: deadlines) {
             return early
@@ -240,6 +246,8 @@ struct PreparedRequest: Sendable {
         _ length: Int, from readAhead: RequestBodyReadAhead, to connection: HTTP1Connection, deadlines: Deadlines,
         observation: RequestObservation?
     ) async throws(HTTPClientError) {
+        // Nothing to send: the body is complete as it is (its source is not waited for).
+        guard length > 0 else { return }
         var sent = 0
         while true {
             let batch = try await readAhead.take(deadlines: deadlines)
@@ -249,7 +257,10 @@ struct PreparedRequest: Sendable {
             try await connection.write(batch.chunks, deadlines: deadlines)
             sent += batch.bytes
             if batch.bytes > 0 { observation?.bodySent(total: sent) }
-            if batch.ended { break }
+            // The declared length is on the wire: the body is complete, and the request waits for no end from
+            // the source (a source that yields its bytes and never finishes would hold the request until its
+            // deadline). As curl reads an upload of known size (`CURLOPT_INFILESIZE`) no further than that size.
+            if batch.ended || sent == length { break }
         }
         guard sent == length else {
             throw .invalidRequest("the body stream ended after \(sent) of its declared \(length) bytes")
