@@ -321,6 +321,10 @@ package struct HTTP1ResponseParser {
             (parsed, sectionEnd) = inPlace
             sectionBytes = sectionEnd - offset
         } else {
+            if carry.count == carriedLineLength {
+                // No line of this head has ended yet: its status line may end in these bytes.
+                try checkStatusLine(bytes, from: offset)
+            }
             guard let end = try scanFieldSection(bytes, from: offset, what: "response head") else {
                 return .event(.needMoreData, consumedTo: bytes.count)
             }
@@ -557,6 +561,24 @@ package struct HTTP1ResponseParser {
             carry.removeAll(keepingCapacity: true)
         }
         return endResponse(trailers: trailers.isEmpty ? nil : trailers, at: sectionEnd)
+    }
+
+    /// Checks the status line once its line feed is in `bytes` (after what `carry` holds of it), so that a peer
+    /// that is no HTTP server (an SSH or SMTP banner, a TLS server's alert read as text) is refused at its first
+    /// line, not at the blank line that would end a head, the inactivity timeout or the close.
+    private func checkStatusLine(_ bytes: UnsafeRawBufferPointer, from offset: Int) throws(HTTP1Error) {
+        let limit = offset + min(bytes.count - offset, max(limits.maxHeadBytes - carry.count, 0))
+        guard let lineFeed = ByteScanner.firstIndex(of: ByteScanner.lf, in: UnsafeRawBufferPointer(rebasing: bytes[..<limit]), from: offset)
+        else { return }
+        if carry.isEmpty {
+            _ = try Self.parseStatusLine(ByteScanner.trimmingCR(bytes, offset, lineFeed), previous: nil)
+            return
+        }
+        var line = carry
+        line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<lineFeed]))
+        try line.withBytes { buffer throws(HTTP1Error) in
+            _ = try Self.parseStatusLine(ByteScanner.trimmingCR(buffer, 0, buffer.count), previous: nil)
+        }
     }
 
     /// Parses a head that lies whole in `bytes` without first scanning for its end. Returns nil when the
