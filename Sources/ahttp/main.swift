@@ -312,7 +312,17 @@ func run() async -> Int32 {
     if let delay = options.happyEyeballsDelay { configuration.connectionAttemptDelay = .milliseconds(delay) }
     configuration.ipAddressFamily = options.ipAddressFamily
     configuration.compression.acceptsCompressedResponses = options.compressed
-    if let agent = options.userAgent { configuration.userAgent = agent.isEmpty ? nil : agent }
+    if let agent = options.userAgent, !options.headers.contains(where: { !$0.remove && $0.name.lowercased() == "user-agent" }) {
+        // A -H User-Agent wins (the encoder sends no other), so -A counts only without one. A line break or NUL in
+        // it is a header ahttp refuses to send (43), as the encoder refuses it in a request's own field.
+        if let bad = agent.utf8.first(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
+            if options.showsErrors {
+                printError("header 'User-Agent' value contains " + (bad == 0x0D ? "a carriage return" : bad == 0x0A ? "a line feed" : "a NUL byte"))
+            }
+            return 43
+        }
+        configuration.userAgent = agent.isEmpty ? nil : agent
+    }
     if options.headers.contains(where: { $0.remove && $0.name.lowercased() == "user-agent" }) { configuration.userAgent = nil }
     // As curl: the cookie engine runs only with a cookie file to read (-b FILE) or write (-c).
     var jar: CookieJar?

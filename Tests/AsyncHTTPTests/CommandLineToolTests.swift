@@ -160,6 +160,20 @@ final class CommandLineToolTests: XCTestCase {
         XCTAssertEqual(compressed.stdout, String(coded.count))
     }
 
+    /// -A with a line break is a header ahttp refuses to send (43, nothing sent), as before the client's
+    /// configuration refused such a userAgent; a -H User-Agent, which is sent instead, makes it harmless.
+    func testAUserAgentWithALineBreakIs43UnlessAHeaderReplacesIt() throws {
+        let refused = try ahttp(["-A", "agent\r\nX-Injected: 1", server.url("/hello")])
+        XCTAssertEqual(refused.status, 43, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("header 'User-Agent' value contains a carriage return"), refused.stderr)
+        XCTAssertFalse(refused.stderr.contains("X-Injected"), refused.stderr)
+        XCTAssertEqual(server.connectionsAccepted, 0)
+        let replaced = try ahttp(["-s", "-A", "agent\nX: 1", "-H", "User-Agent: mine/1", server.url("/headers")])
+        XCTAssertEqual(replaced.status, 0, replaced.stderr)
+        XCTAssertTrue(replaced.stdout.contains("User-Agent: mine/1\n"), replaced.stdout)
+        XCTAssertFalse(replaced.stdout.contains("agent"), replaced.stdout)
+    }
+
     func testVersionFlagPrintsTheVersion() throws {
         for flag in ["-V", "--version"] {
             let result = try ahttp([flag])

@@ -179,6 +179,12 @@ extension HTTPClient {
             guard expectContinue.timeout >= .zero else {
                 throw refuse("expectContinue.timeout is \(expectContinue.timeout); it must not be negative")
             }
+            // Written into every head (also a proxy's CONNECT): a CR, LF or NUL would end the field there and
+            // start another line the caller did not mean (a header injection). The value is not repeated.
+            if let userAgent, let bad = userAgent.utf8.first(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
+                let what = bad == 0x0D ? "a carriage return" : bad == 0x0A ? "a line feed" : "a NUL byte"
+                throw refuse("userAgent contains \(what); a header value cannot")
+            }
         }
     }
 }
