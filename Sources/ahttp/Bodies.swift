@@ -29,28 +29,40 @@ struct BodyOptions {
     var resume = false
     var expect100Timeout: Double?
 
-    enum FormPart {
-        case text(name: String, value: String, type: String? = nil)
-        case file(name: String, path: String, type: String?, filename: String?)
-        case textFromFile(name: String, path: String, type: String?)
+    /// One -F part: its name, what it holds, its `;type=` and its `;headers=`.
+    struct FormPart {
+        enum Content {
+            case text(String)
+            case file(path: String, filename: String?)
+            case textFromFile(path: String)
+        }
+        var name: String
+        var content: Content
+        var type: String?
+        /// `;headers=` in order, checked (``formHeaderField(_:in:)``), a file's lines read already: as curl, which
+        /// reads a `headers=@file` as it reads the command line.
+        var headers: [String] = []
+        /// The -F argument, for messages.
+        var argument = ""
     }
 }
 
 /// `-F` as curl's get_param_part reads it: `name=value`, `name=@file`, `name=<file` (the file's contents as a text
 /// field; `-` is standard input for both), each followed by `;type=…` (up to the next known option, so
-/// `type=text/plain;charset=utf-8` is one type) and `;filename=…`. A value may be double-quoted, with `\"` and `\\`
+/// `type=text/plain;charset=utf-8` is one type), `;filename=…` and `;headers=…` (a field line, or `@file` of them). A value may be double-quoted, with `\"` and `\\`
 /// inside (`@"my file.txt"`). `literal` (`--form-string`): the value is taken as it is.
-func parseFormPart(_ text: String, literal: Bool) throws -> BodyOptions.FormPart {
+func parseFormPart(_ text: String, literal: Bool, warn: (String) -> Void = { _ in }) throws -> BodyOptions.FormPart {
     guard let equals = text.firstIndex(of: "=") else { throw UsageError(message: "-F '\(text)': expected name=content") }
     let name = String(text[..<equals])
     let content = String(text[text.index(after: equals)...])
-    if literal { return .text(name: name, value: content) }
+    if literal { return BodyOptions.FormPart(name: name, content: .text(content), argument: text) }
     let marker = content.first.flatMap { $0 == "@" || $0 == "<" ? $0 : nil }
     var rest = Substring(content).dropFirst(marker == nil ? 0 : 1)
     let value = formWord(&rest)
     if marker != nil, value.isEmpty { throw UsageError(message: "-F '\(text)': no file name after \(marker!)") }
     var type: String?
     var filename: String?
+    var headers: [String] = []
     let known = ["type=", "filename=", "headers=", "encoder="]
     while rest.first == ";" {
         rest = rest.dropFirst().drop { $0 == " " || $0 == "\t" }
@@ -67,19 +79,83 @@ func parseFormPart(_ text: String, literal: Bool) throws -> BodyOptions.FormPart
         } else if rest.hasPrefix("filename=") {
             rest = rest.dropFirst(9)
             filename = formWord(&rest)
-        } else if rest.hasPrefix("headers=") || rest.hasPrefix("encoder=") {
-            // Known to curl; the library's form has no per-part headers or encoders to give them to.
-            let option = rest.prefix { $0 != "=" }
-            throw UsageError(message: "-F '\(text)': the part option \(option)= is not supported (type= and filename= are)")
+        } else if rest.hasPrefix("headers=") {
+            // As curl: `headers=@file` (or `<file`; `-` is standard input) reads field lines from a file, warning
+            // and going on without them when it cannot be read; anything else is one field line.
+            rest = rest.dropFirst(8).drop { $0 == " " || $0 == "\t" }
+            var lines: [String]
+            if rest.first == "@" || rest.first == "<" {
+                rest = rest.dropFirst().drop { $0 == " " || $0 == "\t" }
+                let path = formWord(&rest)
+                let file = path == "-" ? "/dev/stdin" : path
+                if access(file, R_OK) != 0 {
+                    warn("Cannot read from \(path): \(String(cString: strerror(errno)))")
+                    lines = []
+                } else {
+                    lines = formHeaderLines(try readFile(file))
+                }
+            } else {
+                lines = [formWord(&rest)]
+            }
+            for line in lines {
+                _ = try formHeaderField(line, in: text)
+                headers.append(line)
+            }
+        } else if rest.hasPrefix("encoder=") {
+            // Known to curl; the library's form sends every part as it is (8bit), with no transfer encoding.
+            throw UsageError(message: "-F '\(text)': the part option encoder= is not supported (type=, filename= and headers= are)")
         } else {
             _ = formWord(&rest)  // as curl: an unknown option is skipped
         }
     }
-    switch marker {
-    case "@": return .file(name: name, path: value, type: type, filename: filename)
-    case "<": return .textFromFile(name: name, path: value, type: type)
-    default: return .text(name: name, value: value, type: type)
+    let part: BodyOptions.FormPart.Content = switch marker {
+    case "@": .file(path: value, filename: filename)
+    case "<": .textFromFile(path: value)
+    default: .text(value)
     }
+    return BodyOptions.FormPart(name: name, content: part, type: type, headers: headers, argument: text)
+}
+
+/// One `;headers=` field line, `Name: value`, as a field (`text` is the -F argument, for the message). A line curl
+/// would send as it is but that is no field (no colon, a name with a space) is refused: the form's fields are
+/// `HTTPField`s.
+func formHeaderField(_ line: String, in text: String) throws -> HTTPField {
+    guard let colon = line.firstIndex(of: ":"), let name = HTTPField.Name(String(line[..<colon])) else {
+        throw UsageError(message: "-F '\(text)': the part header '\(line)' is not 'Name: value'")
+    }
+    return HTTPField(name: name, value: String(line[line.index(after: colon)...]).trimmingSpaces())
+}
+
+/// The field lines of a `headers=@file`, as curl's read_field_headers reads them: CRs are ignored; a line that starts
+/// with white space continues the field before it (its characters appended as they are, the line break dropped); a
+/// line starting with `#` is a comment; white space at a field's end is removed, and empty fields are skipped.
+func formHeaderLines(_ bytes: [UInt8]) -> [String] {
+    func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }
+    var fields: [String] = []
+    var field: [UInt8] = []
+    var atLineStart = true
+    var inComment = false
+    func flush() {
+        while let last = field.last, isSpace(last) { field.removeLast() }
+        if !field.isEmpty { fields.append(String(decoding: field, as: UTF8.self)) }
+        field = []
+    }
+    for byte in bytes {
+        if atLineStart && !isSpace(byte) { flush() }
+        switch byte {
+        case 0x0D: continue
+        case 0x0A:
+            atLineStart = true
+            inComment = false
+            continue
+        case UInt8(ascii: "#") where atLineStart: inComment = true
+        default: break
+        }
+        atLineStart = false
+        if !inComment { field.append(byte) }
+    }
+    flush()
+    return fields
 }
 
 /// One word of a -F value, as curl's get_param_word: a double-quoted one (backslash escapes `"` and `\` inside; what
@@ -158,25 +234,27 @@ func applyBodies(_ options: Options, to request: inout HTTPClientRequest) throws
         }
         var form = MultipartForm()
         for part in bodies.formParts {
-            switch part {
-            case .text(let name, let value, let type):
-                if let type {
-                    form.append(name, body: .bytes(Array(value.utf8)), contentType: type)
+            var headers = HTTPFields()
+            for line in part.headers { headers.append(try formHeaderField(line, in: part.argument)) }
+            switch part.content {
+            case .text(let value):
+                if let type = part.type {
+                    form.append(part.name, body: .bytes(Array(value.utf8)), contentType: type, headers: headers)
                 } else {
-                    form.append(name, value)
+                    form.append(part.name, value, headers: headers)
                 }
-            case .file(let name, let path, let type, let filename) where path == "-":
+            case .file(let path, let filename) where path == "-":
                 // curl: `@-` reads standard input, sent as a file named "-" unless filename= names it.
-                form.append(name, data: try readFile("/dev/stdin"), filename: filename ?? "-",
-                            contentType: type ?? "application/octet-stream")
-            case .file(let name, let path, let type, let filename):
-                try form.appendFile(name, path: path, filename: filename, contentType: type)
-            case .textFromFile(let name, let path, let type):
+                form.append(part.name, data: try readFile("/dev/stdin"), filename: filename ?? "-",
+                            contentType: part.type ?? "application/octet-stream", headers: headers)
+            case .file(let path, let filename):
+                try form.appendFile(part.name, path: path, filename: filename, contentType: part.type, headers: headers)
+            case .textFromFile(let path):
                 let bytes = try readFile(path == "-" ? "/dev/stdin" : path)
-                if let type {
-                    form.append(name, body: .bytes(bytes), contentType: type)
+                if let type = part.type {
+                    form.append(part.name, body: .bytes(bytes), contentType: type, headers: headers)
                 } else {
-                    form.append(name, rawValue: bytes)  // as they are, as curl sends them
+                    form.append(part.name, rawValue: bytes, headers: headers)  // as they are, as curl sends them
                 }
             }
         }
@@ -235,7 +313,7 @@ func downloadToFile(
             head = "HTTP/1.1 \(result.status.code) \(result.status.reasonPhrase)\r\n"
                 + result.headers.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
         }
-        try prependAtomically(Array(head.utf8), to: path)
+        try await prependAtomically(Array(head.utf8), to: path)
     }
     return (result.status.code, result.bytesReceived, result.url.description, result.written)
 }
@@ -272,37 +350,17 @@ func resumeExistingOutput(
         guard let range = response.headers[.contentRange], range.hasPrefix("bytes \(kept)-") else {
             throw HTTPClientError(.malformedResponse, "resuming \(path) at byte \(kept): the 206 is for another range")
         }
-        var received = 0
-        let target = LocalFiles.resolvingSymbolicLinks(path)
-        let input = open(target, O_RDONLY | O_CLOEXEC)
+        let input = open(LocalFiles.resolvingSymbolicLinks(path), O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
         defer { close(input) }
-        let temporary = target + ".ahttp-resume-\(getpid())"
-        let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard output >= 0 else { throw UsageError(message: "cannot write '\(temporary)': \(String(cString: strerror(errno)))", exitCode: 23) }
-        var renamed = false
-        defer {
-            close(output)
-            if !renamed { unlink(temporary) }
+        var received = 0
+        try await replaceAtomically(path, tag: "resume") { output in
+            try copyAll(from: input, path: path, to: output)
+            for try await chunk in response.body {
+                try writeAll(output, chunk)
+                received += chunk.count
+            }
         }
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
-            if count == 0 { break }
-            try writeAll(output, buffer[0..<count])
-        }
-        for try await chunk in response.body {
-            try writeAll(output, chunk)
-            received += chunk.count
-        }
-        var existing = stat()
-        _ = fchmod(output, stat(target, &existing) == 0 ? existing.st_mode & 0o777 : outputFileMode)
-        guard fsync(output) == 0, rename(temporary, target) == 0 else {
-            throw UsageError(message: "cannot write '\(path)': \(String(cString: strerror(errno)))", exitCode: 23)
-        }
-        renamed = true
         return (code, received, url, true)
     }
     guard (200..<300).contains(code) || writesErrorResponses(options) else {
@@ -348,20 +406,26 @@ func downloadNamedByServer(
 }
 
 /// Rewrites `path` as `prefix` followed by its old content, so the file is never seen half-written.
-func prependAtomically(_ prefix: [UInt8], to path: String) throws {
+func prependAtomically(_ prefix: [UInt8], to path: String) async throws {
     let input = open(path, O_RDONLY | O_CLOEXEC)
     guard input >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
     defer { close(input) }
-    try replaceAtomically(path, tag: "head") { output in
+    try await replaceAtomically(path, tag: "head") { output in
         try writeAll(output, prefix[...])
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
-            if count == 0 { break }
-            try writeAll(output, buffer[0..<count])
-        }
+        try copyAll(from: input, path: path, to: output)
+    }
+}
+
+/// Copies what is left to read of `input` (the file at `path`, named in an error) to `output`; curl's write error
+/// (23) when either fails.
+func copyAll(from input: Int32, path: String, to output: Int32) throws {
+    var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count >= 0 else { throw UsageError(message: "cannot read '\(path)': \(String(cString: strerror(errno)))", exitCode: 23) }
+        if count == 0 { break }
+        try writeAll(output, buffer[0..<count])
     }
 }
 
@@ -370,7 +434,7 @@ func prependAtomically(_ prefix: [UInt8], to path: String) throws {
 /// writes its output file in place: a file there keeps its mode (a 0600 file stays 0600), a new one gets 0666 less
 /// the umask, and a symbolic link is written through (the temporary file goes beside its target, which the rename
 /// replaces; the link stays).
-func replaceAtomically(_ path: String, tag: String, _ fill: (Int32) throws -> Void) throws {
+func replaceAtomically(_ path: String, tag: String, _ fill: (Int32) async throws -> Void) async throws {
     let target = LocalFiles.resolvingSymbolicLinks(path)
     let temporary = target + ".ahttp-\(tag)-\(getpid())"
     let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -380,7 +444,7 @@ func replaceAtomically(_ path: String, tag: String, _ fill: (Int32) throws -> Vo
         close(output)
         if !renamed { unlink(temporary) }
     }
-    try fill(output)
+    try await fill(output)
     var existing = stat()
     _ = fchmod(output, stat(target, &existing) == 0 && (existing.st_mode & S_IFMT) == S_IFREG
         ? existing.st_mode & 0o777 : outputFileMode)

@@ -304,7 +304,7 @@ func runParallel(_ jobs: [ParallelJob], client: HTTPClient, sink: Sink, options:
             do {
                 if let refusal = refusingDirectoryOutput(path) { throw refusal }
                 result.bodyBytes = try await response.body.write(toFileAtPath: path)
-                if !headText.isEmpty { try prependAtomically(headText, to: path) }
+                if !headText.isEmpty { try await prependAtomically(headText, to: path) }
                 result.outputFile = path
             } catch let error as UsageError {
                 // Prepending -i's head; the library's own errors (a failed transfer, a file error) are the

@@ -200,7 +200,12 @@ extension AhttpCommand {
 
         // -F and --form-string parts, in the order given.
         let parts = post.form.map { ($0, false) } + post.formString.map { ($0, true) }
-        options.bodies.formParts = try parts.sorted { $0.0.sequence < $1.0.sequence }.map { try parseFormPart($0.0.text, literal: $0.1) }
+        let silent = options.silent
+        options.bodies.formParts = try parts.sorted { $0.0.sequence < $1.0.sequence }.map {
+            try parseFormPart($0.0.text, literal: $0.1, warn: { text in
+                if !silent { try? writeAll(2, Array("Warning: \(text)\n".utf8)[...]) }  // as warn(_:_:)
+            })
+        }
 
         try checkOneRequestMethod()
 

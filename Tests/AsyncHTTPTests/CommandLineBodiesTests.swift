@@ -165,6 +165,42 @@ final class CommandLineBodiesTests: XCTestCase {
         try await server.shutdown()
     }
 
+    /// -F's `;headers=` (ahttp exited 2), as curl's get_param_part and read_field_headers: a field line, quoted or
+    /// not, or `@file` / `<file` of them (a folded line joined as it is, CRs, comments and empty lines dropped),
+    /// after the part's own fields; a Content-Type among them is the type only without `type=`, in its place; a
+    /// headers file that cannot be read is a warning and the part goes without (exit 0); a line that is no field
+    /// is refused (2), where curl would send it.
+    func testFormPartHeadersAsCurlSendsThem() async throws {
+        let server = try await NIOTestServer()
+        let directory = try temporaryDirectory()
+        let headerFile = directory.appendingPathComponent("headers.txt")
+        try Data("# a comment\r\nX-One: 1\r\n\r\nX-Two: two\r\n  folded\nX-Three: 3   \n".utf8).write(to: headerFile)
+        let echoed = directory.appendingPathComponent("echoed").path
+        func sent(_ arguments: [String]) throws -> (body: String, stderr: String) {
+            let result = try runAhttp(["-o", echoed] + arguments + [server.url("/echo")])
+            XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderr)")
+            return ((try? String(contentsOfFile: echoed, encoding: .utf8)) ?? "", result.stderr)
+        }
+        let inline = try sent(["-F", "a=hello;headers=X-Note: 1;headers= \"X-Quoted: a;b\""]).body
+        XCTAssertTrue(inline.contains("Content-Disposition: form-data; name=\"a\"\r\nX-Note: 1\r\nX-Quoted: a;b\r\n\r\nhello\r\n"), inline)
+        for marker in ["@", "< "] {
+            let fromFile = try sent(["-F", "b=text;type=text/x-b;headers=\(marker)\(headerFile.path)"]).body
+            XCTAssertTrue(fromFile.contains(
+                "name=\"b\"\r\nContent-Type: text/x-b\r\nX-One: 1\r\nX-Two: two  folded\r\nX-Three: 3\r\n\r\ntext\r\n"), fromFile)
+        }
+        let typed = try sent(["-F", "c=x;type=text/x-c;headers=Content-Type: text/x-mine"]).body
+        XCTAssertTrue(typed.contains("name=\"c\"\r\nContent-Type: text/x-c\r\n\r\nx\r\n"), typed)
+        XCTAssertFalse(typed.contains("text/x-mine"), "type= wins, as curl's")
+        let untyped = try sent(["-F", "c=x;headers=X-A: 1;headers=Content-Type: text/x-mine"]).body
+        XCTAssertTrue(untyped.contains("name=\"c\"\r\nContent-Type: text/x-mine\r\nX-A: 1\r\n\r\nx\r\n"), untyped)
+        let missing = try sent(["-F", "d=y;headers=@\(directory.path)/missing.txt"])
+        XCTAssertTrue(missing.stderr.contains("Warning: Cannot read from \(directory.path)/missing.txt: No such file or directory"), missing.stderr)
+        XCTAssertTrue(missing.body.contains("name=\"d\"\r\n\r\ny\r\n"), missing.body)
+        let noField = try runAhttp(["-s", "-F", "a=b;headers=no colon here", server.url("/echo")])
+        XCTAssertEqual(noField.status, 2, noField.stderr)
+        try await server.shutdown()
+    }
+
     /// -F part options as curl's get_param_part reads them: `;type=` after a plain value is the part's type (ahttp
     /// sent `hello;type=text/x-a` as the value), a type runs to the next known option (`text/plain;charset=utf-8`;
     /// ahttp exited 2), `@-` and `<-` read standard input (ahttp exited 26), and a quoted file name loses its quotes.

@@ -81,6 +81,57 @@ final class FormEncodingTests: XCTestCase {
         XCTAssertEqual(body.length, expected.count)
     }
 
+    /// A part's own fields (curl's `;headers=`): after Content-Disposition and Content-Type, in order; with curl's
+    /// rules, a Content-Disposition among them is sent instead of the part's, and a Content-Type is the part's type
+    /// only when none is given (in the type's place, not again after it); a CR LF in a value cannot start a line
+    /// (HTTPField makes it spaces); the form's length counts them.
+    func testPartHeadersFollowThePartsOwnFieldsAndCanReplaceThem() async throws {
+        var form = MultipartForm(boundary: "B")
+        var extra = HTTPFields()
+        extra[HTTPField.Name("X-Note")!] = "one"
+        extra.append(HTTPField(name: HTTPField.Name("X-Evil")!, value: "a\r\n--B\r\nX: y"))
+        form.append("a", "text", headers: extra)
+        form.append("b", data: [1], filename: "b.bin", contentType: "x/own", headers: [.contentType: "x/mine"])
+        var typed = HTTPFields()
+        typed[HTTPField.Name("X-First")!] = "1"
+        typed[.contentType] = "x/from-field"
+        form.append("d", data: [3], filename: "d.png", headers: typed)
+        form.append("c", rawValue: [2], headers: [.contentDisposition: "form-data; name=\"renamed\""])
+        let (body, _) = try form.makeBody()
+        let text = String(decoding: try await collect(body), as: UTF8.self)
+        XCTAssertTrue(text.contains("Content-Disposition: form-data; name=\"a\"\r\nX-Note: one\r\nX-Evil: a  --B  X: y\r\n\r\ntext\r\n"), text)
+        XCTAssertTrue(text.contains("Content-Disposition: form-data; name=\"b\"; filename=\"b.bin\"\r\nContent-Type: x/own\r\n\r\n"), text)
+        XCTAssertFalse(text.contains("x/mine"), "the type given wins, as curl's type= over a headers= Content-Type")
+        XCTAssertTrue(text.contains("name=\"d\"; filename=\"d.png\"\r\nContent-Type: x/from-field\r\nX-First: 1\r\n\r\n\u{3}\r\n"), text)
+        XCTAssertFalse(text.contains("image/png"), "the field's type comes before a guess from the file name")
+        XCTAssertTrue(text.contains("--B\r\nContent-Disposition: form-data; name=\"renamed\"\r\n\r\n\u{2}\r\n"), text)
+        XCTAssertEqual(text.components(separatedBy: "\r\n--B").count, 5, "three parts' ends and the form's: nothing in a value made a delimiter")
+        XCTAssertEqual(body.length, text.utf8.count)
+    }
+
+    /// A streamed part that yields more or less than its declared length fails the form at that part: the form's
+    /// length is the parts' sum, and a body that stops at its length (as a known-length body now does) would
+    /// otherwise go out with the closing delimiter cut off, or padded.
+    func testAStreamedPartThatRunsOverOrShortOfItsLengthFailsTheForm() async throws {
+        for (yielded, message) in [(20, "part 's' produced more than its declared length of 10 bytes"),
+                                   (5, "part 's' ended after 5 of its declared 10 bytes")] {
+            var form = MultipartForm(boundary: "B")
+            let (chunks, continuation) = AsyncStream<[UInt8]>.makeStream()
+            continuation.yield(Array(repeating: 7, count: yielded))
+            continuation.finish()
+            form.append("s", body: .stream(chunks, length: .known(10)))
+            form.append("after", "x")
+            let (body, _) = try form.makeBody()
+            do {
+                let bytes = try await collect(body)
+                XCTFail("\(yielded) bytes for 10 made a form of \(bytes.count) bytes")
+            } catch let error as HTTPClientError {
+                XCTAssertEqual(error.code, .invalidRequest)
+                XCTAssertTrue(error.message.contains(message), error.message)
+            }
+        }
+    }
+
     func testNamesAreEscapedAsBrowsersDo() async throws {
         var form = MultipartForm(boundary: "b")
         form.append("a\"b\r\nc", data: [], filename: "x\".txt")

@@ -34,6 +34,9 @@ public struct MultipartForm: Sendable {
         var filename: String?
         var contentType: String?
         var content: Content
+        /// Fields written after the part's own (curl's `;headers=`); a `Content-Disposition` here replaces the
+        /// part's, a `Content-Type` was taken into `contentType` (unless one was given) and is not written again.
+        var headers = HTTPFields()
     }
 
     var parts: [Part] = []
@@ -50,8 +53,15 @@ public struct MultipartForm: Sendable {
     public var count: Int { parts.count }
 
     /// Adds a text field; repeated names are kept in order.
-    public mutating func append(_ name: String, _ value: String) {
-        parts.append(Part(name: name, content: .text(value)))
+    ///
+    /// Every `append` takes `headers`: fields the part carries after its `Content-Disposition` and `Content-Type`,
+    /// as curl's `-F 'name=value;headers=X-Note: 1'` and libcurl's `curl_mime_headers`, with curl's rules: a
+    /// `Content-Disposition` among them is sent instead of the part's own; a `Content-Type` among them is the
+    /// part's type when the call gives none (`contentType` nil, before any guess from the file name), written
+    /// where the part's type goes, and otherwise not sent. Values cannot break a line: `HTTPField` turns CR, LF
+    /// and NUL into spaces.
+    public mutating func append(_ name: String, _ value: String, headers: HTTPFields = HTTPFields()) {
+        parts.append(Part(name: name, contentType: headers[.contentType], content: .text(value), headers: headers))
     }
 
     /// Adds a text field whose value is bytes sent as they are, in no text encoding (a file's contents, as curl's
@@ -61,15 +71,17 @@ public struct MultipartForm: Sendable {
     /// var form = MultipartForm()
     /// form.append("notes", rawValue: [0x63, 0x61, 0x66, 0xE9])   // "café" in ISO 8859-1
     /// ```
-    public mutating func append(_ name: String, rawValue: [UInt8]) {
-        parts.append(Part(name: name, content: .data(rawValue)))
+    public mutating func append(_ name: String, rawValue: [UInt8], headers: HTTPFields = HTTPFields()) {
+        parts.append(Part(name: name, contentType: headers[.contentType], content: .data(rawValue), headers: headers))
     }
 
     /// Adds bytes held in memory as a file part. `contentType` nil: guessed from `filename`'s extension,
     /// else `application/octet-stream`.
-    public mutating func append(_ name: String, data: [UInt8], filename: String? = nil, contentType: String? = nil) {
-        let type = contentType ?? (filename.map(MediaTypes.forFileName) ?? "application/octet-stream")
-        parts.append(Part(name: name, filename: filename, contentType: type, content: .data(data)))
+    public mutating func append(
+        _ name: String, data: [UInt8], filename: String? = nil, contentType: String? = nil, headers: HTTPFields = HTTPFields()
+    ) {
+        let type = contentType ?? headers[.contentType] ?? (filename.map(MediaTypes.forFileName) ?? "application/octet-stream")
+        parts.append(Part(name: name, filename: filename, contentType: type, content: .data(data), headers: headers))
     }
 
     /// Adds a file streamed from disk. The file is opened now to check it (a missing or unreadable file throws
@@ -77,20 +89,22 @@ public struct MultipartForm: Sendable {
     /// `filename` nil: the path's last component; `contentType` nil: from the extension (as ASIHTTPRequest
     /// did), else `application/octet-stream`.
     public mutating func appendFile(
-        _ name: String, path: String, filename: String? = nil, contentType: String? = nil
+        _ name: String, path: String, filename: String? = nil, contentType: String? = nil, headers: HTTPFields = HTTPFields()
     ) throws(HTTPClientError) {
         let body = try HTTPClientRequest.Body.file(path)
         let shownName = filename ?? (path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path)
-        parts.append(Part(name: name, filename: shownName, contentType: contentType ?? MediaTypes.forFileName(shownName),
-                          content: .body(body)))
+        parts.append(Part(name: name, filename: shownName,
+                          contentType: contentType ?? headers[.contentType] ?? MediaTypes.forFileName(shownName),
+                          content: .body(body), headers: headers))
     }
 
     /// Adds any request body as a part (a stream of unknown length makes the whole form chunked).
     public mutating func append(
-        _ name: String, body: HTTPClientRequest.Body, filename: String? = nil, contentType: String? = nil
+        _ name: String, body: HTTPClientRequest.Body, filename: String? = nil, contentType: String? = nil,
+        headers: HTTPFields = HTTPFields()
     ) {
-        let type = contentType ?? (filename.map(MediaTypes.forFileName) ?? "application/octet-stream")
-        parts.append(Part(name: name, filename: filename, contentType: type, content: .body(body)))
+        let type = contentType ?? headers[.contentType] ?? (filename.map(MediaTypes.forFileName) ?? "application/octet-stream")
+        parts.append(Part(name: name, filename: filename, contentType: type, content: .body(body), headers: headers))
     }
 
     /// The body and its `Content-Type` (`multipart/form-data; boundary=…`).
@@ -110,13 +124,20 @@ public struct MultipartForm: Sendable {
         var pending: [UInt8] = []
         for part in parts {
             pending += delimiter + Self.crlf
-            pending += Array("Content-Disposition: form-data; name=\"".utf8) + Self.escape(encoding.encode(part.name)) + [UInt8(ascii: "\"")]
-            if let filename = part.filename {
-                pending += Array("; filename=\"".utf8) + Self.escape(encoding.encode(filename)) + [UInt8(ascii: "\"")]
+            // (Reads first: almost no part has fields of its own.)
+            if part.headers.isEmpty || !part.headers.contains(.contentDisposition) {
+                pending += Array("Content-Disposition: form-data; name=\"".utf8) + Self.escape(encoding.encode(part.name)) + [UInt8(ascii: "\"")]
+                if let filename = part.filename {
+                    pending += Array("; filename=\"".utf8) + Self.escape(encoding.encode(filename)) + [UInt8(ascii: "\"")]
+                }
+                pending += Self.crlf
             }
-            pending += Self.crlf
             if let type = part.contentType {
                 pending += Array("Content-Type: ".utf8) + Self.stripLineBreaks(type) + Self.crlf
+            }
+            // A Content-Type field went into the part's type when it was added (curl's rule).
+            for field in part.headers where field.name != .contentType {
+                pending += Array(field.name.rawName.utf8) + Array(": ".utf8) + Self.stripLineBreaks(field.value) + Self.crlf
             }
             pending += Self.crlf
             switch part.content {
@@ -188,28 +209,44 @@ public struct MultipartForm: Sendable {
             // Every part's source is made now, before the head goes out: a file gone missing fails with nothing sent.
             enum Piece {
                 case bytes([UInt8])
-                case source(BodyChunkSource)
+                /// A streamed part, its declared length (nil: unknown) and its name.
+                case source(BodyChunkSource, length: Int?, part: String)
             }
             var pieces: [Piece] = []
             for segment in frozen {
                 switch segment {
                 case .bytes(let bytes):
                     pieces.append(.bytes(bytes))
-                case .body(let body, _):
+                case .body(let body, let part):
                     // In-memory bodies were merged into the framing above; what is left here is a stream.
-                    guard case .stream(_, _, let makeSource) = body.storage else { continue }
-                    pieces.append(.source(try makeSource()))
+                    guard case .stream(let length, _, let makeSource) = body.storage else { continue }
+                    pieces.append(.source(try makeSource(), length: length, part: part))
                 }
             }
             var index = 0
+            var partBytes = 0
             return BodyChunkSource {
                 while index < pieces.count {
                     switch pieces[index] {
                     case .bytes(let bytes):
                         index += 1
                         if !bytes.isEmpty { return bytes[...] }
-                    case .source(let source):
-                        if let chunk = try await source.next() { return chunk }
+                    case .source(let source, let length, let part):
+                        // Each part keeps to its own length: the form's is their sum, so a part that ran over or
+                        // short would shift the delimiters after it, and the form would end cut or padded.
+                        if let chunk = try await source.next() {
+                            partBytes += chunk.count
+                            if let length, partBytes > length {
+                                throw HTTPClientError.invalidRequest(
+                                    "multipart form part '\(part)' produced more than its declared length of \(length) bytes")
+                            }
+                            return chunk
+                        }
+                        if let length, partBytes != length {
+                            throw HTTPClientError.invalidRequest(
+                                "multipart form part '\(part)' ended after \(partBytes) of its declared \(length) bytes")
+                        }
+                        partBytes = 0
                         index += 1
                     }
                 }
@@ -275,8 +312,8 @@ public struct MultipartForm: Sendable {
     }
 
     /// Whether the delimiter `--boundary` occurs in any in-memory part's content (RFC 2046 §5.1.1: the
-    /// delimiter must not appear inside an encapsulated part). Names and filenames cannot hold one: their CR
-    /// and LF are escaped, so they never start a line.
+    /// delimiter must not appear inside an encapsulated part). Names, filenames and a part's own fields cannot
+    /// hold one: their CR and LF are escaped or replaced, so they never start a line.
     func occursInParts(_ boundary: [UInt8], encoding: FormTextEncoding) -> Bool {
         let delimiter = Array("--".utf8) + boundary
         for part in parts {
