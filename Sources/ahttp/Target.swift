@@ -70,8 +70,9 @@ struct TransferTarget {
     /// may not hold raw is percent-encoded: non-ASCII (its UTF-8 bytes), `"` `<` `>` `\` `^` `` ` `` `{` `|` `}`,
     /// `[` and `]` (ahttp never globs, so they are data; an IPv6 host's brackets are in the authority, left alone),
     /// a `%` not followed by two hex digits (as `%25`), and a `#` inside the fragment. White space and control
-    /// characters stay: curl refuses them too (exit 3). The scheme and the authority are left as they are (curl
-    /// converts a non-ASCII host to punycode with libidn2; AsyncHTTP has no IDNA, so such a host is still refused).
+    /// characters stay: curl refuses them too (exit 3). The scheme and the authority are left as they are, but for a
+    /// non-ASCII host, which is sent in its IDNA ASCII form (`bücher.example` as `xn--bcher-kva.example`, as curl
+    /// converts it with libidn2; ``IDNA/withASCIIHost(_:)``) and shown as typed.
     /// The path's `.` and `..` segments are removed (RFC 3986 §5.2.4, as curl squashes them) unless `pathAsIs`
     /// (--path-as-is). Returns the URL to send and the URL to show (`display`).
     static func curlReadyURL(_ url: String, pathAsIs: Bool = false) -> (send: String, display: String) {
@@ -110,7 +111,7 @@ struct TransferTarget {
         display += path.isEmpty ? [UInt8(ascii: "/")] : Array(path)
         if let query, !query.isEmpty { display += [UInt8(ascii: "?")] + query }
         if let fragment, !fragment.isEmpty { display += [UInt8(ascii: "#")] + fragment }
-        return (String(decoding: send, as: UTF8.self), String(decoding: display, as: UTF8.self))
+        return (IDNA.withASCIIHost(String(decoding: send, as: UTF8.self)), String(decoding: display, as: UTF8.self))
     }
 
     /// One component of ``curlReadyURL(_:)`` with the bytes `HTTPURL` refuses raw percent-encoded.

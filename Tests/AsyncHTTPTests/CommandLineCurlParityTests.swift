@@ -216,7 +216,7 @@ final class CommandLineCurlParityTests: XCTestCase {
     /// URLs with bytes RFC 3986 wants encoded, which curl sends as typed: ahttp encodes them (its URL parser is
     /// strict) and shows the URL as typed in %{url_effective}, as curl. nginx answers both alike.
     func testURLsCurlSendsAsTypedMatchCurl() throws {
-        let codes = ["-o", "/dev/null", "-w", "%{http_code} %{exitcode} %{url_effective}"]
+        let codes = ["-o", "/dev/null", "-w", "%{http_code} %{exitcode} %{scheme} %{url_effective}"]
         try check([
             Row(name: "JSON in the query, with -g", arguments: ["-s", "-g"] + codes + [#"{nginx}/small.txt?f={"a":[1]}"#]),
             Row(name: "a '|' in the query", arguments: ["-s"] + codes + ["{nginx}/small.txt?q=a|b"]),

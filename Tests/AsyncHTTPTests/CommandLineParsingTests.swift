@@ -229,6 +229,21 @@ final class CommandLineParsingTests: XCTestCase {
         XCTAssertEqual(path, "café", "-O names the file as typed, as curl")
     }
 
+    /// A non-ASCII host was refused (exit 3); as curl with libidn2, it is sent in its IDNA ASCII form and shown as
+    /// typed. An ASCII host, an IPv6 literal and userinfo and port around the host are left as they are.
+    func testANonASCIIHostIsSentInItsASCIIFormAndShownAsTyped() throws {
+        let target = TransferTarget("http://bücher.example:8080/café?q=1", options: Options())
+        XCTAssertEqual(target.url, "http://xn--bcher-kva.example:8080/caf%C3%A9?q=1")
+        XCTAssertEqual(target.display, "http://bücher.example:8080/café?q=1")
+        XCTAssertEqual(try HTTPURL(target.url).host, "xn--bcher-kva.example")
+        XCTAssertEqual(target.shown(try HTTPURL(target.url).description), "http://bücher.example:8080/café?q=1")
+        let withUser = TransferTarget("https://user@MÜNCHEN.example/", options: Options())
+        XCTAssertEqual(withUser.url, "https://xn--mnchen-3ya.example/", "the userinfo is -u's, not sent in the URL")
+        XCTAssertEqual(withUser.credentials?.username, "user")
+        XCTAssertEqual(TransferTarget("http://[::1]:81/x", options: Options()).url, "http://[::1]:81/x")
+        XCTAssertEqual(TransferTarget("http://example.com/ü", options: Options()).url, "http://example.com/%C3%BC")
+    }
+
     /// curl removes the path's dot segments (RFC 3986 remove_dot_segments), and --path-as-is keeps them; ahttp sent
     /// them as typed.
     func testDotSegmentsAreRemovedUnlessPathAsIs() throws {

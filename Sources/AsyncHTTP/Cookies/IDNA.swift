@@ -3,7 +3,14 @@
 /// Host names to ASCII, the way RFC 6265 §5.1.2 canonicalises them: lowercase, and each non-ASCII label
 /// becomes `xn--` plus its Punycode. Full IDNA 2008 / UTS #46 mapping and NFC normalisation are out of
 /// scope: the Swift standard library has no normaliser and URLs normally arrive already in ASCII.
-enum IDNA {
+package enum IDNA {
+    /// `url` (absolute, as typed) with a non-ASCII host in its IDNA ASCII form (`http://bücher.example/x` to
+    /// `http://xn--bcher-kva.example/x`), as a redirect's `Location` is sent; unchanged when the host is ASCII, an
+    /// IP literal, or cannot be encoded. For ahttp, which sends such a host as curl does with libidn2.
+    package static func withASCIIHost(_ url: String) -> String {
+        RedirectMiddleware.asciiHost(url)
+    }
+
     /// The ASCII form of a dotted host name, or nil if a label cannot be encoded.
     static func toASCII(_ host: String) -> String? {
         var result = ""
