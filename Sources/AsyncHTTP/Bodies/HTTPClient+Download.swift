@@ -60,6 +60,10 @@ extension HTTPClient {
     /// destination alone and returns with ``DownloadResult/written`` false. The body streams to disk as it
     /// arrives; memory stays at a few read buffers, whatever the size.
     ///
+    /// As curl writes its output file: a file already at `destination` keeps its permission bits (a 0600 file stays
+    /// 0600) and a new one gets 0666 less the umask; a `destination` that is a symbolic link is written through (the
+    /// temporary file goes beside the link's target, the rename replaces the target, and the link stays).
+    ///
     /// With ``DownloadOptions/resume``, the temporary file is `<destination>.part`, with its validator in
     /// `<destination>.part.validator`, and both are kept when the transfer fails. The next call sends
     /// `Range: bytes=N-` for the N bytes kept, with `If-Range` (the strong `ETag`, or a `Last-Modified` that is
