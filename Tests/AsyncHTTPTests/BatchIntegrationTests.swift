@@ -124,11 +124,20 @@ final class BatchIntegrationTests: XCTestCase {
         XCTAssertEqual(codes, [.cancelled, .cancelled, .cancelled, .connectFailed, .cancelled],
                        "the fifth never started: the failure came first")
         XCTAssertEqual(events.failures.count, 5)
-        try await server.waitUntilAllConnectionsClosed(timeout: .seconds(3))
+        // A member whose connection was made as the cancellation came gives it back unused (it carried nothing;
+        // docs/connections.md), and the pool keeps it; a connection that carried a request is closed. So what is
+        // still open on the server is at most the pool's idle connections, none leased, and shutdown closes them.
+        // (This failed now and then while it asked for no idle connection at all.)
         let idle = await client.transport.pool.idleCount
-        XCTAssertEqual(idle, 0, "the cancelled members' connections were closed, not pooled")
+        XCTAssertLessThanOrEqual(idle, 3)
+        try await waitUntil("only the pool's \(idle) idle connection(s) are open", timeout: .seconds(3)) {
+            server.connectionsOpen <= idle
+        }
+        let statistics = await client.poolStatistics()
+        XCTAssertEqual(statistics.leasedConnections, 0, "no cancelled member holds a connection")
         XCTAssertEqual(client.activeTransfers, 0)
         await client.shutdown()
+        try await server.waitUntilAllConnectionsClosed(timeout: .seconds(3))
         try await server.shutdown()
     }
 
