@@ -56,6 +56,37 @@ final class AuthMiddlewareRoundsTests: XCTestCase {
         XCTAssertTrue(values.last??.hasPrefix("Digest ") ?? false)
     }
 
+    /// A body the chain compresses (`compressesBody`) is not what Digest `auth-int` would hash: offered both, the
+    /// answer is `auth`; offered only auth-int, the request fails saying why, instead of sending a hash of the
+    /// uncompressed bytes that the server refuses. An uncompressed body is still hashed for auth-int.
+    func testAuthIntIsNotAnsweredForABodyTheChainCompresses() async throws {
+        let url = try HTTPURL("https://digest.test/upload")
+        func qopSent(offered: String, compresses: Bool) async throws -> String? {
+            let sent = Locked<[String?]>([])
+            var request = HTTPClientRequest(url: "https://digest.test/upload")
+            request.method = .post
+            request.body = .bytes(Array(repeating: UInt8(ascii: "a"), count: 1000))
+            request.compressesBody = compresses
+            request.credentials = HTTPCredentials(username: "alice", password: "pw")
+            _ = try await middleware().intercept(request) { sent_ in
+                sent.withLock { $0.append(sent_.headers[.authorization]) }
+                return Self.response(.unauthorized, .wwwAuthenticate, #"Digest realm="r", nonce="n", qop="\#(offered)""#, url: url)
+            }
+            return sent.withLock { $0 }.compactMap { $0 }.last.flatMap { AuthChallenge.parse([$0]).first?.parameters["qop"] }
+        }
+        let both = try await qopSent(offered: "auth,auth-int", compresses: true)
+        XCTAssertEqual(both, "auth")
+        let plain = try await qopSent(offered: "auth-int", compresses: false)
+        XCTAssertEqual(plain, "auth-int")
+        do {
+            _ = try await qopSent(offered: "auth-int", compresses: true)
+            XCTFail("a hash of the uncompressed body was sent for auth-int")
+        } catch let error as HTTPClientError {
+            XCTAssertEqual(error.code, .authenticationFailed)
+            XCTAssertTrue(error.message.contains("auth-int"), error.message)
+        }
+    }
+
     /// `maxCallbackAttempts = .max` ("ask as often as it takes") bounds the rounds without overflowing (it trapped).
     func testAnUnboundedCallbackLimitDoesNotOverflow() async throws {
         var configuration = AuthenticationConfiguration()

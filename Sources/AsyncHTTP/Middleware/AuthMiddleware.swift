@@ -72,10 +72,13 @@ struct AuthMiddleware: HTTPClientMiddleware {
         let method = request.method.rawValue
         // RFC 7616 §3.4: digest-uri is the request-target, which is the absolute form through a proxy.
         let uri = viaPlainProxy ? url.absoluteFormTarget : url.requestTarget
-        // For Digest auth-int: the body's bytes, [] for no body, nil for a stream that cannot be hashed ahead.
+        // For Digest auth-int: the body's bytes, [] for no body, nil for a stream that cannot be hashed ahead, and
+        // nil for bytes the compression middleware below will gzip (`compressesBody`): auth-int hashes the body as
+        // sent, and these are not those bytes (a hash of them was refused by a server that checks it). Then `auth`
+        // is answered, or, when only auth-int is offered, the request fails saying so.
         let body: [UInt8]? = switch request.body?.storage {
         case nil: []
-        case .bytes(let bytes)?: bytes
+        case .bytes(let bytes)?: request.compressesBody && !request.headers.contains(.contentEncoding) ? nil : bytes
         case .stream?: nil
         }
 
