@@ -39,11 +39,9 @@ struct BodyOptions {
         var name: String
         var content: Content
         var type: String?
-        /// `;headers=` in order, checked (``formHeaderField(_:in:)``), a file's lines read already: as curl, which
-        /// reads a `headers=@file` as it reads the command line.
-        var headers: [String] = []
-        /// The -F argument, for messages.
-        var argument = ""
+        /// `;headers=` in order (``formHeaderField(_:in:)``), a file's lines read already: as curl, which reads a
+        /// `headers=@file` as it reads the command line.
+        var headers = HTTPFields()
     }
 }
 
@@ -55,14 +53,14 @@ func parseFormPart(_ text: String, literal: Bool, warn: (String) -> Void = { _ i
     guard let equals = text.firstIndex(of: "=") else { throw UsageError(message: "-F '\(text)': expected name=content") }
     let name = String(text[..<equals])
     let content = String(text[text.index(after: equals)...])
-    if literal { return BodyOptions.FormPart(name: name, content: .text(content), argument: text) }
+    if literal { return BodyOptions.FormPart(name: name, content: .text(content)) }
     let marker = content.first.flatMap { $0 == "@" || $0 == "<" ? $0 : nil }
     var rest = Substring(content).dropFirst(marker == nil ? 0 : 1)
     let value = formWord(&rest)
     if marker != nil, value.isEmpty { throw UsageError(message: "-F '\(text)': no file name after \(marker!)") }
     var type: String?
     var filename: String?
-    var headers: [String] = []
+    var headers = HTTPFields()
     let known = ["type=", "filename=", "headers=", "encoder="]
     while rest.first == ";" {
         rest = rest.dropFirst().drop { $0 == " " || $0 == "\t" }
@@ -97,10 +95,7 @@ func parseFormPart(_ text: String, literal: Bool, warn: (String) -> Void = { _ i
             } else {
                 lines = [formWord(&rest)]
             }
-            for line in lines {
-                _ = try formHeaderField(line, in: text)
-                headers.append(line)
-            }
+            for line in lines { headers.append(try formHeaderField(line, in: text)) }
         } else if rest.hasPrefix("encoder=") {
             // Known to curl; the library's form sends every part as it is (8bit), with no transfer encoding.
             throw UsageError(message: "-F '\(text)': the part option encoder= is not supported (type=, filename= and headers= are)")
@@ -113,7 +108,7 @@ func parseFormPart(_ text: String, literal: Bool, warn: (String) -> Void = { _ i
     case "<": .textFromFile(path: value)
     default: .text(value)
     }
-    return BodyOptions.FormPart(name: name, content: part, type: type, headers: headers, argument: text)
+    return BodyOptions.FormPart(name: name, content: part, type: type, headers: headers)
 }
 
 /// One `;headers=` field line, `Name: value`, as a field (`text` is the -F argument, for the message). A line curl
@@ -234,8 +229,7 @@ func applyBodies(_ options: Options, to request: inout HTTPClientRequest) throws
         }
         var form = MultipartForm()
         for part in bodies.formParts {
-            var headers = HTTPFields()
-            for line in part.headers { headers.append(try formHeaderField(line, in: part.argument)) }
+            let headers = part.headers
             switch part.content {
             case .text(let value):
                 if let type = part.type {

@@ -134,7 +134,12 @@ struct Options {
 
 /// A warning on stderr, as curl prints them (`Warning: …`), unless -s.
 func warn(_ text: String, _ options: Options?) {
-    if options?.silent == true { return }
+    warn(text, silent: options?.silent == true)
+}
+
+/// ``warn(_:_:)`` for a caller that has only the -s flag (options still being read).
+func warn(_ text: String, silent: Bool) {
+    if silent { return }
     try? writeAll(2, Array("Warning: \(text)\n".utf8)[...])
 }
 
@@ -202,9 +207,7 @@ extension AhttpCommand {
         let parts = post.form.map { ($0, false) } + post.formString.map { ($0, true) }
         let silent = options.silent
         options.bodies.formParts = try parts.sorted { $0.0.sequence < $1.0.sequence }.map {
-            try parseFormPart($0.0.text, literal: $0.1, warn: { text in
-                if !silent { try? writeAll(2, Array("Warning: \(text)\n".utf8)[...]) }  // as warn(_:_:)
-            })
+            try parseFormPart($0.0.text, literal: $0.1, warn: { warn($0, silent: silent) })
         }
 
         try checkOneRequestMethod()

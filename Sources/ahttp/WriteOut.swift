@@ -211,6 +211,10 @@ func writeOutValues(_ outcome: TransferOutcome, _ record: TransferRecorder.Recor
         (300..<400).contains(head.status.code) ? head.headers[.location].flatMap { try? url?.resolving($0) } : nil
     }
     let (remoteHost, remotePort) = routeAddress(record.route)
+    // From the text when the URL shown is the user's own and does not parse as it is (non-ASCII bytes, JSON in the
+    // query: what was sent is its encoding); none for a URL refused (3), as curl, which never parsed it.
+    let shownScheme = outcome.exitCode == 3 ? nil
+        : outcome.effectiveURL.firstRange(of: "://").map { String(outcome.effectiveURL[..<$0.lowerBound]) }
     func optional(_ text: String?) -> WriteOutValue { text.map { .string($0) } ?? .unset }
     var values: [(String, WriteOutValue)] = [
         ("cache_status", .string(outcome.cacheStatus)),
@@ -229,11 +233,7 @@ func writeOutValues(_ outcome: TransferOutcome, _ record: TransferRecorder.Recor
         ("remote_ip", .string(remoteHost)),
         ("remote_port", .integer(remotePort)),
         ("response_code", .statusCode(status)),
-        // From the text when the URL shown is the user's own and does not parse as it is (non-ASCII bytes, JSON in
-        // the query: what was sent is its encoding); none for a URL refused (3), as curl, which never parsed it.
-        ("scheme", .string((url?.scheme ?? (outcome.exitCode == 3 ? nil : outcome.effectiveURL.firstRange(of: "://").map {
-            String(outcome.effectiveURL[..<$0.lowerBound])
-        }) ?? "").uppercased())),
+        ("scheme", .string((url?.scheme ?? shownScheme ?? "").uppercased())),
         ("size_download", .integer(downloaded)),
         ("size_header", .integer(record.heads.reduce(0) { $0 + $1.text.utf8.count })),
         ("size_request", .integer(record.requestBytes)),

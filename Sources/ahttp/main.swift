@@ -315,10 +315,8 @@ func run() async -> Int32 {
     if let agent = options.userAgent, !options.headers.contains(where: { !$0.remove && $0.name.lowercased() == "user-agent" }) {
         // A -H User-Agent wins (the encoder sends no other), so -A counts only without one. A line break or NUL in
         // it is a header ahttp refuses to send (43), as the encoder refuses it in a request's own field.
-        if let bad = agent.utf8.first(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
-            if options.showsErrors {
-                printError("header 'User-Agent' value contains " + (bad == 0x0D ? "a carriage return" : bad == 0x0A ? "a line feed" : "a NUL byte"))
-            }
+        if let what = HTTPClient.Configuration.lineBreakOrNUL(in: agent) {
+            if options.showsErrors { printError("header 'User-Agent' value contains \(what)") }
             return 43
         }
         configuration.userAgent = agent.isEmpty ? nil : agent

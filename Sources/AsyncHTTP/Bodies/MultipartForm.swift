@@ -124,8 +124,7 @@ public struct MultipartForm: Sendable {
         var pending: [UInt8] = []
         for part in parts {
             pending += delimiter + Self.crlf
-            // (Reads first: almost no part has fields of its own.)
-            if part.headers.isEmpty || !part.headers.contains(.contentDisposition) {
+            if !part.headers.contains(.contentDisposition) {
                 pending += Array("Content-Disposition: form-data; name=\"".utf8) + Self.escape(encoding.encode(part.name)) + [UInt8(ascii: "\"")]
                 if let filename = part.filename {
                     pending += Array("; filename=\"".utf8) + Self.escape(encoding.encode(filename)) + [UInt8(ascii: "\"")]

@@ -181,9 +181,19 @@ extension HTTPClient {
             }
             // Written into every head (also a proxy's CONNECT): a CR, LF or NUL would end the field there and
             // start another line the caller did not mean (a header injection). The value is not repeated.
-            if let userAgent, let bad = userAgent.utf8.first(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
-                let what = bad == 0x0D ? "a carriage return" : bad == 0x0A ? "a line feed" : "a NUL byte"
+            if let userAgent, let what = Self.lineBreakOrNUL(in: userAgent) {
                 throw refuse("userAgent contains \(what); a header value cannot")
+            }
+        }
+
+        /// What in `value` would end a header field's line early, the first one found: "a carriage return", "a line
+        /// feed" or "a NUL byte"; nil when there is none.
+        package static func lineBreakOrNUL(in value: String) -> String? {
+            switch value.utf8.first(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
+            case 0x0D?: "a carriage return"
+            case 0x0A?: "a line feed"
+            case 0?: "a NUL byte"
+            default: nil
             }
         }
     }
